@@ -1,0 +1,39 @@
+/* auth: who is calling and what they may see. A principal is resolved from
+ * a bearer token (a static token from the configuration, or a JWT when
+ * OAuth is configured) against one catalog snapshot, and lives in the
+ * arena it was resolved into. Permission checks are pure functions of the
+ * principal. */
+#ifndef DATAGATE_AUTH_H
+#define DATAGATE_AUTH_H
+
+#include <stdbool.h>
+
+#include "datagate/base.h"
+#include "datagate/catalog.h"
+
+typedef struct dg_principal dg_principal_t;
+
+/* Resolves an Authorization header value ("Bearer <token>"). Returns 0, or
+ * DG_EAUTH with err->message saying why (missing, malformed, unknown,
+ * expired, bad signature), never echoing the token. The principal is
+ * allocated in arena and refers into cat. */
+int dg_auth_authenticate(const dg_catalog_t *cat, const char *authorization, dg_arena_t *arena,
+                         const dg_principal_t **out, dg_errctx_t *err);
+/* The principal of a configured user (for --stdio), or DG_ENOENT. */
+int dg_auth_principal_for_user(const dg_catalog_t *cat, const char *user, dg_arena_t *arena,
+                               const dg_principal_t **out);
+
+const char *dg_principal_name(const dg_principal_t *p);
+bool dg_principal_has_role(const dg_principal_t *p, const char *role);
+
+/* Model-level read access. */
+bool dg_auth_can_read_model(const dg_principal_t *p, const dg_model_t *model);
+/* Property visibility (implies model read access). */
+bool dg_auth_can_see_property(const dg_principal_t *p, const dg_model_t *model,
+                              const dg_property_t *prop);
+/* May create or modify records of the model (data entry forms). */
+bool dg_auth_can_write_model(const dg_principal_t *p, const dg_model_t *model);
+/* May list and run a saved query, given its id and name. */
+bool dg_auth_can_use_saved_query(const dg_principal_t *p, const char *id, const char *name);
+
+#endif

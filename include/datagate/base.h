@@ -1,0 +1,172 @@
+/* base: the small utilities every other module uses and that depend on
+ * nothing but libc and jansson: error codes with caller-facing detail,
+ * per-request arenas, bounded buffers, JSON-lines logging, metrics, GUIDs
+ * and a few string helpers. */
+#ifndef DATAGATE_BASE_H
+#define DATAGATE_BASE_H
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Test builds make DG_TESTABLE functions visible to unit tests. */
+#ifdef DG_TEST_BUILD
+#define DG_TESTABLE
+#else
+#define DG_TESTABLE static
+#endif
+
+#define DG_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- Errors ------------------------------------------------------------
+ * Functions return 0 or a negative DG_E* code. One table generates the
+ * codes, their names and their default messages. */
+#define DG_ERRNO_MAP(XX)                                                                           \
+  XX(EINVAL, -1, "invalid argument")                                                               \
+  XX(ENOMEM, -2, "out of memory")                                                                  \
+  XX(E2BIG, -3, "over a configured limit")                                                         \
+  XX(ENOENT, -4, "not found")                                                                      \
+  XX(EPERM, -5, "permission denied")                                                               \
+  XX(EAUTH, -6, "authentication required")                                                         \
+  XX(ETIMEDOUT, -7, "timed out")                                                                   \
+  XX(ECANCELED, -8, "canceled")                                                                    \
+  XX(EIO, -9, "input/output error")                                                                \
+  XX(EPROTO, -10, "protocol error")                                                                \
+  XX(ECONFIG, -11, "invalid configuration")                                                        \
+  XX(EBUSY, -12, "overloaded")                                                                     \
+  XX(EUPSTREAM, -13, "upstream call failed")                                                       \
+  XX(ECLOSED, -14, "connection closed")                                                            \
+  XX(ENOTSUP, -15, "not supported")                                                                \
+  XX(EEXIST, -16, "already exists")
+
+enum {
+#define XX(name, value, msg) DG_##name = (value),
+  DG_ERRNO_MAP(XX)
+#undef XX
+};
+
+/* Name ("DG_EINVAL") and message of a code; "unknown error" otherwise. */
+const char *dg_err_name(int code);
+const char *dg_strerror(int code);
+
+/* Caller-facing detail of a failure: which parameter, what was given and
+ * what is allowed, as one sentence the client can act on. */
+typedef struct dg_errctx {
+  int code;
+  char param[128];
+  char message[1024];
+} dg_errctx_t;
+
+void dg_errctx_clear(dg_errctx_t *ctx);
+/* Sets code, param and a formatted message; returns code for tail calls. */
+int dg_errctx_set(dg_errctx_t *ctx, int code, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ---- Arena -------------------------------------------------------------
+ * Per-request memory: everything allocated from an arena is released at
+ * once by dg_arena_destroy, after the destructors registered with
+ * dg_arena_defer have run (last registered first). Allocation failure
+ * returns NULL. */
+typedef struct dg_arena dg_arena_t;
+
+dg_arena_t *dg_arena_new(size_t block_size);
+void dg_arena_destroy(dg_arena_t *arena);
+void *dg_arena_alloc(dg_arena_t *arena, size_t size);
+void *dg_arena_calloc(dg_arena_t *arena, size_t n, size_t size);
+char *dg_arena_strdup(dg_arena_t *arena, const char *s);
+char *dg_arena_strndup(dg_arena_t *arena, const char *s, size_t n);
+char *dg_arena_sprintf(dg_arena_t *arena, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Runs fn(data) when the arena is destroyed; returns DG_ENOMEM on failure
+ * (in which case fn is called at once so nothing leaks). */
+int dg_arena_defer(dg_arena_t *arena, void (*fn)(void *), void *data);
+/* Bytes handed out so far (for limits and metrics). */
+size_t dg_arena_used(const dg_arena_t *arena);
+
+/* ---- Bounded buffer ----------------------------------------------------
+ * A growable byte buffer created with its maximum: growing past it fails
+ * with DG_E2BIG and leaves the buffer unchanged. data is always
+ * NUL-terminated (the terminator is not counted in len). */
+typedef struct dg_buf {
+  char *data;
+  size_t len;
+  size_t cap;
+  size_t max;
+} dg_buf_t;
+
+void dg_buf_init(dg_buf_t *buf, size_t max);
+void dg_buf_free(dg_buf_t *buf);
+void dg_buf_reset(dg_buf_t *buf);
+int dg_buf_reserve(dg_buf_t *buf, size_t extra);
+int dg_buf_append(dg_buf_t *buf, const void *data, size_t len);
+int dg_buf_append_str(dg_buf_t *buf, const char *s);
+int dg_buf_appendf(dg_buf_t *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Drops the first n bytes (n <= len). */
+void dg_buf_consume(dg_buf_t *buf, size_t n);
+/* Hands the memory to the caller (free() it) and resets the buffer. */
+char *dg_buf_steal(dg_buf_t *buf, size_t *len);
+
+/* ---- Logging -----------------------------------------------------------
+ * JSON lines on one file descriptor (stderr by default): one object per
+ * line with ts, level, event and the given fields. Never pass secrets. */
+typedef enum dg_log_level { DG_LOG_DEBUG, DG_LOG_INFO, DG_LOG_WARN, DG_LOG_ERROR } dg_log_level_t;
+
+void dg_log_init(int fd, dg_log_level_t min_level);
+/* Fields every line carries from now on (for example the worker number);
+ * the object is copied. */
+void dg_log_set_common(json_t *fields);
+bool dg_log_enabled(dg_log_level_t level);
+/* Writes one line; fields (may be NULL) is stolen. */
+void dg_log_json(dg_log_level_t level, const char *event, json_t *fields);
+/* Writes one line with a formatted "msg" field. */
+void dg_logf(dg_log_level_t level, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+dg_log_level_t dg_log_level_parse(const char *name, bool *ok);
+
+/* ---- Metrics -----------------------------------------------------------
+ * Per-process counters, gauges and latency histograms rendered in the
+ * Prometheus text format. Names are static strings; labels is the inside
+ * of the braces, e.g. "tool=\"get_data_models\",transport=\"http\"" or
+ * NULL. Only the loop thread updates metrics. */
+void dg_metrics_counter_add(const char *name, const char *labels, double value);
+void dg_metrics_gauge_add(const char *name, const char *labels, double delta);
+void dg_metrics_gauge_set(const char *name, const char *labels, double value);
+void dg_metrics_observe(const char *name, const char *labels, double seconds);
+/* Help text shown for a metric name (optional). */
+void dg_metrics_describe(const char *name, const char *help);
+int dg_metrics_render(dg_buf_t *out);
+void dg_metrics_reset(void);
+
+/* ---- GUIDs, time, strings ---------------------------------------------- */
+#define DG_UUID_LEN 36
+/* Random (version 4) GUID, lower case, NUL-terminated. */
+void dg_uuid_v4(char out[DG_UUID_LEN + 1]);
+/* True for the 8-4-4-4-12 hexadecimal form (either case). */
+bool dg_uuid_valid(const char *s);
+/* Fills buf with n random bytes from the kernel; 0 or DG_EIO. */
+int dg_random_bytes(void *buf, size_t n);
+
+/* SHA-256 digest (mbedTLS), for token lookups. */
+void dg_sha256(const void *data, size_t len, unsigned char out[32]);
+/* Constant-time comparison of two equal-length byte strings. */
+bool dg_ct_equal(const void *a, const void *b, size_t len);
+
+/* Monotonic milliseconds and nanoseconds. */
+uint64_t dg_now_ms(void);
+uint64_t dg_now_ns(void);
+/* UTC time as "2026-11-23T05:25:12.123Z" into out (at least 32 bytes). */
+void dg_time_iso8601(char *out, size_t size);
+
+/* Copies name with its first letter lowercased ("OrderNumber" ->
+ * "orderNumber"), as the seed's result keys are. */
+char *dg_camel_first(dg_arena_t *arena, const char *name);
+/* strncpy that always terminates and reports truncation (returns false). */
+bool dg_strlcpy(char *dst, const char *src, size_t size);
+/* Case-insensitive ASCII comparison of a counted string with a C string. */
+bool dg_strieq_n(const char *a, size_t alen, const char *b);
+/* Parses a whole decimal integer in [min, max]; false otherwise. */
+bool dg_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);
+
+#endif

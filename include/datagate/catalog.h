@@ -1,0 +1,220 @@
+/* catalog: the configuration in conf/, parsed once into typed, immutable
+ * structs. A catalog is a reference-counted snapshot: a reload (SIGHUP)
+ * builds a new one and swaps it in; work that started on the old snapshot
+ * keeps its reference until it finishes.
+ *
+ * Files of a configuration directory (each optional except datagate.json):
+ *   datagate.json   server settings, logging, auth (users, roles, tokens)
+ *   models.json     Data Models with their properties and references
+ * Later modules add their own files (connectors, endpoints, saved queries).
+ */
+#ifndef DATAGATE_CATALOG_H
+#define DATAGATE_CATALOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "datagate/base.h"
+
+/* ---- Data Models -------------------------------------------------------- */
+#define DG_DATA_TYPE_MAP(XX)                                                                       \
+  XX(STRING, "String")                                                                             \
+  XX(INT, "Int")                                                                                   \
+  XX(LONG, "Long")                                                                                 \
+  XX(DOUBLE, "Double")                                                                             \
+  XX(DECIMAL, "Decimal")                                                                           \
+  XX(BOOLEAN, "Boolean")                                                                           \
+  XX(DATE, "Date")                                                                                 \
+  XX(DATETIME, "DateTime")                                                                         \
+  XX(GUID, "Guid")                                                                                 \
+  XX(REFERENCE, "Reference")
+
+typedef enum dg_data_type {
+#define XX(name, text) DG_TYPE_##name,
+  DG_DATA_TYPE_MAP(XX)
+#undef XX
+      DG_TYPE__COUNT
+} dg_data_type_t;
+
+const char *dg_data_type_name(dg_data_type_t type);
+/* Parses "Int", "Decimal", ...; false for an unknown name. */
+bool dg_data_type_parse(const char *name, dg_data_type_t *out);
+/* Int, Long, Double, Decimal. */
+bool dg_data_type_is_numeric(dg_data_type_t type);
+
+typedef enum dg_ref_direction { DG_REF_OUTBOUND, DG_REF_INBOUND } dg_ref_direction_t;
+typedef enum dg_cardinality { DG_CARD_ONE_TO_ONE, DG_CARD_ONE_TO_MANY } dg_cardinality_t;
+
+struct dg_model;
+
+typedef struct dg_reference {
+  dg_ref_direction_t direction;
+  dg_cardinality_t cardinality;
+  const struct dg_model *target; /* NULL when the target has no Data Model */
+  const char *target_entity_type;
+  const char *target_entity_sub_type;
+  /* Inbound: the Outbound reference property of the target model that
+   * points back at this model (the foreign key lives there). Outbound: NULL
+   * (the property's own value is the target's id). */
+  const char *inverse_property;
+  bool derived; /* true for Inbound collections */
+} dg_reference_t;
+
+/* How a property appears on a data entry form (PRODUCT-FACTS: control type,
+ * label, default value, required, sequence, group). */
+typedef struct dg_form_settings {
+  const char
+      *control; /* "text", "multiline", "number", "date", "toggle", "choice", "lookup" or NULL */
+  const char *label;
+  const char *default_value;
+  int sequence;
+  const char *group;
+  bool hidden;
+} dg_form_settings_t;
+
+typedef struct dg_property {
+  const char *name;      /* as configured, e.g. "OrderNumber" */
+  const char *json_name; /* first letter lowercased, e.g. "orderNumber" */
+  const char *description;
+  dg_data_type_t type;
+  const dg_reference_t *reference; /* set when type is DG_TYPE_REFERENCE */
+  bool required;
+  bool read_only;
+  bool keyword;               /* searched by lookup_by_keyword */
+  bool sortable;              /* indexed for sorting */
+  bool filterable;            /* indexed for filtering */
+  const char *const *choices; /* enumerated values, or NULL */
+  size_t nchoices;
+  dg_form_settings_t form;
+  size_t index; /* position in the model's property array */
+} dg_property_t;
+
+typedef struct dg_model {
+  const char *id;   /* GUID, stable across restarts */
+  const char *name; /* "Orders" */
+  const char *description;
+  const char *entity_type;
+  const char *entity_sub_type;
+  const dg_property_t *properties;
+  size_t nproperties;
+  size_t index; /* position in the catalog's model array */
+} dg_model_t;
+
+/* ---- Auth configuration ------------------------------------------------- */
+typedef struct dg_model_grant {
+  const dg_model_t *model;
+  bool all_properties;           /* "properties": "*" or absent */
+  const char *const *properties; /* allowed property names otherwise */
+  size_t nproperties;
+  const char *const *deny; /* property names hidden even when all */
+  size_t ndeny;
+  bool write; /* may submit data entry forms */
+} dg_model_grant_t;
+
+typedef struct dg_role {
+  const char *name;
+  const dg_model_grant_t *grants;
+  size_t ngrants;
+  const char *const *saved_queries; /* ids or names, "*" for all */
+  size_t nsaved_queries;
+} dg_role_t;
+
+typedef struct dg_user {
+  const char *name;
+  const dg_role_t *const *roles;
+  size_t nroles;
+  /* SHA-256 of the bearer token, read from the environment variable named
+   * in the configuration at load time; has_token false when the variable is
+   * unset (the user cannot sign in with a static token). */
+  unsigned char token_sha256[32];
+  bool has_token;
+  const char *token_env;
+} dg_user_t;
+
+/* OAuth 2.0 / JWT resource-server settings (optional). */
+typedef struct dg_oauth_settings {
+  bool enabled;
+  const char *issuer;           /* expected "iss" and advertised authorization server */
+  const char *audience;         /* expected "aud"; also the resource URL */
+  const char *hs256_secret_env; /* HMAC key from the environment, or NULL */
+  const char *public_key_file;  /* PEM RSA/EC public key for RS256/ES256, or NULL */
+  const char *roles_claim;      /* claim holding role names (default "roles") */
+  const char *user_claim;       /* claim naming the user (default "sub") */
+} dg_oauth_settings_t;
+
+/* ---- Server settings ------------------------------------------------------ */
+typedef struct dg_server_settings {
+  const char *host;
+  int port;
+  int workers;
+  const char *public_url; /* advertised base URL (OAuth metadata), or NULL */
+  const char *tls_cert_file;
+  const char *tls_key_file;
+  size_t max_header_bytes;
+  unsigned max_headers;
+  size_t max_body_bytes;
+  unsigned max_connections;
+  uint64_t header_timeout_ms;
+  uint64_t request_timeout_ms;
+  uint64_t idle_timeout_ms;
+  size_t max_write_buffer;
+  unsigned max_pipelined;
+  size_t max_ws_message_bytes;
+  uint64_t ws_ping_interval_ms;
+  uint64_t drain_timeout_ms;
+  const char *const *allowed_origins; /* exact origins; "*" allows all */
+  size_t nallowed_origins;
+  unsigned max_sessions;
+  uint64_t session_idle_timeout_ms;
+  unsigned max_inflight_per_session;
+  uint64_t tool_timeout_ms;
+  size_t max_result_bytes; /* tool results over this are truncated (said in the result) */
+  const char *log_level;
+  const char *access_log; /* path, "-" for stderr, NULL for off */
+  const char *stdio_user; /* principal used by --stdio */
+  const char *database;   /* SQLite file path (relative to the config dir) */
+} dg_server_settings_t;
+
+/* ---- The snapshot -------------------------------------------------------- */
+typedef struct dg_catalog {
+  const char *dir; /* configuration directory it was loaded from */
+  dg_server_settings_t server;
+  dg_oauth_settings_t oauth;
+  const dg_model_t *models;
+  size_t nmodels;
+  const dg_role_t *roles;
+  size_t nroles;
+  const dg_user_t *users;
+  size_t nusers;
+  /* private: reference count and the memory everything above lives in */
+  int refs;
+  dg_arena_t *arena;
+} dg_catalog_t;
+
+/* Problems found while loading, each as "file: json/path: message". */
+typedef struct dg_config_errors {
+  char **lines;
+  size_t count;
+  size_t cap;
+} dg_config_errors_t;
+
+void dg_config_errors_free(dg_config_errors_t *errors);
+void dg_config_errors_add(dg_config_errors_t *errors, const char *file, const char *path,
+                          const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Loads and validates every file of dir. Returns 0 with *out holding one
+ * reference, or DG_ECONFIG with every problem in errors (nothing in *out). */
+int dg_catalog_load(const char *dir, dg_catalog_t **out, dg_config_errors_t *errors);
+dg_catalog_t *dg_catalog_ref(dg_catalog_t *cat);
+void dg_catalog_unref(dg_catalog_t *cat);
+
+/* Lookups. Models by GUID (any case) or name; properties by exact name,
+ * then case-insensitively (so "orderNumber" finds "OrderNumber"). */
+const dg_model_t *dg_catalog_model_by_id(const dg_catalog_t *cat, const char *id);
+const dg_model_t *dg_catalog_model_by_name(const dg_catalog_t *cat, const char *name);
+const dg_property_t *dg_model_property(const dg_model_t *model, const char *name);
+const dg_role_t *dg_catalog_role(const dg_catalog_t *cat, const char *name);
+const dg_user_t *dg_catalog_user(const dg_catalog_t *cat, const char *name);
+
+#endif

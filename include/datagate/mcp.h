@@ -1,0 +1,123 @@
+/* mcp: the Model Context Protocol over JSON-RPC 2.0. Owns the lifecycle
+ * (initialize, version negotiation, sessions), the tool registry and
+ * argument validation against each tool's JSON Schema, and the three
+ * transports: Streamable HTTP (with SSE) and WebSocket at /mcp on the
+ * net server, and newline-delimited stdio. It also serves the gateway's
+ * small HTTP routes (/healthz, /metrics, OAuth protected-resource
+ * metadata). mcp knows nothing of data models: tools do.
+ *
+ * Threading: every function here runs on the loop thread. */
+#ifndef DATAGATE_MCP_H
+#define DATAGATE_MCP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <uv.h>
+
+#include "datagate/auth.h"
+#include "datagate/base.h"
+#include "datagate/catalog.h"
+#include "datagate/net.h"
+
+/* Protocol versions, newest first; initialize negotiates among these. */
+#define DG_MCP_VERSIONS                                                                            \
+  { "2025-11-25", "2025-06-18", "2025-03-26" }
+
+/* ---- Tools -------------------------------------------------------------- */
+typedef struct dg_tool_call dg_tool_call_t;
+
+typedef struct dg_tool {
+  const char *name;
+  const char *title;
+  /* What the tool does and which tool to call first (shown to assistants). */
+  const char *description;
+  const char *input_schema;  /* JSON Schema (draft 2020-12 subset), as JSON text */
+  const char *output_schema; /* JSON Schema of structuredContent, as JSON text */
+  bool read_only;
+  bool destructive;
+  bool idempotent;
+  bool open_world; /* talks to external systems */
+  /* Runs the tool with arguments already validated against input_schema.
+   * The tool ends the call exactly once with dg_tool_call_succeed or
+   * dg_tool_call_fail*, now or from a later callback on the loop thread. */
+  void (*run)(dg_tool_call_t *call);
+} dg_tool_t;
+
+/* Arguments (a JSON object, borrowed; defaults from the schema filled in). */
+json_t *dg_tool_call_args(const dg_tool_call_t *call);
+const dg_principal_t *dg_tool_call_principal(const dg_tool_call_t *call);
+/* The catalog snapshot the call runs against (held until the call ends). */
+const dg_catalog_t *dg_tool_call_catalog(const dg_tool_call_t *call);
+uv_loop_t *dg_tool_call_loop(const dg_tool_call_t *call);
+/* Arena released when the call has ended and its result was sent. */
+dg_arena_t *dg_tool_call_arena(const dg_tool_call_t *call);
+const char *dg_tool_call_request_id(const dg_tool_call_t *call);
+const char *dg_tool_call_transport(const dg_tool_call_t *call); /* "http", "ws", "stdio" */
+/* Opaque per-tool-module context given in dg_mcp_config_t.tool_context. */
+void *dg_tool_call_context(const dg_tool_call_t *call);
+
+/* Cancellation (notifications/cancelled, client gone, tool timeout). The
+ * callback runs once on the loop thread; the tool must still end the call
+ * (with dg_tool_call_fail; its result is then dropped). */
+bool dg_tool_call_canceled(const dg_tool_call_t *call);
+void dg_tool_call_on_cancel(dg_tool_call_t *call, void (*fn)(dg_tool_call_t *call, void *data),
+                            void *data);
+/* Sends notifications/progress when the caller gave a progress token;
+ * total < 0 means unknown, message may be NULL. No-op otherwise. */
+void dg_tool_call_progress(dg_tool_call_t *call, double progress, double total,
+                           const char *message);
+/* True when the caller gave a progress token (chunks may be streamed). */
+bool dg_tool_call_wants_progress(const dg_tool_call_t *call);
+
+/* Ends the call with structuredContent = result (stolen) and the same JSON
+ * as one text content item. */
+void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result);
+/* Ends the call with isError: true and err->message as the text (naming the
+ * parameter, what was given and what is allowed). */
+void dg_tool_call_fail(dg_tool_call_t *call, const dg_errctx_t *err);
+void dg_tool_call_failf(dg_tool_call_t *call, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- Argument validation (also used by tests and fuzzers) --------------
+ * Validates value against a schema (parsed JSON Schema subset: type, enum,
+ * const, minimum, maximum, minLength, maxLength, pattern-free format
+ * "uuid"/"uri", items, minItems, maxItems, properties, required,
+ * additionalProperties false, default). Fills defaults into objects.
+ * On failure err names the parameter path (e.g. "paging.pageSize"), the
+ * value given and what is allowed. */
+int dg_mcp_schema_validate(const json_t *schema, json_t *value, dg_errctx_t *err);
+
+/* ---- Server --------------------------------------------------------------- */
+typedef struct dg_mcp_config {
+  const char *server_name; /* "datagate" */
+  const char *server_version;
+  const char *instructions; /* initialize result: the order to call tools in */
+  const dg_tool_t *const *tools;
+  size_t ntools;
+  void *tool_context; /* handed to tools through dg_tool_call_context */
+} dg_mcp_config_t;
+
+typedef struct dg_mcp_server dg_mcp_server_t;
+
+/* Creates the server with the first catalog snapshot (a reference is
+ * taken). Tool schemas are parsed here; a bad schema is DG_ECONFIG. */
+int dg_mcp_server_new(uv_loop_t *loop, const dg_mcp_config_t *config, dg_catalog_t *cat,
+                      dg_mcp_server_t **out, dg_errctx_t *err);
+/* Swaps the catalog used by calls that start from now on (SIGHUP). */
+void dg_mcp_server_set_catalog(dg_mcp_server_t *server, dg_catalog_t *cat);
+/* Cancels calls in flight, ends sessions, frees the server. */
+void dg_mcp_server_free(dg_mcp_server_t *server);
+/* Number of tool calls running (for graceful drain). */
+unsigned dg_mcp_server_inflight(const dg_mcp_server_t *server);
+
+/* The HTTP handler for a dg_http_server whose data is the dg_mcp_server_t:
+ * /mcp (POST, GET, DELETE, WebSocket upgrade), /healthz, /metrics,
+ * /.well-known/oauth-protected-resource[/mcp]; 404 otherwise. */
+void dg_mcp_http_handler(dg_http_request_t *req);
+
+/* MCP over newline-delimited JSON on in_fd/out_fd as the configured stdio
+ * user. on_eof fires when input ends and all output is written. */
+int dg_mcp_stdio_start(dg_mcp_server_t *server, int in_fd, int out_fd, void (*on_eof)(void *data),
+                       void *data);
+
+#endif

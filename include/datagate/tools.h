@@ -1,0 +1,26 @@
+/* tools: one file per MCP tool (src/tools/<tool_name>.c), each a
+ * const dg_tool_t named dg_tool_<tool_name>, listed in one registry array
+ * in the order tools/list shows them. A tool validates its arguments beyond
+ * the schema (catalog names, permissions), calls store, save or extract,
+ * and shapes the seed's response object. */
+#ifndef DATAGATE_TOOLS_H
+#define DATAGATE_TOOLS_H
+
+#include <stddef.h>
+
+#include "datagate/mcp.h"
+
+/* Every implemented tool, in tools/list order. */
+extern const dg_tool_t *const dg_tools_registry[];
+extern const size_t dg_tools_count;
+
+/* The initialize result's instructions: which tool to call first. */
+extern const char dg_tools_instructions[];
+
+/* Shared helpers for tool files. */
+/* Looks up args.dataModelId and checks read access; on failure fills err
+ * (unknown id lists nothing secret; a model the caller may not read is
+ * reported as not found to avoid disclosing it). */
+const dg_model_t *dg_tools_model_arg(dg_tool_call_t *call, const char *param, dg_errctx_t *err);
+
+#endif

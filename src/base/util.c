@@ -1,0 +1,134 @@
+/* GUIDs, clocks and small string helpers. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "datagate/base.h"
+
+int dg_random_bytes(void *buf, size_t n) {
+  unsigned char *p = buf;
+  while (n > 0) {
+    ssize_t got = getrandom(p, n, 0);
+    if (got < 0) {
+      if (errno == EINTR)
+        continue;
+      return DG_EIO;
+    }
+    p += got;
+    n -= (size_t)got;
+  }
+  return 0;
+}
+
+void dg_uuid_v4(char out[DG_UUID_LEN + 1]) {
+  static const char hex[] = "0123456789abcdef";
+  unsigned char b[16];
+  if (dg_random_bytes(b, sizeof(b)) != 0) {
+    /* getrandom does not fail on a running Linux system; fall back to a
+     * time-seeded value rather than abort. */
+    uint64_t t = dg_now_ns();
+    for (size_t i = 0; i < sizeof(b); i++)
+      b[i] = (unsigned char)(t >> ((i % 8) * 8)) ^ (unsigned char)(i * 31);
+  }
+  b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+  b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+  char *o = out;
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10)
+      *o++ = '-';
+    *o++ = hex[b[i] >> 4];
+    *o++ = hex[b[i] & 15];
+  }
+  *o = '\0';
+}
+
+bool dg_uuid_valid(const char *s) {
+  if (s == NULL || strlen(s) != DG_UUID_LEN)
+    return false;
+  for (int i = 0; i < DG_UUID_LEN; i++) {
+    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
+      return false;
+  }
+  return true;
+}
+
+uint64_t dg_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t dg_now_ms(void) {
+  return dg_now_ns() / 1000000ULL;
+}
+
+void dg_time_iso8601(char *out, size_t size) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  gmtime_r(&ts.tv_sec, &tm);
+  char base[24];
+  strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out, size, "%s.%03ldZ", base, ts.tv_nsec / 1000000L);
+}
+
+char *dg_camel_first(dg_arena_t *arena, const char *name) {
+  char *s = dg_arena_strdup(arena, name);
+  if (s != NULL && s[0] != '\0')
+    s[0] = (char)tolower((unsigned char)s[0]);
+  return s;
+}
+
+bool dg_strlcpy(char *dst, const char *src, size_t size) {
+  if (size == 0)
+    return false;
+  size_t n = strlen(src);
+  bool fits = n < size;
+  if (!fits)
+    n = size - 1;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+  return fits;
+}
+
+bool dg_strieq_n(const char *a, size_t alen, const char *b) {
+  size_t blen = strlen(b);
+  if (alen != blen)
+    return false;
+  for (size_t i = 0; i < alen; i++) {
+    if (tolower((unsigned char)a[i]) != tolower((unsigned char)b[i]))
+      return false;
+  }
+  return true;
+}
+
+bool dg_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out) {
+  if (s == NULL || *s == '\0' || isspace((unsigned char)*s))
+    return false;
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < min || v > max)
+    return false;
+  *out = v;
+  return true;
+}
+
+#include <mbedtls/sha256.h>
+
+void dg_sha256(const void *data, size_t len, unsigned char out[32]) {
+  mbedtls_sha256_ret(data, len, out, 0);
+}
+
+bool dg_ct_equal(const void *a, const void *b, size_t len) {
+  const unsigned char *x = a, *y = b;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < len; i++)
+    diff |= (unsigned char)(x[i] ^ y[i]);
+  return diff == 0;
+}

@@ -1,0 +1,2 @@
+#include "datagate/base.h"
+int main(void) { return 0; }
