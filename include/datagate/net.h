@@ -70,17 +70,27 @@ void *dg_http_request_server_data(const dg_http_request_t *req);
 
 /* A complete response with a body (Content-Length). Returns 0, or an error if
  * the request was already answered or its connection is gone (the request
- * is still released). */
+ * is still released). The server adds Date, Server, Content-Length,
+ * X-Request-Id and Connection; a handler's own copies of those are dropped.
+ * A header name that is not a token or a value with CR/LF is refused: the
+ * client gets a 500 instead and DG_EINVAL is returned (request released).
+ * The body is copied; it may live in the request's arena. */
 int dg_http_respond(dg_http_request_t *req, int status, const dg_http_header_t *headers,
                     size_t nheaders, const void *body, size_t len);
 
 /* Streamed response (chunked transfer encoding), used for SSE. The stream
  * ends with dg_http_stream_end; writes apply backpressure through
- * on_drain. */
+ * on_drain. Returns DG_ECLOSED when the connection is gone (the request is
+ * released, as by dg_http_respond), DG_EINVAL for invalid headers (nothing
+ * sent; the request is still unanswered). HTTP/1.0 clients get the body
+ * unframed and the connection closes at the end. */
 int dg_http_stream_begin(dg_http_request_t *req, int status, const dg_http_header_t *headers,
                          size_t nheaders);
 /* Queues data; returns DG_E2BIG when the connection's write buffer is full
- * (the data is not queued) and DG_ECLOSED when the peer has gone. */
+ * (the data is not queued; on_drain follows) and DG_ECLOSED when the peer
+ * has gone. A write larger than max_write_buffer is accepted only when
+ * nothing is queued, so queued memory stays bounded by the larger of the
+ * two. */
 int dg_http_stream_write(dg_http_request_t *req, const void *data, size_t len);
 int dg_http_stream_end(dg_http_request_t *req);
 /* Bytes queued and not yet written on the request's connection. */
@@ -112,8 +122,11 @@ typedef struct dg_http_server_config {
 
 typedef struct dg_http_server dg_http_server_t;
 
-/* Binds and listens. On failure *err says why (address in use, bad
- * certificate, ...). */
+/* Binds and listens. host must be a numeric IPv4/IPv6 address (or
+ * "localhost"): nothing here may block on a name lookup. On failure *err
+ * says why (address in use, bad certificate, ...) and the partly built
+ * server is freed on a later loop turn. Ignores SIGPIPE for the process so
+ * that a peer closing mid-write costs an EPIPE, not the process. */
 int dg_http_server_start(uv_loop_t *loop, const dg_http_server_config_t *config,
                          dg_http_server_t **out, dg_errctx_t *err);
 int dg_http_server_port(const dg_http_server_t *server);
@@ -153,11 +166,14 @@ bool dg_ws_is_upgrade(const dg_http_request_t *req);
  * a 400 (or 426) has been sent and NULL is returned. */
 dg_ws_t *dg_ws_accept(dg_http_request_t *req, const char *subprotocol,
                       const dg_ws_callbacks_t *callbacks, void *user);
-/* Queues one text message; DG_E2BIG when the write buffer is full,
- * DG_ECLOSED after close. */
+/* Queues one text message; DG_E2BIG when the write buffer is full (as for
+ * dg_http_stream_write), DG_EINVAL when data is not UTF-8, DG_ECLOSED
+ * after close. */
 int dg_ws_send_text(dg_ws_t *ws, const char *data, size_t len);
 size_t dg_ws_pending(const dg_ws_t *ws);
-/* Starts the close handshake with a status code and short reason. */
+/* Starts the close handshake with a status code and short reason (cut to
+ * 123 bytes); the TCP connection closes when the peer answers, or after a
+ * few seconds. on_close follows in either case. */
 void dg_ws_close(dg_ws_t *ws, int code, const char *reason);
 const char *dg_ws_peer(const dg_ws_t *ws);
 

@@ -29,6 +29,9 @@ struct dg_arena {
 };
 
 static arena_block_t *block_new(size_t size) {
+  /* The header plus a size near SIZE_MAX would wrap to a tiny malloc. */
+  if (size > SIZE_MAX - sizeof(arena_block_t))
+    return NULL;
   arena_block_t *b = malloc(sizeof(*b) + size);
   if (b == NULL)
     return NULL;
@@ -100,6 +103,8 @@ void *dg_arena_calloc(dg_arena_t *arena, size_t n, size_t size) {
 }
 
 char *dg_arena_strndup(dg_arena_t *arena, const char *s, size_t n) {
+  if (n == SIZE_MAX)
+    return NULL;
   char *p = dg_arena_alloc(arena, n + 1);
   if (p == NULL)
     return NULL;

@@ -28,13 +28,16 @@ void dg_buf_reset(dg_buf_t *buf) {
 int dg_buf_reserve(dg_buf_t *buf, size_t extra) {
   if (extra > buf->max || buf->len > buf->max - extra)
     return DG_E2BIG;
+  /* With max == SIZE_MAX there may be no room left for the terminator. */
+  if (buf->len + extra == SIZE_MAX)
+    return DG_E2BIG;
   size_t need = buf->len + extra + 1; /* room for the terminator */
   if (need <= buf->cap)
     return 0;
   size_t cap = buf->cap ? buf->cap : 256;
   while (cap < need)
     cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-  if (cap > buf->max + 1)
+  if (buf->max < SIZE_MAX && cap > buf->max + 1)
     cap = buf->max + 1;
   char *p = realloc(buf->data, cap);
   if (p == NULL)

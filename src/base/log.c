@@ -49,6 +49,8 @@ static void write_all(const char *p, size_t n) {
 }
 
 void dg_log_json(dg_log_level_t level, const char *event, json_t *fields) {
+  if ((unsigned)level >= DG_ARRAY_SIZE(level_names))
+    level = DG_LOG_ERROR;
   if (!dg_log_enabled(level)) {
     json_decref(fields);
     return;

@@ -53,15 +53,18 @@ static series_t *lookup(const char *name, const char *labels, metric_kind_t kind
   size_t i = hash_key(name, labels) & mask;
   for (; table[i] != NULL; i = (i + 1) & mask) {
     if (strcmp(table[i]->name, name) == 0 && strcmp(table[i]->labels, labels) == 0)
-      return table[i];
+      return table[i]->kind == kind ? table[i] : NULL; /* a name keeps its first kind */
   }
   if (nseries >= MAX_SERIES)
     return NULL;
   series_t *s = calloc(1, sizeof(*s));
-  if (s == NULL || (s->labels = strdup(labels)) == NULL) {
+  char *copy = strdup(labels);
+  if (s == NULL || copy == NULL) {
     free(s);
+    free(copy);
     return NULL;
   }
+  s->labels = copy;
   s->name = name;
   s->kind = kind;
   table[i] = s;
@@ -133,9 +136,13 @@ static int render_histogram(dg_buf_t *out, const series_t *s) {
   if (rc == 0)
     rc = dg_buf_appendf(out, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", s->name, s->labels, sep,
                         (unsigned long long)s->count);
+  /* Braces only around labels that exist: "name_sum{} 1" is not valid text format. */
+  const char *open = s->labels[0] ? "{" : "", *close = s->labels[0] ? "}" : "";
   if (rc == 0)
-    rc = dg_buf_appendf(out, "%s_sum{%s} %.9g\n%s_count{%s} %llu\n", s->name, s->labels, s->value,
-                        s->name, s->labels, (unsigned long long)s->count);
+    rc = dg_buf_appendf(out, "%s_sum%s%s%s %.9g\n", s->name, open, s->labels, close, s->value);
+  if (rc == 0)
+    rc = dg_buf_appendf(out, "%s_count%s%s%s %llu\n", s->name, open, s->labels, close,
+                        (unsigned long long)s->count);
   return rc;
 }
 

@@ -1,0 +1,677 @@
+/* HTTP/1.1 requests with llhttp: parsing under limits, the pipeline of
+ * complete requests handed to the handler one at a time, timeouts, and
+ * the error responses that end a connection (400, 408, 413, 431, 503).
+ *
+ * Input is parsed eagerly; complete requests wait in a queue bounded by
+ * max_pipelined. The handler is only ever called from a loop callback
+ * (a read or the connection timer), never from inside a response call,
+ * so an answer given synchronously does not recurse into the next
+ * request. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/internal.h"
+
+typedef enum phase { PHASE_IDLE, PHASE_HEADERS, PHASE_BODY } phase_t;
+
+struct dg__http1 {
+  llhttp_t parser;
+  dg_http_request_t *parsing; /* headers or body arriving */
+  dg_http_request_t *active;  /* with the handler */
+  dg_http_request_t *queue_head, *queue_tail;
+  unsigned queued;
+  dg_buf_t scratch; /* the URL or the header being read */
+  size_t field_len;
+  size_t header_bytes;
+  unsigned header_count;
+  phase_t phase;
+  uint64_t phase_start_ms;
+  uint64_t idle_since_ms;
+  int error_status; /* an error response owed once earlier requests are answered */
+  bool stopped;     /* nothing more is parsed: after an error or an upgrade */
+  bool dispatch_due;
+  bool in_dispatch;
+  bool detached; /* upgraded while the handler ran: freed when it returns */
+  bool draining;
+  bool fresh;        /* no request yet */
+  dg_buf_t leftover; /* bytes after an upgrade request */
+};
+
+static dg__http1_t *http_of(dg__conn_t *c) {
+  return c->proto == &dg__http1_proto ? c->proto_state : NULL;
+}
+
+static const dg_http_limits_t *limits_of(dg__conn_t *c) {
+  return &c->server->limits;
+}
+
+static uint64_t remaining(uint64_t since, uint64_t timeout, uint64_t now) {
+  uint64_t end = since + timeout;
+  return end > now ? end - now : 0;
+}
+
+/* Arms the connection timer for whatever the connection waits on now. */
+static void http_arm(dg__conn_t *c) {
+  dg__http1_t *h = http_of(c);
+  if (h == NULL || !dg__conn_is_open(c))
+    return;
+  const dg_http_limits_t *l = limits_of(c);
+  uint64_t now = dg_now_ms();
+  if (h->dispatch_due)
+    dg__conn_timer(c, 0);
+  else if (h->phase == PHASE_HEADERS)
+    dg__conn_timer(c, remaining(h->phase_start_ms, l->header_timeout_ms, now));
+  else if (h->phase == PHASE_BODY)
+    dg__conn_timer(c, remaining(h->phase_start_ms, l->request_timeout_ms, now));
+  else if (h->active == NULL && h->queue_head == NULL && h->error_status == 0) {
+    uint64_t idle = l->idle_timeout_ms;
+    if (h->fresh && l->header_timeout_ms < idle)
+      idle = l->header_timeout_ms;
+    dg__conn_timer(c, remaining(h->idle_since_ms, idle, now));
+  } else
+    dg__conn_timer_stop(c);
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+static void body_free(void *data) {
+  dg_buf_free(&((dg_http_request_t *)data)->body);
+}
+
+static dg_http_request_t *request_new(dg__conn_t *c) {
+  dg_arena_t *arena = dg_arena_new(4096);
+  if (arena == NULL)
+    return NULL;
+  dg_http_request_t *req = dg_arena_calloc(arena, 1, sizeof(*req));
+  if (req == NULL || dg_arena_defer(arena, body_free, req) != 0) {
+    dg_arena_destroy(arena);
+    return NULL;
+  }
+  dg_buf_init(&req->body, limits_of(c)->max_body_bytes);
+  req->arena = arena;
+  req->conn = c;
+  req->server_data = c->server->data;
+  req->tls = c->tls != NULL;
+  req->state = DG__REQ_PARSING;
+  req->start_ns = dg_now_ns();
+  req->method = "-";
+  req->path = "-";
+  req->query = "";
+  req->http_minor = 1;
+  dg_strlcpy(req->peer, c->peer, sizeof(req->peer));
+  return req;
+}
+
+static void request_free(dg_http_request_t *req) {
+  if (req != NULL)
+    dg_arena_destroy(req->arena);
+}
+
+static void access_log(const dg_http_request_t *req) {
+  char labels[32];
+  snprintf(labels, sizeof(labels), "status=\"%d\"", req->status);
+  dg_metrics_counter_add("dg_http_responses_total", labels, 1);
+  if (!dg_log_enabled(DG_LOG_INFO))
+    return;
+  double ms = (double)(dg_now_ns() - req->start_ns) / 1e6;
+  dg_log_json(DG_LOG_INFO, "access",
+              json_pack("{s:s,s:s,s:s,s:i,s:I,s:f,s:s,s:s}", "request_id", req->id, "method",
+                        req->method, "path", req->path, "status", req->status, "bytes",
+                        (json_int_t)req->bytes_out, "duration_ms", ms, "peer", req->peer,
+                        "transport", req->tls ? "https" : "http"));
+}
+
+static void queue_push(dg__http1_t *h, dg_http_request_t *req) {
+  req->state = DG__REQ_QUEUED;
+  req->next = NULL;
+  if (h->queue_tail != NULL)
+    h->queue_tail->next = req;
+  else
+    h->queue_head = req;
+  h->queue_tail = req;
+  h->queued++;
+}
+
+static dg_http_request_t *queue_pop(dg__http1_t *h) {
+  dg_http_request_t *req = h->queue_head;
+  if (req == NULL)
+    return NULL;
+  h->queue_head = req->next;
+  if (h->queue_head == NULL)
+    h->queue_tail = NULL;
+  h->queued--;
+  req->next = NULL;
+  return req;
+}
+
+/* ---- error responses -------------------------------------------------- */
+
+/* Label of dg_http_limit_rejections_total for one limit. */
+#define LIMIT(name) "limit=\"" name "\""
+
+/* Sends the owed error response once every earlier request is answered,
+ * then closes the connection after it is written. */
+static void send_error_if_due(dg__conn_t *c) {
+  dg__http1_t *h = http_of(c);
+  if (h == NULL || h->error_status == 0 || h->active != NULL || h->queue_head != NULL ||
+      !dg__conn_is_open(c))
+    return;
+  dg_http_request_t *req = h->parsing != NULL ? h->parsing : request_new(c);
+  h->parsing = NULL;
+  if (req == NULL) {
+    dg__conn_close(c);
+    return;
+  }
+  if (req->id[0] == '\0')
+    dg_uuid_v4(req->id);
+  const char *text = dg_http_status_text(h->error_status);
+  char body[64];
+  int n = snprintf(body, sizeof(body), "%s\n", text);
+  req->state = DG__REQ_ACTIVE;
+  dg__http1_respond_close(req, h->error_status, body, (size_t)n);
+}
+
+/* Records that the connection ends with status after the requests before
+ * the failing one are answered. Parsing stops for good. */
+static void http_fail(dg__conn_t *c, int status, const char *limit) {
+  dg__http1_t *h = http_of(c);
+  if (h == NULL || h->error_status != 0)
+    return;
+  h->error_status = status;
+  h->stopped = true;
+  h->phase = PHASE_IDLE;
+  if (limit != NULL)
+    dg_metrics_counter_add("dg_http_limit_rejections_total", limit, 1);
+  dg__conn_noread(c, DG__NOREAD_PROTO, true);
+  send_error_if_due(c);
+  http_arm(c);
+}
+
+/* ---- llhttp callbacks ------------------------------------------------- */
+
+static dg__conn_t *conn_of(llhttp_t *p) {
+  return p->data;
+}
+
+static int count_bytes(dg__conn_t *c, dg__http1_t *h, size_t n) {
+  h->header_bytes += n;
+  if (h->header_bytes > limits_of(c)->max_header_bytes) {
+    http_fail(c, 431, LIMIT("header_bytes"));
+    return HPE_USER;
+  }
+  return 0;
+}
+
+static int scratch_add(dg__conn_t *c, dg__http1_t *h, const char *at, size_t n) {
+  int rc = count_bytes(c, h, n);
+  if (rc == 0 && dg_buf_append(&h->scratch, at, n) != 0) {
+    http_fail(c, 431, LIMIT("header_bytes"));
+    rc = HPE_USER;
+  }
+  return rc;
+}
+
+static int on_message_begin(llhttp_t *p) {
+  dg__conn_t *c = conn_of(p);
+  dg__http1_t *h = http_of(c);
+  if (h->stopped)
+    return HPE_USER;
+  h->parsing = request_new(c);
+  if (h->parsing == NULL) {
+    http_fail(c, 503, NULL);
+    return HPE_USER;
+  }
+  h->fresh = false;
+  h->phase = PHASE_HEADERS;
+  h->phase_start_ms = dg_now_ms();
+  h->header_bytes = 0;
+  h->header_count = 0;
+  dg_buf_free(&h->scratch);
+  dg_buf_init(&h->scratch, limits_of(c)->max_header_bytes + 1);
+  http_arm(c);
+  return 0;
+}
+
+static int on_text(llhttp_t *p, const char *at, size_t n) {
+  dg__conn_t *c = conn_of(p);
+  return scratch_add(c, http_of(c), at, n);
+}
+
+static int on_url_complete(llhttp_t *p) {
+  dg__conn_t *c = conn_of(p);
+  dg__http1_t *h = http_of(c);
+  dg_http_request_t *req = h->parsing;
+  req->url = dg_arena_strndup(req->arena, h->scratch.data ? h->scratch.data : "", h->scratch.len);
+  dg_buf_reset(&h->scratch);
+  return req->url != NULL ? 0 : HPE_USER;
+}
+
+static int on_counted(llhttp_t *p, const char *at, size_t n) {
+  dg__conn_t *c = conn_of(p);
+  return count_bytes(c, http_of(c), n);
+}
+
+static int on_header_field_complete(llhttp_t *p) {
+  dg__conn_t *c = conn_of(p);
+  dg__http1_t *h = http_of(c);
+  h->field_len = h->scratch.len;
+  /* The name ends with a NUL inside the scratch buffer; the value follows. */
+  return scratch_add(c, h, "", 1);
+}
+
+static void add_header(dg_http_request_t *req, const char *name, const char *value, size_t vlen) {
+  while (vlen > 0 && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
+    vlen--;
+  dg__header_t *hd = dg_arena_calloc(req->arena, 1, sizeof(*hd));
+  if (hd == NULL)
+    return;
+  hd->name = dg_arena_strdup(req->arena, name);
+  hd->value = dg_arena_strndup(req->arena, value, vlen);
+  if (hd->name == NULL || hd->value == NULL)
+    return;
+  if (req->headers_tail != NULL)
+    req->headers_tail->next = hd;
+  else
+    req->headers = hd;
+  req->headers_tail = hd;
+}
+
+static int on_header_value_complete(llhttp_t *p) {
+  dg__conn_t *c = conn_of(p);
+  dg__http1_t *h = http_of(c);
+  if (++h->header_count > limits_of(c)->max_headers) {
+    http_fail(c, 431, LIMIT("header_count"));
+    return HPE_USER;
+  }
+  int rc = count_bytes(c, h, 4); /* ": " and CRLF */
+  if (rc != 0)
+    return rc;
+  const char *base = h->scratch.data != NULL ? h->scratch.data : "";
+  size_t vstart = h->field_len + 1;
+  size_t vlen = h->scratch.len > vstart ? h->scratch.len - vstart : 0;
+  add_header(h->parsing, base, vlen > 0 ? base + vstart : "", vlen);
+  dg_buf_reset(&h->scratch);
+  return 0;
+}
+
+static bool id_valid(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n > 64)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    char ch = s[i];
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '_' || ch == '-';
+    if (!ok)
+      return false;
+  }
+  return true;
+}
+
+static void finish_head(dg__http1_t *h, dg_http_request_t *req) {
+  const char *url = req->url != NULL ? req->url : "/";
+  const char *q = strchr(url, '?');
+  req->method = llhttp_method_name((llhttp_method_t)h->parser.method);
+  req->path = q != NULL ? dg_arena_strndup(req->arena, url, (size_t)(q - url)) : url;
+  req->query = q != NULL ? q + 1 : "";
+  if (req->path == NULL)
+    req->path = "-";
+  req->http_minor = h->parser.http_major > 1 ? 1 : h->parser.http_minor;
+  req->keep_alive = llhttp_should_keep_alive(&h->parser) != 0;
+  req->upgrade = h->parser.upgrade != 0;
+  req->is_head = h->parser.method == HTTP_HEAD;
+  const char *id = dg_http_request_header(req, "X-Request-Id");
+  if (id != NULL && id_valid(id))
+    dg_strlcpy(req->id, id, sizeof(req->id));
+  else
+    dg_uuid_v4(req->id);
+  const char *expect = dg_http_request_header(req, "Expect");
+  req->expect_continue =
+      expect != NULL && req->http_minor >= 1 && dg_strieq_n(expect, strlen(expect), "100-continue");
+}
+
+/* Interim 100 Continue, only when no earlier response is still owed:
+ * it must not land in the middle of another request's response. */
+static void maybe_continue(dg__conn_t *c) {
+  static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+  dg__http1_t *h = http_of(c);
+  dg_http_request_t *req = h != NULL ? h->parsing : NULL;
+  if (req == NULL || !req->expect_continue || h->phase != PHASE_BODY || h->active != NULL ||
+      h->queue_head != NULL)
+    return;
+  req->expect_continue = false;
+  dg__conn_write(c, cont, sizeof(cont) - 1);
+}
+
+static int on_headers_complete(llhttp_t *p) {
+  dg__conn_t *c = conn_of(p);
+  dg__http1_t *h = http_of(c);
+  dg_http_request_t *req = h->parsing;
+  finish_head(h, req);
+  dg_buf_free(&h->scratch);
+  if ((p->flags & F_CONTENT_LENGTH) && p->content_length > limits_of(c)->max_body_bytes) {
+    http_fail(c, 413, LIMIT("body"));
+    return HPE_USER;
+  }
+  h->phase = PHASE_BODY;
+  h->phase_start_ms = dg_now_ms();
+  maybe_continue(c);
+  http_arm(c);
+  return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t n) {
+  dg__conn_t *c = conn_of(p);
+  dg__http1_t *h = http_of(c);
+  int rc = dg_buf_append(&h->parsing->body, at, n);
+  if (rc == 0)
+    return 0;
+  http_fail(c, rc == DG_E2BIG ? 413 : 503, rc == DG_E2BIG ? LIMIT("body") : NULL);
+  return HPE_USER;
+}
+
+static int on_message_complete(llhttp_t *p) {
+  dg__conn_t *c = conn_of(p);
+  dg__http1_t *h = http_of(c);
+  dg_http_request_t *req = h->parsing;
+  /* The first waiting request goes to the handler at once when it is free. */
+  unsigned room = limits_of(c)->max_pipelined + (h->active == NULL ? 1u : 0u);
+  h->phase = PHASE_IDLE;
+  h->idle_since_ms = dg_now_ms();
+  req->expect_continue = false;
+  if (h->queued >= room) {
+    http_fail(c, 503, LIMIT("pipeline"));
+    return HPE_USER;
+  }
+  h->parsing = NULL;
+  queue_push(h, req);
+  return 0;
+}
+
+static const llhttp_settings_t settings = {
+    .on_message_begin = on_message_begin,
+    .on_url = on_text,
+    .on_method = on_counted,
+    .on_version = on_counted,
+    .on_header_field = on_text,
+    .on_header_value = on_text,
+    .on_url_complete = on_url_complete,
+    .on_header_field_complete = on_header_field_complete,
+    .on_header_value_complete = on_header_value_complete,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+/* ---- the pipeline ----------------------------------------------------- */
+
+static void http_free(dg__http1_t *h) {
+  request_free(h->parsing);
+  request_free(h->active);
+  for (dg_http_request_t *req = queue_pop(h); req != NULL; req = queue_pop(h))
+    request_free(req);
+  dg_buf_free(&h->scratch);
+  dg_buf_free(&h->leftover);
+  free(h);
+}
+
+/* Hands the next waiting request to the handler. Returns false when the
+ * connection no longer speaks HTTP afterwards (it was upgraded). */
+static bool http_dispatch(dg__conn_t *c) {
+  dg__http1_t *h = http_of(c);
+  h->dispatch_due = false;
+  if (h->active != NULL || h->queue_head == NULL || !dg__conn_is_open(c))
+    return true;
+  dg_http_request_t *req = queue_pop(h);
+  req->state = DG__REQ_ACTIVE;
+  h->active = req;
+  h->in_dispatch = true;
+  c->server->handler(req);
+  h->in_dispatch = false;
+  if (h->detached) {
+    http_free(h);
+    return false;
+  }
+  return true;
+}
+
+static int stash_leftover(dg__conn_t *c, dg__http1_t *h, const char *data, size_t len) {
+  if (dg_buf_append(&h->leftover, data, len) == 0)
+    return 0;
+  dg__conn_close(c);
+  return DG_E2BIG;
+}
+
+static void parse_error(dg__conn_t *c, llhttp_errno_t err) {
+  if (err == HPE_USER)
+    return; /* a limit already chose the status */
+  http_fail(c, 400, NULL);
+}
+
+static void http_on_data(dg__conn_t *c, const char *data, size_t len) {
+  dg__http1_t *h = http_of(c);
+  if (h->stopped) {
+    if (h->error_status == 0)
+      stash_leftover(c, h, data, len);
+    return;
+  }
+  llhttp_errno_t err = llhttp_execute(&h->parser, data, len);
+  if (err == HPE_PAUSED_UPGRADE) {
+    const char *pos = llhttp_get_error_pos(&h->parser);
+    size_t used = pos != NULL && pos >= data && pos <= data + len ? (size_t)(pos - data) : len;
+    h->stopped = true;
+    dg__conn_noread(c, DG__NOREAD_PROTO, true);
+    if (stash_leftover(c, h, data + used, len - used) != 0)
+      return;
+  } else if (err != HPE_OK) {
+    parse_error(c, err);
+  }
+  if (http_dispatch(c))
+    http_arm(c);
+}
+
+static void http_on_timer(dg__conn_t *c) {
+  dg__http1_t *h = http_of(c);
+  const dg_http_limits_t *l = limits_of(c);
+  uint64_t now = dg_now_ms();
+  if (h->dispatch_due) {
+    if (http_dispatch(c))
+      http_arm(c);
+    return;
+  }
+  if (h->phase == PHASE_HEADERS && now >= h->phase_start_ms + l->header_timeout_ms)
+    http_fail(c, 408, LIMIT("timeout"));
+  else if (h->phase == PHASE_BODY && now >= h->phase_start_ms + l->request_timeout_ms)
+    http_fail(c, 408, LIMIT("timeout"));
+  else if (h->phase == PHASE_IDLE && h->active == NULL && h->queue_head == NULL &&
+           h->error_status == 0)
+    dg__conn_close(c); /* idle keep-alive: closed silently */
+  http_arm(c);
+}
+
+/* The peer stopped sending. A request still being parsed or answered is
+ * abandoned, as a browser closing a tab means. */
+static void http_on_eof(dg__conn_t *c) {
+  dg__http1_t *h = http_of(c);
+  if (h->active == NULL && h->queue_head == NULL && h->parsing == NULL)
+    dg__conn_finish(c); /* answered responses still go out */
+  else
+    dg__conn_close(c);
+}
+
+static void http_on_drain(dg__conn_t *c) {
+  dg__http1_t *h = http_of(c);
+  dg_http_request_t *req = h->active;
+  if (req != NULL && req->events.on_drain != NULL)
+    req->events.on_drain(req, req->events.data);
+}
+
+static void http_on_server_drain(dg__conn_t *c) {
+  dg__http1_t *h = http_of(c);
+  h->draining = true;
+  if (h->active == NULL && h->queue_head == NULL && h->parsing == NULL)
+    dg__conn_close(c);
+}
+
+/* The connection is gone: the request with the handler hears on_abort
+ * (or, unwatched, waits for its answer, which then fails); the others
+ * are dropped. */
+static void http_on_closed(dg__conn_t *c) {
+  dg__http1_t *h = c->proto_state;
+  dg_http_request_t *req = h->active;
+  h->active = NULL;
+  c->proto_state = NULL;
+  if (req != NULL) {
+    req->conn = NULL;
+    if (req->events.on_abort != NULL) {
+      req->events.on_abort(req, req->events.data);
+      request_free(req);
+    }
+  }
+  http_free(h);
+}
+
+static size_t request_memory(const dg_http_request_t *req) {
+  return req != NULL ? dg_arena_used(req->arena) + req->body.cap : 0;
+}
+
+static size_t http_memory(const dg__conn_t *c) {
+  const dg__http1_t *h = c->proto_state;
+  size_t n = sizeof(*h) + h->scratch.cap + h->leftover.cap;
+  n += request_memory(h->parsing) + request_memory(h->active);
+  for (const dg_http_request_t *req = h->queue_head; req != NULL; req = req->next)
+    n += request_memory(req);
+  return n;
+}
+
+static void http_on_open(dg__conn_t *c) {
+  dg__http1_t *h = http_of(c);
+  h->idle_since_ms = dg_now_ms();
+  http_arm(c);
+}
+
+const dg__proto_t dg__http1_proto = {
+    .name = "http",
+    .on_open = http_on_open,
+    .on_data = http_on_data,
+    .on_eof = http_on_eof,
+    .on_timer = http_on_timer,
+    .on_drain = http_on_drain,
+    .on_server_drain = http_on_server_drain,
+    .on_closed = http_on_closed,
+    .memory = http_memory,
+};
+
+int dg__http1_attach(dg__conn_t *c) {
+  dg__http1_t *h = calloc(1, sizeof(*h));
+  if (h == NULL)
+    return DG_ENOMEM;
+  llhttp_init(&h->parser, HTTP_REQUEST, &settings);
+  h->parser.data = c;
+  h->fresh = true;
+  h->idle_since_ms = dg_now_ms();
+  dg_buf_init(&h->scratch, 0);
+  dg_buf_init(&h->leftover, limits_of(c)->max_header_bytes);
+  c->proto = &dg__http1_proto;
+  c->proto_state = h;
+  return 0;
+}
+
+bool dg__http1_keep_alive(const dg_http_request_t *req) {
+  dg__conn_t *c = req->conn;
+  dg__http1_t *h = c != NULL ? http_of(c) : NULL;
+  if (h == NULL || !req->keep_alive || req->upgrade || h->draining)
+    return false;
+  return c->server->state == DG__SERVER_RUNNING;
+}
+
+void dg__http1_request_done(dg_http_request_t *req, bool keep_alive) {
+  dg__conn_t *c = req->conn;
+  dg__http1_t *h = c != NULL ? http_of(c) : NULL;
+  if (c != NULL)
+    access_log(req);
+  req->state = DG__REQ_DONE;
+  if (h != NULL && h->active == req)
+    h->active = NULL;
+  request_free(req);
+  if (h == NULL || !dg__conn_is_open(c))
+    return;
+  if (!keep_alive) {
+    dg__conn_finish(c);
+    return;
+  }
+  h->idle_since_ms = dg_now_ms();
+  if (h->queue_head != NULL)
+    h->dispatch_due = true;
+  else
+    send_error_if_due(c);
+  maybe_continue(c);
+  http_arm(c);
+}
+
+void dg__http1_detach(dg__conn_t *c, dg_buf_t *leftover) {
+  dg__http1_t *h = http_of(c);
+  *leftover = h->leftover;
+  dg_buf_init(&h->leftover, 0);
+  dg_http_request_t *req = h->active;
+  h->active = NULL;
+  if (req != NULL) {
+    access_log(req);
+    request_free(req);
+  }
+  c->proto = NULL;
+  c->proto_state = NULL;
+  if (h->in_dispatch)
+    h->detached = true;
+  else
+    http_free(h);
+}
+
+/* ---- request accessors ------------------------------------------------ */
+
+const char *dg_http_request_method(const dg_http_request_t *req) {
+  return req->method;
+}
+
+const char *dg_http_request_path(const dg_http_request_t *req) {
+  return req->path;
+}
+
+const char *dg_http_request_query(const dg_http_request_t *req) {
+  return req->query;
+}
+
+const char *dg_http_request_header(const dg_http_request_t *req, const char *name) {
+  for (const dg__header_t *hd = req->headers; hd != NULL; hd = hd->next) {
+    if (strcasecmp(hd->name, name) == 0)
+      return hd->value;
+  }
+  return NULL;
+}
+
+const char *dg_http_request_body(const dg_http_request_t *req, size_t *len) {
+  if (len != NULL)
+    *len = req->body.len;
+  return req->body.data != NULL ? req->body.data : "";
+}
+
+const char *dg_http_request_id(const dg_http_request_t *req) {
+  return req->id;
+}
+
+const char *dg_http_request_peer(const dg_http_request_t *req) {
+  return req->peer;
+}
+
+bool dg_http_request_is_tls(const dg_http_request_t *req) {
+  return req->tls;
+}
+
+dg_arena_t *dg_http_request_arena(dg_http_request_t *req) {
+  return req->arena;
+}
+
+void *dg_http_request_server_data(const dg_http_request_t *req) {
+  return req->server_data;
+}

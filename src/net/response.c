@@ -1,0 +1,204 @@
+/* Responses: whole (Content-Length) or streamed (chunked), with the
+ * headers the server always adds and checks on the ones the handler
+ * gives, so that no handler can split a response with a stray CR/LF. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "net/internal.h"
+
+#define HEAD_MAX (64 * 1024)
+
+static bool name_ok(const char *s) {
+  static const char extra[] = "!#$%&'*+-.^_`|~";
+  if (s == NULL || *s == '\0')
+    return false;
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+    if (!alnum && strchr(extra, ch) == NULL)
+      return false;
+  }
+  return true;
+}
+
+static bool value_ok(const char *s) {
+  if (s == NULL)
+    return false;
+  for (; *s; s++) {
+    if (*s == '\r' || *s == '\n')
+      return false;
+  }
+  return true;
+}
+
+/* Headers the server owns; a handler's copy is dropped rather than sent
+ * twice, which would make the framing ambiguous. */
+static bool managed(const char *name) {
+  static const char *const names[] = {"Content-Length", "Transfer-Encoding", "Connection", "Date",
+                                      "Server",         "X-Request-Id"};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(names); i++) {
+    if (strcasecmp(name, names[i]) == 0)
+      return true;
+  }
+  return false;
+}
+
+static int append_headers(dg_buf_t *out, const dg_http_header_t *headers, size_t n) {
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    if (!name_ok(headers[i].name) || !value_ok(headers[i].value))
+      return DG_EINVAL;
+    if (!managed(headers[i].name))
+      rc = dg_buf_appendf(out, "%s: %s\r\n", headers[i].name, headers[i].value);
+  }
+  return rc;
+}
+
+int dg__http1_head(dg_http_request_t *req, dg_buf_t *out, int status,
+                   const dg_http_header_t *headers, size_t nheaders, const char *framing,
+                   bool keep_alive) {
+  if (status < 100 || status > 999)
+    return DG_EINVAL;
+  const char *conn = "";
+  if (!keep_alive)
+    conn = "Connection: close\r\n";
+  else if (req->http_minor == 0)
+    conn = "Connection: keep-alive\r\n";
+  int rc = dg_buf_appendf(out,
+                          "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: datagate\r\n%s%sX-Request-Id: "
+                          "%s\r\n",
+                          status, dg_http_status_text(status), dg__server_date(req->conn->server),
+                          framing, conn, req->id);
+  if (rc == 0)
+    rc = append_headers(out, headers, nheaders);
+  if (rc == 0)
+    rc = dg_buf_append(out, "\r\n", 2);
+  return rc;
+}
+
+static bool status_has_body(int status) {
+  return status >= 200 && status != 204 && status != 304;
+}
+
+static int build_whole(dg_http_request_t *req, dg_buf_t *head, int status,
+                       const dg_http_header_t *headers, size_t n, size_t len, bool keep_alive) {
+  char framing[48] = "";
+  if (status_has_body(status))
+    snprintf(framing, sizeof(framing), "Content-Length: %zu\r\n", len);
+  return dg__http1_head(req, head, status, headers, n, framing, keep_alive);
+}
+
+static int respond(dg_http_request_t *req, int status, const dg_http_header_t *headers, size_t n,
+                   const void *body, size_t len, bool force_close) {
+  static const char failed[] = "Internal Server Error\n";
+  if (req == NULL || req->state != DG__REQ_ACTIVE)
+    return DG_EINVAL;
+  dg__conn_t *c = req->conn;
+  if (!dg__conn_is_open(c)) {
+    dg__http1_request_done(req, false);
+    return DG_ECLOSED;
+  }
+  bool keep_alive = !force_close && dg__http1_keep_alive(req);
+  dg_buf_t head;
+  dg_buf_init(&head, HEAD_MAX);
+  int rc = build_whole(req, &head, status, headers, n, len, keep_alive);
+  if (rc != 0) {
+    /* The handler's answer cannot be sent as given; say so instead. */
+    dg_buf_reset(&head);
+    status = 500;
+    body = failed;
+    len = sizeof(failed) - 1;
+    build_whole(req, &head, status, NULL, 0, len, keep_alive);
+  }
+  size_t sent = !req->is_head && status_has_body(status) ? len : 0;
+  uv_buf_t parts[2] = {uv_buf_init(head.data, (unsigned)head.len),
+                       uv_buf_init((char *)body, (unsigned)sent)};
+  int wrc = dg__conn_writev(c, parts, sent > 0 ? 2 : 1);
+  dg_buf_free(&head);
+  req->status = status;
+  req->bytes_out = sent;
+  dg__http1_request_done(req, keep_alive && wrc == 0);
+  return rc != 0 ? rc : wrc;
+}
+
+int dg_http_respond(dg_http_request_t *req, int status, const dg_http_header_t *headers,
+                    size_t nheaders, const void *body, size_t len) {
+  return respond(req, status, headers, nheaders, body, len, false);
+}
+
+int dg__http1_respond_close(dg_http_request_t *req, int status, const void *body, size_t len) {
+  return respond(req, status, NULL, 0, body, len, true);
+}
+
+int dg_http_stream_begin(dg_http_request_t *req, int status, const dg_http_header_t *headers,
+                         size_t nheaders) {
+  if (req == NULL || req->state != DG__REQ_ACTIVE)
+    return DG_EINVAL;
+  dg__conn_t *c = req->conn;
+  if (!dg__conn_is_open(c)) {
+    dg__http1_request_done(req, false);
+    return DG_ECLOSED;
+  }
+  /* HTTP/1.0 has no chunked encoding: the body ends when the connection does. */
+  bool chunked = req->http_minor >= 1;
+  bool keep_alive = chunked && dg__http1_keep_alive(req);
+  dg_buf_t head;
+  dg_buf_init(&head, HEAD_MAX);
+  int rc = dg__http1_head(req, &head, status, headers, nheaders,
+                          chunked ? "Transfer-Encoding: chunked\r\n" : "", keep_alive);
+  if (rc == 0)
+    rc = dg__conn_write(c, head.data, head.len);
+  dg_buf_free(&head);
+  if (rc != 0)
+    return rc; /* still unanswered: the handler may respond otherwise */
+  req->state = DG__REQ_STREAMING;
+  req->status = status;
+  req->chunked_out = chunked;
+  req->keep_alive = keep_alive;
+  return 0;
+}
+
+int dg_http_stream_write(dg_http_request_t *req, const void *data, size_t len) {
+  if (req == NULL || req->state != DG__REQ_STREAMING)
+    return DG_EINVAL;
+  dg__conn_t *c = req->conn;
+  if (!dg__conn_is_open(c))
+    return DG_ECLOSED;
+  if (len == 0 || req->is_head)
+    return 0; /* an empty chunk would end the stream */
+  if (!dg__conn_can_write(c, len + 16))
+    return DG_E2BIG;
+  char size[24];
+  int n = snprintf(size, sizeof(size), "%zx\r\n", len);
+  uv_buf_t parts[3] = {uv_buf_init(size, (unsigned)n), uv_buf_init((char *)data, (unsigned)len),
+                       uv_buf_init("\r\n", 2)};
+  int rc = req->chunked_out ? dg__conn_writev(c, parts, 3) : dg__conn_writev(c, parts + 1, 1);
+  if (rc == 0)
+    req->bytes_out += len;
+  return rc;
+}
+
+int dg_http_stream_end(dg_http_request_t *req) {
+  static const char last[] = "0\r\n\r\n";
+  if (req == NULL || req->state != DG__REQ_STREAMING)
+    return DG_EINVAL;
+  dg__conn_t *c = req->conn;
+  bool open = dg__conn_is_open(c);
+  int rc = open ? 0 : DG_ECLOSED;
+  if (open && req->chunked_out && !req->is_head)
+    rc = dg__conn_write(c, last, sizeof(last) - 1);
+  dg__http1_request_done(req, open && rc == 0 && req->keep_alive);
+  return rc;
+}
+
+size_t dg_http_stream_pending(const dg_http_request_t *req) {
+  return req->conn != NULL ? req->conn->pending : 0;
+}
+
+void dg_http_request_watch(dg_http_request_t *req, const dg_http_request_events_t *events) {
+  if (events != NULL)
+    req->events = *events;
+  else
+    memset(&req->events, 0, sizeof(req->events));
+}

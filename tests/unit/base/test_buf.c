@@ -1,0 +1,151 @@
+/* Unit tests for the bounded buffer. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "datagate/base.h"
+
+static void test_append_and_terminator(void **state) {
+  dg_buf_t b;
+  dg_buf_init(&b, 1024);
+  assert_null(b.data);
+  assert_int_equal(dg_buf_append(&b, "abc", 3), 0);
+  assert_int_equal(dg_buf_append_str(&b, "def"), 0);
+  assert_int_equal(b.len, 6);
+  assert_string_equal(b.data, "abcdef");
+  assert_int_equal(dg_buf_append(&b, "", 0), 0);
+  assert_string_equal(b.data, "abcdef");
+  assert_true(b.cap > b.len);
+  dg_buf_free(&b);
+  assert_null(b.data);
+  assert_int_equal(b.len, 0);
+  assert_int_equal(b.max, 1024);
+}
+
+static void test_limit_is_exact_and_leaves_buffer_unchanged(void **state) {
+  dg_buf_t b;
+  char big[100];
+  memset(big, 'x', sizeof(big));
+  dg_buf_init(&b, 100);
+  assert_int_equal(dg_buf_append(&b, big, 60), 0);
+  assert_int_equal(dg_buf_append(&b, big, 41), DG_E2BIG);
+  assert_int_equal(b.len, 60);
+  assert_int_equal(dg_buf_append(&b, big, 40), 0);
+  assert_int_equal(b.len, 100);
+  assert_int_equal(dg_buf_append(&b, "y", 1), DG_E2BIG);
+  assert_int_equal(dg_buf_appendf(&b, "%d", 1), DG_E2BIG);
+  assert_int_equal(b.len, 100);
+  /* Growth never goes past max plus the terminator. */
+  assert_true(b.cap <= 101);
+  assert_int_equal(b.data[100], '\0');
+  dg_buf_free(&b);
+}
+
+static void test_reserve(void **state) {
+  dg_buf_t b;
+  dg_buf_init(&b, 4096);
+  assert_int_equal(dg_buf_reserve(&b, 1000), 0);
+  assert_true(b.cap >= 1001);
+  char *before = b.data;
+  for (int i = 0; i < 1000; i++)
+    assert_int_equal(dg_buf_append(&b, "z", 1), 0);
+  assert_ptr_equal(b.data, before);
+  assert_int_equal(dg_buf_reserve(&b, 3097), DG_E2BIG);
+  assert_int_equal(dg_buf_reserve(&b, 3096), 0);
+  assert_int_equal(dg_buf_reserve(&b, SIZE_MAX), DG_E2BIG);
+  dg_buf_free(&b);
+}
+
+static void test_appendf(void **state) {
+  dg_buf_t b;
+  dg_buf_init(&b, 64);
+  assert_int_equal(dg_buf_appendf(&b, "%s=%d", "a", 1), 0);
+  assert_int_equal(dg_buf_appendf(&b, ",%s=%.2f", "b", 2.5), 0);
+  assert_string_equal(b.data, "a=1,b=2.50");
+  assert_int_equal(dg_buf_appendf(&b, "%s", ""), 0);
+  assert_int_equal(b.len, 10);
+  dg_buf_free(&b);
+}
+
+static void test_consume_and_reset(void **state) {
+  dg_buf_t b;
+  dg_buf_init(&b, 64);
+  dg_buf_append_str(&b, "hello world");
+  dg_buf_consume(&b, 6);
+  assert_string_equal(b.data, "world");
+  assert_int_equal(b.len, 5);
+  dg_buf_consume(&b, 0);
+  assert_string_equal(b.data, "world");
+  dg_buf_consume(&b, 5);
+  assert_int_equal(b.len, 0);
+  assert_string_equal(b.data, "");
+  dg_buf_append_str(&b, "again");
+  size_t cap = b.cap;
+  dg_buf_reset(&b);
+  assert_int_equal(b.len, 0);
+  assert_string_equal(b.data, "");
+  assert_int_equal(b.cap, cap);
+  dg_buf_reset(&b);
+  dg_buf_free(&b);
+  /* Resetting a buffer that never allocated is harmless. */
+  dg_buf_reset(&b);
+  assert_null(b.data);
+}
+
+static void test_steal(void **state) {
+  dg_buf_t b;
+  size_t len = 99;
+  dg_buf_init(&b, 64);
+  dg_buf_append_str(&b, "mine");
+  char *p = dg_buf_steal(&b, &len);
+  assert_string_equal(p, "mine");
+  assert_int_equal(len, 4);
+  assert_null(b.data);
+  assert_int_equal(b.len, 0);
+  free(p);
+  /* Stealing from an empty buffer still hands over a string. */
+  p = dg_buf_steal(&b, NULL);
+  assert_non_null(p);
+  assert_string_equal(p, "");
+  free(p);
+}
+
+static void test_zero_max(void **state) {
+  dg_buf_t b;
+  dg_buf_init(&b, 0);
+  assert_int_equal(dg_buf_append(&b, "a", 1), DG_E2BIG);
+  assert_int_equal(dg_buf_append(&b, "", 0), 0);
+  assert_string_equal(b.data, "");
+  dg_buf_free(&b);
+}
+
+static void test_unbounded_max(void **state) {
+  /* SIZE_MAX as the maximum must not wrap the capacity arithmetic. */
+  dg_buf_t b;
+  dg_buf_init(&b, SIZE_MAX);
+  for (int i = 0; i < 100; i++)
+    assert_int_equal(dg_buf_append_str(&b, "0123456789"), 0);
+  assert_int_equal(b.len, 1000);
+  assert_true(b.cap > 1000);
+  assert_int_equal(b.data[999], '9');
+  dg_buf_free(&b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_append_and_terminator),
+      cmocka_unit_test(test_limit_is_exact_and_leaves_buffer_unchanged),
+      cmocka_unit_test(test_reserve),
+      cmocka_unit_test(test_appendf),
+      cmocka_unit_test(test_consume_and_reset),
+      cmocka_unit_test(test_steal),
+      cmocka_unit_test(test_zero_max),
+      cmocka_unit_test(test_unbounded_max),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

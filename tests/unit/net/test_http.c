@@ -1,0 +1,636 @@
+/* HTTP/1.1 server: responses, keep-alive, pipelining, bodies, limits,
+ * timeouts, backpressure, aborts and draining, over real sockets. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "net/net_test.h"
+
+typedef struct state {
+  atomic_int handled;
+  atomic_int aborted;
+  atomic_int e2big;
+  atomic_int drain_done;
+  atomic_int stream_done;
+  atomic_size_t max_pending;
+  size_t stream_total;
+} state_t;
+
+static state_t st;
+
+/* ---- the handler ------------------------------------------------------ */
+
+typedef struct later {
+  uv_timer_t timer;
+  dg_http_request_t *req;
+} later_t;
+
+static void later_closed(uv_handle_t *h) {
+  free(h->data);
+}
+
+static void later_fire(uv_timer_t *t) {
+  later_t *l = t->data;
+  char body[128];
+  int n = snprintf(body, sizeof(body), "later %s", dg_http_request_query(l->req));
+  dg_http_respond(l->req, 200, NULL, 0, body, (size_t)n);
+  uv_close((uv_handle_t *)t, later_closed);
+}
+
+static void answer_later(dg_http_request_t *req) {
+  later_t *l = calloc(1, sizeof(*l));
+  int64_t ms = 0;
+  const char *q = dg_http_request_query(req);
+  dg_parse_int64(strncmp(q, "ms=", 3) == 0 ? q + 3 : "0", 0, 60000, &ms);
+  l->req = req;
+  l->timer.data = l;
+  uv_timer_init(dg_http_request_server_data(req), &l->timer);
+  uv_timer_start(&l->timer, later_fire, (uint64_t)ms, 0);
+}
+
+typedef struct streamer {
+  dg_http_request_t *req;
+  size_t sent;
+} streamer_t;
+
+static void stream_pump(streamer_t *s) {
+  static char chunk[16384];
+  memset(chunk, 'x', sizeof(chunk));
+  while (s->sent < st.stream_total) {
+    int rc = dg_http_stream_write(s->req, chunk, sizeof(chunk));
+    if (rc == DG_E2BIG) {
+      st.e2big++;
+      return; /* on_drain resumes */
+    }
+    if (rc != 0)
+      return;
+    s->sent += sizeof(chunk);
+    size_t pending = dg_http_stream_pending(s->req);
+    if (pending > st.max_pending)
+      st.max_pending = pending;
+  }
+  dg_http_stream_end(s->req);
+  st.stream_done = 1;
+  free(s);
+}
+
+static void stream_drain(dg_http_request_t *req, void *data) {
+  stream_pump(data);
+}
+
+static void stream_abort(dg_http_request_t *req, void *data) {
+  st.aborted++;
+  free(data);
+}
+
+static void hang_abort(dg_http_request_t *req, void *data) {
+  st.aborted++;
+}
+
+static void handler(dg_http_request_t *req) {
+  const char *path = dg_http_request_path(req);
+  st.handled++;
+  if (strcmp(path, "/hello") == 0) {
+    dg_http_respond(req, 200, NULL, 0, "hello", 5);
+  } else if (strcmp(path, "/echo") == 0) {
+    size_t len = 0;
+    const char *body = dg_http_request_body(req, &len);
+    char *out = dg_arena_sprintf(dg_http_request_arena(req), "%s %.*s", dg_http_request_method(req),
+                                 (int)len, body);
+    dg_http_header_t h = {"Content-Type", "text/plain"};
+    dg_http_respond(req, 200, &h, 1, out, strlen(out));
+  } else if (strcmp(path, "/header") == 0) {
+    const char *v = dg_http_request_header(req, "x-test-value");
+    dg_http_respond(req, 200, NULL, 0, v ? v : "(none)", v ? strlen(v) : 6);
+  } else if (strcmp(path, "/later") == 0) {
+    answer_later(req);
+  } else if (strcmp(path, "/stream") == 0) {
+    streamer_t *s = calloc(1, sizeof(*s));
+    s->req = req;
+    dg_http_request_events_t ev = {stream_abort, stream_drain, s};
+    dg_http_request_watch(req, &ev);
+    dg_http_stream_begin(req, 200, NULL, 0);
+    stream_pump(s);
+  } else if (strcmp(path, "/hang") == 0) {
+    dg_http_request_events_t ev = {hang_abort, NULL, NULL};
+    dg_http_request_watch(req, &ev);
+  } else if (strcmp(path, "/badheader") == 0) {
+    dg_http_header_t h = {"X-Bad", "a\r\nInjected: yes"};
+    dg_http_respond(req, 200, &h, 1, "no", 2);
+  } else {
+    dg_http_respond(req, 404, NULL, 0, "not found", 9);
+  }
+}
+
+/* ---- fixtures --------------------------------------------------------- */
+
+typedef struct test_ctx {
+  fixture_t f;
+  dg_http_server_config_t cfg;
+  client_t cl;
+  response_t r;
+} test_ctx_t;
+
+static int setup(void **state) {
+  test_ctx_t *t = calloc(1, sizeof(*t));
+  memset(&st, 0, sizeof(st));
+  dg_http_limits_default(&t->cfg.limits);
+  t->cfg.handler = handler;
+  t->cfg.data = &t->f.loop;
+  t->cl.fd = -1;
+  *state = t;
+  return 0;
+}
+
+static int teardown(void **state) {
+  test_ctx_t *t = *state;
+  client_close(&t->cl);
+  if (t->f.server != NULL)
+    assert_int_equal(fixture_stop(&t->f), 0);
+  free(t);
+  return 0;
+}
+
+static void start(test_ctx_t *t) {
+  assert_int_equal(fixture_start(&t->f, &t->cfg), 0);
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+static void test_get(void **state) {
+  test_ctx_t *t = *state;
+  char v[128];
+  start(t);
+  assert_int_equal(http_once(t->f.port, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n", &t->r), 200);
+  assert_string_equal(t->r.body, "hello");
+  assert_string_equal(response_header(&t->r, "Server", v, sizeof(v)), "datagate");
+  assert_string_equal(response_header(&t->r, "Content-Length", v, sizeof(v)), "5");
+  assert_non_null(response_header(&t->r, "Date", v, sizeof(v)));
+  assert_non_null(response_header(&t->r, "X-Request-Id", v, sizeof(v)));
+  assert_true(dg_uuid_valid(v));
+  assert_null(response_header(&t->r, "Connection", v, sizeof(v)));
+  assert_int_equal(http_once(t->f.port, "GET /nope HTTP/1.1\r\n\r\n", &t->r), 404);
+}
+
+static void test_request_id(void **state) {
+  test_ctx_t *t = *state;
+  char v[128];
+  start(t);
+  http_once(t->f.port, "GET /hello HTTP/1.1\r\nX-Request-Id: abc.DEF_1-2\r\n\r\n", &t->r);
+  assert_string_equal(response_header(&t->r, "X-Request-Id", v, sizeof(v)), "abc.DEF_1-2");
+  http_once(t->f.port, "GET /hello HTTP/1.1\r\nx-request-id: bad id!\r\n\r\n", &t->r);
+  assert_true(dg_uuid_valid(response_header(&t->r, "X-Request-Id", v, sizeof(v))));
+  char req[256];
+  char longid[66];
+  memset(longid, 'a', 65);
+  longid[65] = '\0';
+  snprintf(req, sizeof(req), "GET /hello HTTP/1.1\r\nX-Request-Id: %s\r\n\r\n", longid);
+  http_once(t->f.port, req, &t->r);
+  assert_true(dg_uuid_valid(response_header(&t->r, "X-Request-Id", v, sizeof(v))));
+}
+
+static void test_post_and_headers(void **state) {
+  test_ctx_t *t = *state;
+  start(t);
+  assert_int_equal(
+      http_once(t->f.port, "POST /echo HTTP/1.1\r\nContent-Length: 11\r\n\r\nhello world", &t->r),
+      200);
+  assert_string_equal(t->r.body, "POST hello world");
+  assert_int_equal(
+      http_once(t->f.port, "GET /header HTTP/1.1\r\nX-TEST-Value: abc  \r\n\r\n", &t->r), 200);
+  assert_string_equal(t->r.body, "abc");
+  /* An empty value does not run into the next header. */
+  assert_int_equal(
+      http_once(t->f.port, "GET /header HTTP/1.1\r\nX-Empty:\r\nX-Test-Value: d\r\n\r\n", &t->r),
+      200);
+  assert_string_equal(t->r.body, "d");
+  /* A handler's header with CR/LF is never sent as given. */
+  assert_int_equal(http_once(t->f.port, "GET /badheader HTTP/1.1\r\n\r\n", &t->r), 500);
+  assert_null(strstr(t->r.head, "Injected"));
+}
+
+static void test_keep_alive(void **state) {
+  test_ctx_t *t = *state;
+  char v[64];
+  start(t);
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  for (int i = 0; i < 3; i++) {
+    client_send(&t->cl, "GET /hello HTTP/1.1\r\n\r\n");
+    assert_int_equal(client_response(&t->cl, &t->r), 200);
+  }
+  client_send(&t->cl, "GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n");
+  assert_int_equal(client_response(&t->cl, &t->r), 200);
+  assert_string_equal(response_header(&t->r, "Connection", v, sizeof(v)), "close");
+  assert_true(client_wait_closed(&t->cl, 2000));
+  client_close(&t->cl);
+
+  /* HTTP/1.0 closes unless it asks for keep-alive. */
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  client_send(&t->cl, "GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  assert_int_equal(client_response(&t->cl, &t->r), 200);
+  assert_string_equal(response_header(&t->r, "Connection", v, sizeof(v)), "keep-alive");
+  client_send(&t->cl, "GET /hello HTTP/1.0\r\n\r\n");
+  assert_int_equal(client_response(&t->cl, &t->r), 200);
+  assert_string_equal(response_header(&t->r, "Connection", v, sizeof(v)), "close");
+  assert_true(client_wait_closed(&t->cl, 2000));
+}
+
+static void test_pipelining_in_order(void **state) {
+  test_ctx_t *t = *state;
+  start(t);
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  /* The first is answered later than the second could be. */
+  client_send(&t->cl, "GET /later?ms=150 HTTP/1.1\r\n\r\nGET /hello HTTP/1.1\r\n\r\n"
+                      "POST /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc");
+  assert_int_equal(client_response(&t->cl, &t->r), 200);
+  assert_string_equal(t->r.body, "later ms=150");
+  assert_int_equal(client_response(&t->cl, &t->r), 200);
+  assert_string_equal(t->r.body, "hello");
+  assert_int_equal(client_response(&t->cl, &t->r), 200);
+  assert_string_equal(t->r.body, "POST abc");
+}
+
+static void test_chunked_body(void **state) {
+  test_ctx_t *t = *state;
+  start(t);
+  assert_int_equal(http_once(t->f.port,
+                             "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                             "4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n",
+                             &t->r),
+                   200);
+  assert_string_equal(t->r.body, "POST Wikipedia");
+}
+
+static void test_expect_continue(void **state) {
+  test_ctx_t *t = *state;
+  t->cfg.limits.max_body_bytes = 100;
+  start(t);
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  client_send(&t->cl, "POST /echo HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  assert_int_equal(client_response(&t->cl, &t->r), 100);
+  client_send(&t->cl, "hello");
+  assert_int_equal(client_response(&t->cl, &t->r), 200);
+  assert_string_equal(t->r.body, "POST hello");
+  client_close(&t->cl);
+  /* Over the limit: 413 at once, no 100. */
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  client_send(&t->cl, "POST /echo HTTP/1.1\r\nContent-Length: 500\r\nExpect: 100-continue\r\n\r\n");
+  assert_int_equal(client_response(&t->cl, &t->r), 413);
+  assert_true(client_wait_closed(&t->cl, 2000));
+}
+
+static void expect_status_then_close(test_ctx_t *t, const char *req, size_t len, int status) {
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  client_send_n(&t->cl, req, len);
+  assert_int_equal(client_response(&t->cl, &t->r), status);
+  char v[64];
+  assert_string_equal(response_header(&t->r, "Connection", v, sizeof(v)), "close");
+  assert_true(client_wait_closed(&t->cl, 3000));
+  client_close(&t->cl);
+}
+
+static void test_limit_header_bytes(void **state) {
+  test_ctx_t *t = *state;
+  t->cfg.limits.max_header_bytes = 1024;
+  start(t);
+  char req[4096];
+  char big[2000];
+  memset(big, 'a', sizeof(big) - 1);
+  big[sizeof(big) - 1] = '\0';
+  int n = snprintf(req, sizeof(req), "GET /hello HTTP/1.1\r\nX-Big: %s\r\n\r\n", big);
+  expect_status_then_close(t, req, (size_t)n, 431);
+  /* A long URL counts too. */
+  n = snprintf(req, sizeof(req), "GET /%s HTTP/1.1\r\n\r\n", big);
+  expect_status_then_close(t, req, (size_t)n, 431);
+  /* Just under the limit still works. */
+  assert_int_equal(http_once(t->f.port, "GET /hello HTTP/1.1\r\nX-Small: b\r\n\r\n", &t->r), 200);
+}
+
+static void test_limit_header_count(void **state) {
+  test_ctx_t *t = *state;
+  t->cfg.limits.max_headers = 8;
+  start(t);
+  char req[4096] = "GET /hello HTTP/1.1\r\n";
+  for (int i = 0; i < 9; i++) {
+    size_t len = strlen(req);
+    snprintf(req + len, sizeof(req) - len, "X-H%d: %d\r\n", i, i);
+  }
+  strncat(req, "\r\n", sizeof(req) - strlen(req) - 1);
+  expect_status_then_close(t, req, strlen(req), 431);
+  assert_int_equal(http_once(t->f.port, "GET /hello HTTP/1.1\r\nA: 1\r\nB: 2\r\n\r\n", &t->r), 200);
+}
+
+static void test_limit_body(void **state) {
+  test_ctx_t *t = *state;
+  t->cfg.limits.max_body_bytes = 1024;
+  start(t);
+  char req[8192];
+  char body[2049];
+  memset(body, 'b', 2048);
+  body[2048] = '\0';
+  int n = snprintf(req, sizeof(req), "POST /echo HTTP/1.1\r\nContent-Length: 2048\r\n\r\n%s", body);
+  expect_status_then_close(t, req, (size_t)n, 413);
+  n = snprintf(req, sizeof(req),
+               "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n400\r\n%.1024s\r\n"
+               "400\r\n%.1024s\r\n0\r\n\r\n",
+               body, body);
+  expect_status_then_close(t, req, (size_t)n, 413);
+  /* Exactly the limit is fine. */
+  n = snprintf(req, sizeof(req), "POST /echo HTTP/1.1\r\nContent-Length: 1024\r\n\r\n%.1024s",
+               body);
+  assert_int_equal(http_once(t->f.port, req, &t->r), 200);
+  assert_int_equal(t->r.body_len, 5 + 1024);
+}
+
+static void test_malformed(void **state) {
+  test_ctx_t *t = *state;
+  start(t);
+  const char *bad = "THIS IS NOT HTTP\r\n\r\n";
+  expect_status_then_close(t, bad, strlen(bad), 400);
+  const char *smuggle =
+      "POST /echo HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n";
+  expect_status_then_close(t, smuggle, strlen(smuggle), 400);
+}
+
+static void test_header_timeout(void **state) {
+  test_ctx_t *t = *state;
+  t->cfg.limits.header_timeout_ms = 150;
+  start(t);
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  client_send(&t->cl, "GET /hello HTTP/1.1\r\nHost: slow");
+  uint64_t t0 = dg_now_ms();
+  assert_int_equal(client_response(&t->cl, &t->r), 408);
+  assert_true(dg_now_ms() - t0 >= 100);
+  assert_true(client_wait_closed(&t->cl, 3000));
+  client_close(&t->cl);
+  /* A body that stops arriving hits the request timeout. */
+  t->cl.fd = -1;
+}
+
+static void test_request_timeout(void **state) {
+  test_ctx_t *t = *state;
+  t->cfg.limits.request_timeout_ms = 150;
+  start(t);
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  client_send(&t->cl, "POST /echo HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc");
+  assert_int_equal(client_response(&t->cl, &t->r), 408);
+  assert_true(client_wait_closed(&t->cl, 3000));
+}
+
+static void test_idle_timeout(void **state) {
+  test_ctx_t *t = *state;
+  t->cfg.limits.idle_timeout_ms = 200;
+  start(t);
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  client_send(&t->cl, "GET /hello HTTP/1.1\r\n\r\n");
+  assert_int_equal(client_response(&t->cl, &t->r), 200);
+  uint64_t t0 = dg_now_ms();
+  assert_true(client_wait_closed(&t->cl, 3000));
+  assert_true(dg_now_ms() - t0 >= 150);
+}
+
+static void test_max_connections(void **state) {
+  test_ctx_t *t = *state;
+  client_t *a = calloc(1, sizeof(*a));
+  client_t *b = calloc(1, sizeof(*b));
+  t->cfg.limits.max_connections = 2;
+  start(t);
+  assert_int_equal(client_connect(a, t->f.port), 0);
+  assert_int_equal(client_connect(b, t->f.port), 0);
+  client_send(a, "GET /hello HTTP/1.1\r\n\r\n");
+  client_send(b, "GET /hello HTTP/1.1\r\n\r\n");
+  assert_int_equal(client_response(a, &t->r), 200);
+  assert_int_equal(client_response(b, &t->r), 200);
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  assert_int_equal(client_response(&t->cl, &t->r), 503);
+  assert_true(client_wait_closed(&t->cl, 3000));
+  client_close(&t->cl);
+  /* Room again once one leaves. */
+  client_close(a);
+  sleep_ms(100);
+  assert_int_equal(http_once(t->f.port, "GET /hello HTTP/1.1\r\n\r\n", &t->r), 200);
+  client_close(b);
+  free(a);
+  free(b);
+  assert_int_equal(fixture_stop(&t->f), 0);
+  t->f.server = NULL;
+  dg_buf_t out;
+  dg_buf_init(&out, 1 << 20);
+  dg_metrics_render(&out);
+  assert_non_null(strstr(out.data, "dg_http_limit_rejections_total{limit=\"connections\"}"));
+  dg_buf_free(&out);
+}
+
+static void test_pipeline_limit(void **state) {
+  test_ctx_t *t = *state;
+  t->cfg.limits.max_pipelined = 2;
+  start(t);
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  char req[1024] = "";
+  for (int i = 0; i < 5; i++)
+    strncat(req, "GET /later?ms=50 HTTP/1.1\r\n\r\n", sizeof(req) - strlen(req) - 1);
+  client_send(&t->cl, req);
+  /* One with the handler and two waiting are served; the fourth is refused. */
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(client_response(&t->cl, &t->r), 200);
+  assert_int_equal(client_response(&t->cl, &t->r), 503);
+  assert_true(client_wait_closed(&t->cl, 3000));
+}
+
+static void test_backpressure(void **state) {
+  test_ctx_t *t = *state;
+  t->cfg.limits.max_write_buffer = 64 * 1024;
+  st.stream_total = 16u << 20;
+  start(t);
+  t->cl.rcvbuf = 4096;
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  client_send(&t->cl, "GET /stream HTTP/1.1\r\nConnection: close\r\n\r\n");
+  sleep_ms(300); /* a reader that does not read */
+  assert_true(st.e2big > 0);
+  assert_true(st.max_pending <= 64 * 1024);
+  assert_int_equal(st.stream_done, 0);
+  /* Reading again lets the stream finish through on_drain. */
+  size_t total = 0;
+  char tail[8] = "";
+  char buf[65536];
+  for (;;) {
+    ssize_t n = recv(t->cl.fd, buf, sizeof(buf), 0);
+    if (n <= 0)
+      break;
+    total += (size_t)n;
+    if (n >= 5)
+      memcpy(tail, buf + n - 5, 5);
+  }
+  assert_true(total > st.stream_total);
+  assert_memory_equal(tail, "0\r\n\r\n", 5);
+  assert_int_equal(st.stream_done, 1);
+}
+
+static void test_abort(void **state) {
+  test_ctx_t *t = *state;
+  start(t);
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  client_send(&t->cl, "GET /hang HTTP/1.1\r\n\r\n");
+  for (int i = 0; i < 100 && st.handled == 0; i++)
+    sleep_ms(10);
+  assert_int_equal(st.handled, 1);
+  assert_int_equal(st.aborted, 0);
+  client_close(&t->cl);
+  for (int i = 0; i < 200 && st.aborted == 0; i++)
+    sleep_ms(10);
+  assert_int_equal(st.aborted, 1);
+}
+
+static void drain_done(dg_http_server_t *s, void *data) {
+  st.drain_done++;
+}
+
+static void start_drain(fixture_t *f) {
+  dg_http_server_drain(f->server, 2000, drain_done, NULL);
+}
+
+static void test_drain(void **state) {
+  test_ctx_t *t = *state;
+  client_t *idle = calloc(1, sizeof(*idle));
+  start(t);
+  assert_int_equal(client_connect(idle, t->f.port), 0);
+  client_send(idle, "GET /hello HTTP/1.1\r\n\r\n");
+  assert_int_equal(client_response(idle, &t->r), 200);
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  client_send(&t->cl, "GET /later?ms=300 HTTP/1.1\r\n\r\n");
+  for (int i = 0; i < 100 && st.handled < 2; i++)
+    sleep_ms(10);
+  fixture_call(&t->f, start_drain);
+  /* The idle connection goes at once; the busy one is answered and closed. */
+  assert_true(client_wait_closed(idle, 1000));
+  assert_int_equal(st.drain_done, 0);
+  assert_int_equal(client_response(&t->cl, &t->r), 200);
+  char v[32];
+  assert_string_equal(response_header(&t->r, "Connection", v, sizeof(v)), "close");
+  assert_true(client_wait_closed(&t->cl, 3000));
+  for (int i = 0; i < 200 && st.drain_done == 0; i++)
+    sleep_ms(10);
+  assert_int_equal(st.drain_done, 1);
+  /* No new connections once draining. */
+  client_t *late = calloc(1, sizeof(*late));
+  assert_int_not_equal(client_connect(late, t->f.port), 0);
+  client_close(late);
+  client_close(idle);
+  free(late);
+  free(idle);
+}
+
+static void start_short_drain(fixture_t *f) {
+  dg_http_server_drain(f->server, 200, drain_done, NULL);
+}
+
+/* A request that never ends is cut off at the drain deadline. */
+static void test_drain_deadline(void **state) {
+  test_ctx_t *t = *state;
+  start(t);
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  client_send(&t->cl, "GET /hang HTTP/1.1\r\n\r\n");
+  for (int i = 0; i < 100 && st.handled == 0; i++)
+    sleep_ms(10);
+  uint64_t t0 = dg_now_ms();
+  fixture_call(&t->f, start_short_drain);
+  assert_true(client_wait_closed(&t->cl, 3000));
+  assert_true(dg_now_ms() - t0 >= 150);
+  for (int i = 0; i < 200 && st.drain_done == 0; i++)
+    sleep_ms(10);
+  assert_int_equal(st.drain_done, 1);
+  assert_int_equal(st.aborted, 1);
+}
+
+static void test_head_and_reuse_port(void **state) {
+  test_ctx_t *t = *state;
+  char v[64];
+  t->cfg.reuse_port = true;
+  start(t);
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  client_send(&t->cl, "HEAD /hello HTTP/1.1\r\n\r\nGET /hello HTTP/1.1\r\n\r\n");
+  size_t head_len = 0;
+  assert_int_equal(read_head(&t->cl, &t->r, &head_len), 0);
+  assert_string_equal(response_header(&t->r, "Content-Length", v, sizeof(v)), "5");
+  assert_int_equal(client_response(&t->cl, &t->r), 200);
+  assert_string_equal(t->r.body, "hello");
+  /* A second server shares the port with SO_REUSEPORT; without it the bind fails. */
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg_http_server_config_t cfg = t->cfg;
+  cfg.port = t->f.port;
+  dg_http_server_t *second = NULL;
+  dg_errctx_t err;
+  assert_int_equal(dg_http_server_start(&loop, &cfg, &second, &err), 0);
+  dg_http_server_close(second);
+  cfg.reuse_port = false;
+  assert_int_not_equal(dg_http_server_start(&loop, &cfg, &second, &err), 0);
+  assert_non_null(strstr(err.message, "bind"));
+  /* IPv6 loopback works too. */
+  cfg.host = "::1";
+  cfg.port = 0;
+  assert_int_equal(dg_http_server_start(&loop, &cfg, &second, &err), 0);
+  assert_true(dg_http_server_port(second) > 0);
+  dg_http_server_close(second);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+static void test_access_log(void **state) {
+  test_ctx_t *t = *state;
+  char path[] = "/tmp/dg_access_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  dg_log_init(fd, DG_LOG_INFO);
+  start(t);
+  assert_int_equal(http_once(t->f.port, "GET /hello?token=secret HTTP/1.1\r\n\r\n", &t->r), 200);
+  assert_int_equal(fixture_stop(&t->f), 0);
+  t->f.server = NULL;
+  dg_log_init(2, DG_LOG_WARN);
+  char text[8192] = "";
+  ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+  close(fd);
+  unlink(path);
+  assert_true(n > 0);
+  const char *line = strstr(text, "\"event\":\"access\"");
+  assert_non_null(line);
+  assert_non_null(strstr(line, "\"path\":\"/hello\""));
+  assert_non_null(strstr(line, "\"status\":200"));
+  assert_non_null(strstr(line, "\"transport\":\"http\""));
+  assert_non_null(strstr(line, "\"bytes\":5"));
+  assert_null(strstr(text, "secret"));
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void) {
+  dg_log_init(2, DG_LOG_WARN);
+  const struct CMUnitTest tests[] = {
+      T(test_get),
+      T(test_request_id),
+      T(test_post_and_headers),
+      T(test_keep_alive),
+      T(test_pipelining_in_order),
+      T(test_chunked_body),
+      T(test_expect_continue),
+      T(test_limit_header_bytes),
+      T(test_limit_header_count),
+      T(test_limit_body),
+      T(test_malformed),
+      T(test_header_timeout),
+      T(test_request_timeout),
+      T(test_idle_timeout),
+      T(test_max_connections),
+      T(test_pipeline_limit),
+      T(test_backpressure),
+      T(test_abort),
+      T(test_drain),
+      T(test_drain_deadline),
+      T(test_head_and_reuse_port),
+      T(test_access_log),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
