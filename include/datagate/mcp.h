@@ -109,6 +109,10 @@ void dg_mcp_server_set_catalog(dg_mcp_server_t *server, dg_catalog_t *cat);
 void dg_mcp_server_free(dg_mcp_server_t *server);
 /* Number of tool calls running (for graceful drain). */
 unsigned dg_mcp_server_inflight(const dg_mcp_server_t *server);
+/* Optional: the HTTP server whose connections /healthz reports. Attach
+ * NULL before closing that server. Without it /healthz counts the
+ * connections this module holds (WebSockets and SSE streams). */
+void dg_mcp_server_attach_http(dg_mcp_server_t *server, dg_http_server_t *http);
 
 /* The HTTP handler for a dg_http_server whose data is the dg_mcp_server_t:
  * /mcp (POST, GET, DELETE, WebSocket upgrade), /healthz, /metrics,
@@ -116,7 +120,11 @@ unsigned dg_mcp_server_inflight(const dg_mcp_server_t *server);
 void dg_mcp_http_handler(dg_http_request_t *req);
 
 /* MCP over newline-delimited JSON on in_fd/out_fd as the configured stdio
- * user. on_eof fires when input ends and all output is written. */
+ * user (server.stdioUser). on_eof fires (on a later loop turn, once) when
+ * input has ended, every call has finished and all output is written.
+ * Pipes, sockets and terminals are closed with the server; regular files
+ * are left open. Returns DG_ECONFIG when the stdio user is not configured,
+ * DG_EINVAL when the descriptors are equal or of an unusable kind. */
 int dg_mcp_stdio_start(dg_mcp_server_t *server, int in_fd, int out_fd, void (*on_eof)(void *data),
                        void *data);
 

@@ -1,0 +1,409 @@
+/* dg_tool_call_t: one tools/call from validation to its reply.
+ *
+ * Stages, in order (dg__mcp_call_start): in-flight limit, arguments and
+ * progress token, the call object (arena, catalog reference, timer),
+ * schema validation, the tool's run. The tool ends the call once; the end
+ * builds the tool result, records metrics and the log line, and releases
+ * the call. A call that was canceled, timed out or whose client went away
+ * is detached from its reply slot: its end is then recorded but nothing is
+ * sent. Memory is freed in the timer's close callback, so a tool that ends
+ * its call from inside a cancel callback never touches freed memory. */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcp/internal.h"
+
+#define CALL_ARENA_BLOCK 8192
+
+typedef enum call_state { CALL_RUNNING, CALL_ENDED } call_state_t;
+typedef enum call_stop { STOP_NONE, STOP_CANCELED, STOP_TIMEOUT } call_stop_t;
+
+struct dg_tool_call {
+  dg__mcp_exchange_t *ex;     /* reference held until the call is freed */
+  dg__mcp_slot_t *slot;       /* NULL once detached from the reply */
+  dg__mcp_session_t *session; /* set while in the session's list of calls */
+  const dg__mcp_tool_t *tool;
+  dg_catalog_t *cat; /* reference held until the call ends */
+  dg_arena_t *arena;
+  json_t *args;
+  json_t *progress_token;
+  const char *request_id;
+  uint64_t start_ns;
+  uint64_t timeout_ms;
+  call_state_t state;
+  call_stop_t stop;
+  bool cancel_fired;
+  void (*cancel_fn)(dg_tool_call_t *call, void *data);
+  void *cancel_data;
+  dg_tool_call_t *prev, *next; /* the session's calls */
+  uv_timer_t timer;            /* the timeout, then a deferred cancel callback */
+};
+
+/* The one legal transition: a running call ends, once. */
+static void call_set_state(dg_tool_call_t *call, call_state_t next) {
+  assert(call->state == CALL_RUNNING && next == CALL_ENDED);
+  call->state = next;
+}
+
+static const char *const outcome_names[] = {"ok", "error", "canceled", "timeout"};
+typedef enum outcome { OUT_OK, OUT_ERROR, OUT_CANCELED, OUT_TIMEOUT } outcome_t;
+
+/* ---- Accessors -------------------------------------------------------------- */
+
+json_t *dg_tool_call_args(const dg_tool_call_t *call) {
+  return call->args;
+}
+
+const dg_principal_t *dg_tool_call_principal(const dg_tool_call_t *call) {
+  return call->ex->principal;
+}
+
+const dg_catalog_t *dg_tool_call_catalog(const dg_tool_call_t *call) {
+  return call->cat != NULL ? call->cat : call->ex->cat;
+}
+
+uv_loop_t *dg_tool_call_loop(const dg_tool_call_t *call) {
+  return call->ex->server->loop;
+}
+
+dg_arena_t *dg_tool_call_arena(const dg_tool_call_t *call) {
+  return call->arena;
+}
+
+const char *dg_tool_call_request_id(const dg_tool_call_t *call) {
+  return call->request_id;
+}
+
+const char *dg_tool_call_transport(const dg_tool_call_t *call) {
+  return call->ex->session ? call->ex->session->transport->name : "none";
+}
+
+void *dg_tool_call_context(const dg_tool_call_t *call) {
+  return call->ex->server->config.tool_context;
+}
+
+bool dg_tool_call_canceled(const dg_tool_call_t *call) {
+  return call->stop != STOP_NONE || call->ex->server->closing;
+}
+
+bool dg_tool_call_wants_progress(const dg_tool_call_t *call) {
+  return call->progress_token != NULL;
+}
+
+/* ---- Session list ----------------------------------------------------------- */
+
+static void link_session(dg_tool_call_t *call, dg__mcp_session_t *ss) {
+  call->session = ss;
+  call->next = ss->calls;
+  if (ss->calls != NULL)
+    ss->calls->prev = call;
+  ss->calls = call;
+  ss->ncalls++;
+}
+
+static void unlink_session(dg_tool_call_t *call) {
+  dg__mcp_session_t *ss = call->session;
+  if (ss == NULL)
+    return;
+  if (call->prev != NULL)
+    call->prev->next = call->next;
+  else
+    ss->calls = call->next;
+  if (call->next != NULL)
+    call->next->prev = call->prev;
+  call->prev = call->next = NULL;
+  call->session = NULL;
+  ss->ncalls--;
+}
+
+/* ---- Tool results ------------------------------------------------------------ */
+
+static json_t *error_result(const char *text) {
+  return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text, "isError", 1);
+}
+
+static size_t result_limit(const dg_tool_call_t *call) {
+  size_t max = call->ex->cat->server.max_result_bytes;
+  return max > 0 ? max : SIZE_MAX - 1;
+}
+
+/* structuredContent exists from 2025-06-18; older sessions get the text. */
+static json_t *success_result(dg_tool_call_t *call, json_t *result) {
+  size_t limit = result_limit(call);
+  dg_buf_t text;
+  dg_buf_init(&text, limit);
+  if (dg__mcp_dump(result, &text) != 0) {
+    dg_buf_free(&text);
+    json_decref(result);
+    char msg[512];
+    snprintf(msg, sizeof(msg),
+             "The result of %s is larger than the limit of %zu bytes. Narrow the request: "
+             "select fewer properties, use a smaller page size or a more specific filter.",
+             call->tool->def->name, limit);
+    return error_result(msg);
+  }
+  json_t *r = json_pack("{s:[{s:s,s:s%}]}", "content", "type", "text", "text", text.data, text.len);
+  dg_buf_free(&text);
+  if (r != NULL && dg__mcp_session_at_least(call->ex->session, DG__MCP_V2025_06_18))
+    json_object_set_new(r, "structuredContent", result);
+  else
+    json_decref(result);
+  return r;
+}
+
+/* ---- Release ------------------------------------------------------------------- */
+
+static void on_timer_closed(uv_handle_t *handle) {
+  dg_tool_call_t *call = handle->data;
+  dg_arena_destroy(call->arena);
+  dg__mcp_exchange_unref(call->ex);
+  free(call);
+}
+
+static void record(const dg_tool_call_t *call, outcome_t outcome) {
+  const char *transport = dg_tool_call_transport(call);
+  const char *tool = call->tool->def->name;
+  double seconds = (double)(dg_now_ns() - call->start_ns) / 1e9;
+  char labels[256];
+  snprintf(labels, sizeof(labels), "tool=\"%s\",transport=\"%s\",outcome=\"%s\"", tool, transport,
+           outcome_names[outcome]);
+  dg_metrics_counter_add("dg_tool_calls_total", labels, 1);
+  snprintf(labels, sizeof(labels), "tool=\"%s\",transport=\"%s\"", tool, transport);
+  dg_metrics_observe("dg_tool_call_duration_seconds", labels, seconds);
+  const dg__mcp_session_t *ss = call->ex->session;
+  const dg_principal_t *p = call->ex->principal;
+  dg_log_json(DG_LOG_INFO, "tool_call",
+              json_pack("{s:s,s:s%,s:s,s:s,s:s,s:f,s:s}", "request_id", call->request_id, "session",
+                        ss ? ss->id : "", (size_t)(ss ? 8 : 0), "tool", tool, "transport",
+                        transport, "outcome", outcome_names[outcome], "duration_ms",
+                        seconds * 1000.0, "principal", p ? dg_principal_name(p) : ""));
+}
+
+static void call_finish(dg_tool_call_t *call, outcome_t outcome, json_t *tool_result) {
+  if (call->stop == STOP_TIMEOUT)
+    outcome = OUT_TIMEOUT;
+  else if (call->stop == STOP_CANCELED)
+    outcome = OUT_CANCELED;
+  call_set_state(call, CALL_ENDED);
+  uv_timer_stop(&call->timer);
+  dg__mcp_slot_t *slot = call->slot;
+  call->slot = NULL;
+  if (slot != NULL)
+    dg__mcp_exchange_answer(call->ex, slot, dg__mcp_result(slot->id, tool_result));
+  else
+    json_decref(tool_result);
+  record(call, outcome);
+  dg__mcp_session_t *ss = call->session;
+  unlink_session(call);
+  call->ex->server->inflight--;
+  dg_catalog_unref(call->cat);
+  call->cat = NULL;
+  if (ss != NULL && ss->transport->call_ended != NULL)
+    ss->transport->call_ended(ss);
+  uv_close((uv_handle_t *)&call->timer, on_timer_closed);
+}
+
+/* A tool that ends a call twice has a bug; the second end is logged and
+ * ignored rather than answering twice. */
+static bool may_end(const dg_tool_call_t *call) {
+  if (call->state == CALL_RUNNING)
+    return true;
+  dg_logf(DG_LOG_ERROR, "tool_call_ended_twice", "tool %s ended call %s twice",
+          call->tool->def->name, call->request_id);
+  return false;
+}
+
+void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result) {
+  if (!may_end(call)) {
+    json_decref(result);
+    return;
+  }
+  if (call->slot == NULL) {
+    json_decref(result); /* nobody waits for it any more */
+    call_finish(call, OUT_OK, NULL);
+    return;
+  }
+  json_t *r = success_result(call, result ? result : json_object());
+  bool too_big = json_is_true(json_object_get(r, "isError"));
+  call_finish(call, too_big ? OUT_ERROR : OUT_OK, r);
+}
+
+void dg_tool_call_fail(dg_tool_call_t *call, const dg_errctx_t *err) {
+  if (!may_end(call))
+    return;
+  const char *text = err != NULL && err->message[0] ? err->message : "the tool failed";
+  call_finish(call, OUT_ERROR, error_result(text));
+}
+
+void dg_tool_call_failf(dg_tool_call_t *call, const char *fmt, ...) {
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  err.code = DG_EINVAL;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err.message, sizeof(err.message), fmt, ap);
+  va_end(ap);
+  dg_tool_call_fail(call, &err);
+}
+
+/* ---- Cancellation ---------------------------------------------------------------- */
+
+static void fire_cancel(dg_tool_call_t *call) {
+  if (call->cancel_fn == NULL || call->cancel_fired || call->state != CALL_RUNNING)
+    return;
+  call->cancel_fired = true;
+  call->cancel_fn(call, call->cancel_data);
+}
+
+/* Stops the call's reply: a timeout answers with a tool error, the other
+ * reasons answer nothing. The tool hears its cancel callback. */
+static void call_stop(dg_tool_call_t *call, call_stop_t why, json_t *answer) {
+  if (call->state != CALL_RUNNING || call->stop != STOP_NONE) {
+    json_decref(answer);
+    return;
+  }
+  call->stop = why;
+  dg__mcp_slot_t *slot = call->slot;
+  call->slot = NULL;
+  if (slot != NULL)
+    dg__mcp_exchange_answer(call->ex, slot, answer ? dg__mcp_result(slot->id, answer) : NULL);
+  else
+    json_decref(answer);
+  fire_cancel(call);
+}
+
+static void on_timer(uv_timer_t *timer) {
+  dg_tool_call_t *call = timer->data;
+  if (call->stop != STOP_NONE) {
+    fire_cancel(call); /* a callback registered after the cancellation */
+    return;
+  }
+  char text[256];
+  snprintf(text, sizeof(text), "The tool %s timed out after %llu ms.", call->tool->def->name,
+           (unsigned long long)call->timeout_ms);
+  call_stop(call, STOP_TIMEOUT, error_result(text));
+}
+
+void dg_tool_call_on_cancel(dg_tool_call_t *call, void (*fn)(dg_tool_call_t *call, void *data),
+                            void *data) {
+  call->cancel_fn = fn;
+  call->cancel_data = data;
+  call->cancel_fired = false;
+  if (fn != NULL && call->stop != STOP_NONE && call->state == CALL_RUNNING)
+    uv_timer_start(&call->timer, on_timer, 0, 0);
+}
+
+void dg__mcp_call_cancel_id(dg__mcp_session_t *ss, const json_t *request_id) {
+  for (dg_tool_call_t *c = ss->calls; c != NULL; c = c->next) {
+    if (c->slot != NULL && json_equal(c->slot->id, (json_t *)request_id)) {
+      call_stop(c, STOP_CANCELED, NULL);
+      return;
+    }
+  }
+}
+
+void dg__mcp_call_detach(dg_tool_call_t *call) {
+  unlink_session(call);
+  call_stop(call, STOP_CANCELED, NULL);
+  dg__mcp_slot_t *slot = call->slot;
+  call->slot = NULL;
+  if (slot != NULL)
+    slot->call = NULL;
+}
+
+/* ---- Progress ------------------------------------------------------------------ */
+
+void dg_tool_call_progress(dg_tool_call_t *call, double progress, double total,
+                           const char *message) {
+  const dg__mcp_transport_t *t = call->ex->transport;
+  if (call->progress_token == NULL || call->state != CALL_RUNNING || call->slot == NULL ||
+      t == NULL || t->notify == NULL)
+    return;
+  json_t *params =
+      json_pack("{s:O,s:f}", "progressToken", call->progress_token, "progress", progress);
+  if (total >= 0)
+    json_object_set_new(params, "total", json_real(total));
+  if (message != NULL)
+    json_object_set_new(params, "message", json_string(message));
+  json_t *note = json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", "notifications/progress",
+                           "params", params);
+  t->notify(call->ex, note);
+  json_decref(note);
+}
+
+/* ---- Start ------------------------------------------------------------------------ */
+
+static dg_tool_call_t *call_new(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot,
+                                const dg__mcp_tool_t *tool) {
+  dg_tool_call_t *call = calloc(1, sizeof(*call));
+  dg_arena_t *arena = call != NULL ? dg_arena_new(CALL_ARENA_BLOCK) : NULL;
+  char uuid[DG_UUID_LEN + 1];
+  if (arena == NULL) {
+    free(call);
+    return NULL;
+  }
+  dg_uuid_v4(uuid);
+  call->request_id = dg_arena_strdup(arena, ex->request_id ? ex->request_id : uuid);
+  call->arena = arena;
+  call->ex = ex;
+  dg__mcp_exchange_ref(ex);
+  call->slot = slot;
+  call->tool = tool;
+  call->cat = dg_catalog_ref(ex->cat);
+  call->start_ns = dg_now_ns();
+  call->timeout_ms = ex->cat->server.tool_timeout_ms;
+  uv_timer_init(ex->server->loop, &call->timer);
+  call->timer.data = call;
+  return call;
+}
+
+static json_t *take_arguments(json_t *params) {
+  json_t *args = json_object_get(params, "arguments");
+  if (args == NULL || json_is_null(args)) {
+    json_object_set_new(params, "arguments", json_object());
+    args = json_object_get(params, "arguments");
+  }
+  return args;
+}
+
+static bool over_limit(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot) {
+  unsigned max = ex->cat->server.max_inflight_per_session;
+  if (max == 0 || ex->session->ncalls < max)
+    return false;
+  dg__mcp_exchange_answer(ex, slot,
+                          dg__mcp_error(slot->id, DG__RPC_SERVER_BUSY,
+                                        "too many requests in flight (at most %u per session); "
+                                        "wait for a response before sending more",
+                                        max));
+  return true;
+}
+
+void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__mcp_tool_t *tool,
+                        json_t *params) {
+  if (over_limit(ex, slot))
+    return;
+  json_t *args = take_arguments(params);
+  dg_tool_call_t *call = call_new(ex, slot, tool);
+  if (call == NULL) {
+    dg__mcp_exchange_answer(
+        ex, slot, dg__mcp_error(slot->id, DG__RPC_INTERNAL, "Internal error: out of memory"));
+    return;
+  }
+  call->args = args;
+  json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+  call->progress_token = json_is_string(token) || json_is_integer(token) ? token : NULL;
+  slot->call = call;
+  link_session(call, ex->session);
+  ex->server->inflight++;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  if (dg_mcp_schema_validate(tool->input_schema, args, &err) != 0) {
+    dg_tool_call_fail(call, &err);
+    return;
+  }
+  if (call->timeout_ms > 0)
+    uv_timer_start(&call->timer, on_timer, call->timeout_ms, 0);
+  tool->def->run(call);
+}

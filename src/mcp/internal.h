@@ -1,0 +1,245 @@
+/* Private declarations shared by the files of the mcp module. Never
+ * included from outside src/mcp/ (unit tests and the fuzzer excepted).
+ *
+ * Pieces, bottom up:
+ *   server.c     the server, its reference count and the deferred queue
+ *   session.c    sessions (one per HTTP Mcp-Session-Id, WebSocket or stdio)
+ *   jsonrpc.c    exchanges: one incoming transport message (a JSON-RPC
+ *                message or a batch) and the reply built for it
+ *   lifecycle.c  the methods: initialize, ping, tools/list, tools/call, ...
+ *   call.c       dg_tool_call_t: one running tool
+ *   http.c, http_routes.c, ws.c, stdio.c   the transports
+ *
+ * Ownership: the server owns its sessions; an exchange holds a reference
+ * to its session; a tool call holds a reference to its exchange until the
+ * tool ends it, so a call whose client went away can still end safely. */
+#ifndef DATAGATE_MCP_INTERNAL_H
+#define DATAGATE_MCP_INTERNAL_H
+
+#include "datagate/mcp.h"
+
+/* JSON-RPC error codes. */
+#define DG__RPC_PARSE_ERROR (-32700)
+#define DG__RPC_INVALID_REQUEST (-32600)
+#define DG__RPC_METHOD_NOT_FOUND (-32601)
+#define DG__RPC_INVALID_PARAMS (-32602)
+#define DG__RPC_INTERNAL (-32603)
+#define DG__RPC_SERVER_BUSY (-32000)
+#define DG__RPC_UNAUTHORIZED (-32001)
+
+/* Protocol versions by index into DG_MCP_VERSIONS. */
+#define DG__MCP_NVERSIONS 3
+#define DG__MCP_V2025_03_26 "2025-03-26"
+#define DG__MCP_V2025_06_18 "2025-06-18"
+
+#define DG__MCP_SESSION_ID_LEN 32
+#define DG__MCP_SESSION_BUCKETS 1024
+#define DG__MCP_SSE_KEEPALIVE_MS 15000
+/* Hard ceiling of a serialised reply, above the configured result limit,
+ * for the envelope around a result. */
+#define DG__MCP_REPLY_SLACK (64 * 1024)
+
+typedef struct dg__mcp_session dg__mcp_session_t;
+typedef struct dg__mcp_exchange dg__mcp_exchange_t;
+typedef struct dg__mcp_sse dg__mcp_sse_t;
+
+/* A transport's side of an exchange. Every function runs on a later loop
+ * turn than the one that started the exchange. */
+typedef struct dg__mcp_transport {
+  const char *name; /* "http", "ws", "stdio" (metric and log label) */
+  /* The reply is ready: one response, an array (batch) or NULL when there
+   * is nothing to answer (notifications, responses, canceled requests).
+   * reply is borrowed. The exchange is detached from the transport after
+   * this returns. */
+  void (*reply)(dg__mcp_exchange_t *ex, json_t *reply);
+  /* A notification for the client that sent the exchange (progress);
+   * borrowed. Optional. */
+  void (*notify)(dg__mcp_exchange_t *ex, json_t *note);
+  /* The session ended before the reply (deleted, expired, server closing).
+   * The exchange is detached from the transport after this returns. */
+  void (*abort)(dg__mcp_exchange_t *ex);
+  /* The server ended the session (shutdown, send failure): close the
+   * connection behind it. Optional. */
+  void (*close)(dg__mcp_session_t *ss);
+  /* A tool call of the session ended. Optional. */
+  void (*call_ended)(dg__mcp_session_t *ss);
+} dg__mcp_transport_t;
+
+/* ---- Tools as the server keeps them ------------------------------------- */
+typedef struct dg__mcp_tool {
+  const dg_tool_t *def;
+  json_t *input_schema;
+  json_t *output_schema; /* NULL when the tool declares none */
+} dg__mcp_tool_t;
+
+/* ---- Server ---------------------------------------------------------------- */
+struct dg_mcp_server {
+  uv_loop_t *loop;
+  dg_mcp_config_t config;
+  dg__mcp_tool_t *tools;
+  size_t ntools;
+  dg_catalog_t *cat; /* the snapshot new exchanges use; one reference */
+  dg_http_server_t *http;
+  unsigned refs; /* the owner, sessions, closing handles */
+  bool closing;
+  unsigned inflight;      /* tool calls not yet ended */
+  unsigned nhttp;         /* open HTTP sessions (bounded by max_sessions) */
+  unsigned nsessions;     /* open sessions of every transport */
+  unsigned nconns;        /* WebSockets and SSE streams this module holds */
+  dg__mcp_session_t *all; /* every open session */
+  dg__mcp_session_t *buckets[DG__MCP_SESSION_BUCKETS]; /* HTTP sessions by id */
+  dg__mcp_exchange_t *ready_head, *ready_tail;         /* replies waiting for the next turn */
+  uv_idle_t flush;
+  uv_timer_t sweep;
+  uint64_t start_ms;
+};
+
+void dg__mcp_server_ref(dg_mcp_server_t *s);
+void dg__mcp_server_unref(dg_mcp_server_t *s);
+/* Queues ex's reply for a later loop turn (a reference is held). */
+void dg__mcp_server_queue(dg_mcp_server_t *s, dg__mcp_exchange_t *ex);
+const dg__mcp_tool_t *dg__mcp_server_tool(const dg_mcp_server_t *s, const char *name);
+
+/* ---- Sessions ----------------------------------------------------------- */
+struct dg__mcp_session {
+  dg_mcp_server_t *server;
+  const dg__mcp_transport_t *transport;
+  void *transport_data; /* ws or stdio connection; NULL for HTTP */
+  unsigned refs;
+  bool open;
+  bool http;                     /* has an Mcp-Session-Id */
+  const char *version;           /* negotiated protocol version; NULL before initialize */
+  bool initialized;              /* notifications/initialized seen */
+  char *principal;               /* HTTP: the principal name bound to the session */
+  uint64_t last_active_ms;       /* HTTP idle expiry */
+  uint64_t event_seq;            /* SSE event ids */
+  dg__mcp_exchange_t *exchanges; /* exchanges waiting for their reply */
+  dg_tool_call_t *calls;         /* tool calls not yet ended */
+  unsigned ncalls;
+  dg__mcp_sse_t *sse; /* the GET stream, at most one */
+  dg__mcp_session_t *all_prev, *all_next;
+  dg__mcp_session_t *bucket_next;
+  char id[DG__MCP_SESSION_ID_LEN + 1];
+};
+
+/* A session bound to a transport; one reference for the caller. */
+int dg__mcp_session_new(dg_mcp_server_t *s, const dg__mcp_transport_t *t, void *transport_data,
+                        dg__mcp_session_t **out);
+/* An HTTP session with a fresh random id bound to principal; DG_EBUSY at
+ * server.max_sessions. One reference is the server table's. */
+int dg__mcp_session_new_http(dg_mcp_server_t *s, const char *principal, dg__mcp_session_t **out);
+/* The open HTTP session with this id, or NULL (unknown or expired; an
+ * expired one is ended here). */
+dg__mcp_session_t *dg__mcp_session_find(dg_mcp_server_t *s, const char *id);
+/* Ends the session: cancels its calls, aborts its exchanges, closes its
+ * SSE stream, removes it from the table. Idempotent. */
+void dg__mcp_session_end(dg__mcp_session_t *ss);
+void dg__mcp_session_ref(dg__mcp_session_t *ss);
+void dg__mcp_session_unref(dg__mcp_session_t *ss);
+/* The session's activity clock restarts (HTTP idle expiry). */
+void dg__mcp_session_touch(dg__mcp_session_t *ss);
+/* Ends idle HTTP sessions past server.session_idle_timeout_ms. */
+void dg__mcp_session_sweep(dg_mcp_server_t *s);
+/* True when the negotiated version is at least v ("2025-06-18"). */
+bool dg__mcp_session_at_least(const dg__mcp_session_t *ss, const char *v);
+
+/* ---- Exchanges ------------------------------------------------------------ */
+typedef struct dg__mcp_slot {
+  json_t *id;           /* the request's id (borrowed from the message) */
+  json_t *response;     /* owned once answered */
+  dg_tool_call_t *call; /* the running tool call answering this slot */
+  bool done;            /* answered or dropped */
+} dg__mcp_slot_t;
+
+struct dg__mcp_exchange {
+  dg_mcp_server_t *server;
+  dg__mcp_session_t *session;           /* reference held; NULL until bound */
+  const dg__mcp_transport_t *transport; /* NULL once replied, aborted or gone */
+  void *data;                           /* the transport's per-exchange state */
+  dg_arena_t *arena;
+  dg_catalog_t *cat; /* the snapshot this message runs on; one reference */
+  const dg_principal_t *principal;
+  const char *request_id; /* the HTTP request id, or NULL */
+  json_t *msg;
+  dg__mcp_slot_t *slots;
+  size_t nslots;
+  size_t open; /* slots not yet done */
+  unsigned refs;
+  bool batch;
+  bool running; /* dispatch in progress: the reply waits */
+  bool queued;
+  dg__mcp_exchange_t *prev, *next; /* the session's exchanges */
+  dg__mcp_exchange_t *ready_next;
+};
+
+/* A new exchange on the server's current catalog; one reference. */
+dg__mcp_exchange_t *dg__mcp_exchange_new(dg_mcp_server_t *s);
+/* Attaches the exchange to its session and transport. */
+void dg__mcp_exchange_bind(dg__mcp_exchange_t *ex, dg__mcp_session_t *ss,
+                           const dg__mcp_transport_t *t, void *data);
+/* Parses text as one transport message and dispatches it; the reply comes
+ * through the transport on a later loop turn. */
+void dg__mcp_exchange_run_text(dg__mcp_exchange_t *ex, const char *text, size_t len);
+/* Dispatches an already parsed message (stolen). */
+void dg__mcp_exchange_run(dg__mcp_exchange_t *ex, json_t *msg);
+/* Answers exchange ex with a single error (id null) without dispatching. */
+void dg__mcp_exchange_fail(dg__mcp_exchange_t *ex, int code, const char *message);
+/* The client of the exchange went away: its calls are canceled, nothing
+ * more reaches the transport, and the transport's reference is dropped. */
+void dg__mcp_exchange_gone(dg__mcp_exchange_t *ex);
+/* Delivers the reply now (from the deferred queue). */
+void dg__mcp_exchange_deliver(dg__mcp_exchange_t *ex);
+/* Slot i is answered (response stolen; NULL drops it). */
+void dg__mcp_exchange_answer(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *response);
+void dg__mcp_exchange_ref(dg__mcp_exchange_t *ex);
+void dg__mcp_exchange_unref(dg__mcp_exchange_t *ex);
+
+/* JSON-RPC envelopes (new references). id may be NULL (null id). */
+json_t *dg__mcp_result(const json_t *id, json_t *result);
+json_t *dg__mcp_error(const json_t *id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* True when some request of msg carries params._meta.progressToken. */
+bool dg__mcp_wants_progress(const json_t *msg);
+/* True when msg is one request (not a batch) whose method is m. */
+bool dg__mcp_is_request(const json_t *msg, const char *m);
+/* Serialises compactly into out (bounded by out->max); 0 or DG_E2BIG. */
+int dg__mcp_dump(const json_t *value, dg_buf_t *out);
+/* A method name as a bounded metric label. */
+const char *dg__mcp_method_label(const char *method);
+
+/* ---- Methods (lifecycle.c) ------------------------------------------------ */
+/* Handles one request; answers slot now or starts a tool call that will. */
+void dg__mcp_handle_request(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const char *method,
+                            json_t *params);
+void dg__mcp_handle_notification(dg__mcp_exchange_t *ex, const char *method, json_t *params);
+
+/* ---- Tool calls (call.c) ------------------------------------------------- */
+/* Validates and runs tools/call; answers slot now or when the tool ends. */
+void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__mcp_tool_t *tool,
+                        json_t *params);
+/* notifications/cancelled: cancels the session's running call with this
+ * request id; its response is not sent. */
+void dg__mcp_call_cancel_id(dg__mcp_session_t *ss, const json_t *request_id);
+/* The client is gone: the call is canceled and detached from its slot. */
+void dg__mcp_call_detach(dg_tool_call_t *call);
+
+/* ---- Transports ------------------------------------------------------------ */
+extern const dg__mcp_transport_t dg__mcp_http_transport;
+/* Streamable HTTP at /mcp (http.c). */
+void dg__mcp_http_mcp(dg_mcp_server_t *s, dg_http_request_t *req);
+/* The GET stream of a session ends (session ended or server closing). */
+void dg__mcp_sse_close(dg__mcp_sse_t *sse);
+/* WebSocket upgrade at /mcp (ws.c). */
+void dg__mcp_ws_upgrade(dg_mcp_server_t *s, dg_http_request_t *req);
+/* Checks the Origin header against server.allowed_origins. */
+bool dg__mcp_origin_allowed(const dg_catalog_t *cat, const char *origin);
+/* Answers 401 with WWW-Authenticate and {error: message}. */
+void dg__mcp_http_unauthorized(dg_mcp_server_t *s, dg_http_request_t *req, const char *message);
+/* Answers a JSON body {error: message} with the given status. */
+void dg__mcp_http_error(dg_http_request_t *req, int status, const char *message);
+/* The server's public base URL ("https://host:port", no trailing slash). */
+const char *dg__mcp_base_url(const dg_mcp_server_t *s, dg_http_request_t *req);
+/* /healthz, /metrics, the OAuth metadata; false when path is none of them. */
+bool dg__mcp_http_route(dg_mcp_server_t *s, dg_http_request_t *req);
+
+#endif

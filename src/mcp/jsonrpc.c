@@ -1,0 +1,359 @@
+/* JSON-RPC 2.0 over any transport. An exchange is one incoming transport
+ * message: a single JSON-RPC message or, for sessions at 2025-03-26, a
+ * batch. Each request of it gets a slot that is answered now (errors,
+ * initialize, tools/list) or when its tool call ends; once every slot is
+ * done the reply is queued and handed to the transport on a later loop
+ * turn, never from inside the call that started the exchange. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcp/internal.h"
+
+#define ARENA_BLOCK 4096
+
+/* ---- Envelopes ------------------------------------------------------------ */
+
+json_t *dg__mcp_result(const json_t *id, json_t *result) {
+  json_t *id_copy = id != NULL ? json_copy((json_t *)id) : json_null();
+  return json_pack("{s:s,s:o,s:o}", "jsonrpc", "2.0", "id", id_copy, "result",
+                   result ? result : json_object());
+}
+
+json_t *dg__mcp_error(const json_t *id, int code, const char *fmt, ...) {
+  char message[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(message, sizeof(message), fmt, ap);
+  va_end(ap);
+  json_t *id_copy = id != NULL ? json_copy((json_t *)id) : json_null();
+  return json_pack("{s:s,s:o,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id_copy, "error", "code", code,
+                   "message", message);
+}
+
+static int dump_cb(const char *buffer, size_t size, void *data) {
+  return dg_buf_append(data, buffer, size) == 0 ? 0 : -1;
+}
+
+int dg__mcp_dump(const json_t *value, dg_buf_t *out) {
+  if (json_dump_callback(value, dump_cb, out, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0)
+    return DG_E2BIG;
+  return 0;
+}
+
+const char *dg__mcp_method_label(const char *method) {
+  static const char *const known[] = {
+      "initialize",       "notifications/initialized", "ping",           "tools/list",
+      "tools/call",       "notifications/cancelled",   "resources/list", "prompts/list",
+      "logging/setLevel", "notifications/progress",
+  };
+  for (size_t i = 0; method != NULL && i < DG_ARRAY_SIZE(known); i++) {
+    if (strcmp(method, known[i]) == 0)
+      return known[i];
+  }
+  return "other";
+}
+
+static bool valid_id(const json_t *id) {
+  return json_is_string(id) || json_is_integer(id);
+}
+
+static bool has_progress_token(const json_t *msg) {
+  json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
+  return valid_id(json_object_get(meta, "progressToken"));
+}
+
+bool dg__mcp_wants_progress(const json_t *msg) {
+  if (!json_is_array(msg))
+    return has_progress_token(msg);
+  size_t i;
+  json_t *item;
+  json_array_foreach(msg, i, item) {
+    if (has_progress_token(item))
+      return true;
+  }
+  return false;
+}
+
+bool dg__mcp_is_request(const json_t *msg, const char *m) {
+  const char *method = json_string_value(json_object_get(msg, "method"));
+  return method != NULL && strcmp(method, m) == 0 && json_object_get(msg, "id") != NULL;
+}
+
+/* ---- Lifetime ---------------------------------------------------------------- */
+
+dg__mcp_exchange_t *dg__mcp_exchange_new(dg_mcp_server_t *s) {
+  dg__mcp_exchange_t *ex = calloc(1, sizeof(*ex));
+  if (ex == NULL)
+    return NULL;
+  ex->arena = dg_arena_new(ARENA_BLOCK);
+  if (ex->arena == NULL) {
+    free(ex);
+    return NULL;
+  }
+  ex->server = s;
+  ex->cat = dg_catalog_ref(s->cat);
+  ex->refs = 1; /* the transport's, dropped when the reply is delivered */
+  dg__mcp_server_ref(s);
+  return ex;
+}
+
+void dg__mcp_exchange_bind(dg__mcp_exchange_t *ex, dg__mcp_session_t *ss,
+                           const dg__mcp_transport_t *t, void *data) {
+  ex->session = ss;
+  dg__mcp_session_ref(ss);
+  ex->transport = t;
+  ex->data = data;
+  ex->next = ss->exchanges;
+  if (ss->exchanges != NULL)
+    ss->exchanges->prev = ex;
+  ss->exchanges = ex;
+  dg__mcp_session_touch(ss);
+}
+
+void dg__mcp_exchange_ref(dg__mcp_exchange_t *ex) {
+  ex->refs++;
+}
+
+static void exchange_free(dg__mcp_exchange_t *ex) {
+  for (size_t i = 0; i < ex->nslots; i++)
+    json_decref(ex->slots[i].response);
+  json_decref(ex->msg);
+  dg_arena_destroy(ex->arena);
+  dg_catalog_unref(ex->cat);
+  if (ex->session != NULL)
+    dg__mcp_session_unref(ex->session);
+  dg__mcp_server_unref(ex->server);
+  free(ex);
+}
+
+void dg__mcp_exchange_unref(dg__mcp_exchange_t *ex) {
+  if (--ex->refs == 0)
+    exchange_free(ex);
+}
+
+/* The transport is done with the exchange: unlinked from its session and
+ * the transport's reference dropped. Safe to call twice. */
+static void release_transport(dg__mcp_exchange_t *ex) {
+  if (ex->transport == NULL)
+    return;
+  ex->transport = NULL;
+  dg__mcp_session_t *ss = ex->session;
+  if (ss != NULL) {
+    if (ex->prev != NULL)
+      ex->prev->next = ex->next;
+    else if (ss->exchanges == ex)
+      ss->exchanges = ex->next;
+    if (ex->next != NULL)
+      ex->next->prev = ex->prev;
+    ex->prev = ex->next = NULL;
+    dg__mcp_session_touch(ss);
+  }
+  dg__mcp_exchange_unref(ex);
+}
+
+void dg__mcp_exchange_gone(dg__mcp_exchange_t *ex) {
+  if (ex->transport == NULL)
+    return;
+  dg__mcp_exchange_ref(ex);
+  const dg__mcp_transport_t *t = ex->transport;
+  ex->transport = NULL; /* nothing more reaches the client */
+  for (size_t i = 0; i < ex->nslots; i++) {
+    if (ex->slots[i].call != NULL)
+      dg__mcp_call_detach(ex->slots[i].call);
+  }
+  ex->transport = t;
+  release_transport(ex);
+  dg__mcp_exchange_unref(ex);
+}
+
+/* ---- Replies ------------------------------------------------------------------ */
+
+static void check_done(dg__mcp_exchange_t *ex) {
+  if (!ex->running && ex->open == 0 && ex->transport != NULL)
+    dg__mcp_server_queue(ex->server, ex);
+}
+
+void dg__mcp_exchange_answer(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *response) {
+  if (slot->done) {
+    json_decref(response);
+    return;
+  }
+  slot->response = response;
+  slot->call = NULL;
+  slot->done = true;
+  ex->open--;
+  check_done(ex);
+}
+
+static json_t *build_reply(dg__mcp_exchange_t *ex) {
+  if (!ex->batch)
+    return ex->nslots > 0 ? json_incref(ex->slots[0].response) : NULL;
+  json_t *list = json_array();
+  for (size_t i = 0; i < ex->nslots; i++) {
+    if (ex->slots[i].response != NULL)
+      json_array_append(list, ex->slots[i].response);
+  }
+  if (json_array_size(list) == 0) {
+    json_decref(list);
+    return NULL;
+  }
+  return list;
+}
+
+void dg__mcp_exchange_deliver(dg__mcp_exchange_t *ex) {
+  const dg__mcp_transport_t *t = ex->transport;
+  if (t == NULL)
+    return;
+  dg__mcp_exchange_ref(ex);
+  json_t *reply = build_reply(ex);
+  t->reply(ex, reply);
+  json_decref(reply);
+  release_transport(ex);
+  dg__mcp_exchange_unref(ex);
+}
+
+/* ---- Dispatch -------------------------------------------------------------------- */
+
+static bool alloc_slots(dg__mcp_exchange_t *ex, size_t n) {
+  ex->slots = dg_arena_calloc(ex->arena, n, sizeof(*ex->slots));
+  if (ex->slots == NULL)
+    return false;
+  ex->nslots = n;
+  ex->open = n;
+  return true;
+}
+
+void dg__mcp_exchange_fail(dg__mcp_exchange_t *ex, int code, const char *message) {
+  if (ex->nslots == 0 && !alloc_slots(ex, 1))
+    return;
+  dg__mcp_exchange_answer(ex, &ex->slots[0], dg__mcp_error(NULL, code, "%s", message));
+}
+
+static void count_message(const dg__mcp_exchange_t *ex, const char *method) {
+  char labels[128];
+  snprintf(labels, sizeof(labels), "transport=\"%s\",method=\"%s\"",
+           ex->transport ? ex->transport->name : "none", dg__mcp_method_label(method));
+  dg_metrics_counter_add("dg_mcp_messages_total", labels, 1);
+}
+
+/* Checks the envelope; returns an error response for a bad one, NULL when
+ * the message is well formed. */
+static json_t *check_envelope(const json_t *msg) {
+  if (!json_is_object(msg))
+    return dg__mcp_error(NULL, DG__RPC_INVALID_REQUEST,
+                         "Invalid Request: a JSON-RPC message must be a JSON object");
+  json_t *id = json_object_get(msg, "id");
+  const json_t *good_id = valid_id(id) ? id : NULL;
+  const char *version = json_string_value(json_object_get(msg, "jsonrpc"));
+  if (version == NULL || strcmp(version, "2.0") != 0)
+    return dg__mcp_error(good_id, DG__RPC_INVALID_REQUEST,
+                         "Invalid Request: \"jsonrpc\" must be \"2.0\"");
+  if (id != NULL && good_id == NULL)
+    return dg__mcp_error(NULL, DG__RPC_INVALID_REQUEST,
+                         "Invalid Request: \"id\" must be a string or an integer");
+  json_t *params = json_object_get(msg, "params");
+  if (params != NULL && !json_is_object(params) && !json_is_array(params))
+    return dg__mcp_error(good_id, DG__RPC_INVALID_REQUEST,
+                         "Invalid Request: \"params\" must be an object");
+  return NULL;
+}
+
+/* A message without a method is a response from the client (we send no
+ * requests, so it is ignored) or invalid. */
+static void dispatch_methodless(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *msg) {
+  json_t *id = json_object_get(msg, "id");
+  bool response = id != NULL && (json_object_get(msg, "result") || json_object_get(msg, "error"));
+  count_message(ex, NULL);
+  if (response) {
+    dg__mcp_exchange_answer(ex, slot, NULL);
+    return;
+  }
+  dg__mcp_exchange_answer(ex, slot,
+                          dg__mcp_error(valid_id(id) ? id : NULL, DG__RPC_INVALID_REQUEST,
+                                        "Invalid Request: \"method\" is missing"));
+}
+
+static void dispatch_one(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *msg) {
+  json_t *bad = check_envelope(msg);
+  if (bad != NULL) {
+    count_message(ex, NULL);
+    dg__mcp_exchange_answer(ex, slot, bad);
+    return;
+  }
+  json_t *method = json_object_get(msg, "method");
+  if (method == NULL) {
+    dispatch_methodless(ex, slot, msg);
+    return;
+  }
+  json_t *id = json_object_get(msg, "id");
+  if (!json_is_string(method)) {
+    count_message(ex, NULL);
+    dg__mcp_exchange_answer(
+        ex, slot,
+        dg__mcp_error(id, DG__RPC_INVALID_REQUEST, "Invalid Request: \"method\" must be a string"));
+    return;
+  }
+  count_message(ex, json_string_value(method));
+  json_t *params = json_object_get(msg, "params");
+  if (id == NULL) {
+    dg__mcp_handle_notification(ex, json_string_value(method), params);
+    dg__mcp_exchange_answer(ex, slot, NULL);
+    return;
+  }
+  slot->id = id;
+  dg__mcp_handle_request(ex, slot, json_string_value(method), params);
+}
+
+static const char *batch_refusal(const dg__mcp_exchange_t *ex) {
+  const char *v = ex->session ? ex->session->version : NULL;
+  if (v == NULL)
+    return "Invalid Request: a JSON-RPC batch cannot start a session; send initialize alone";
+  if (strcmp(v, DG__MCP_V2025_03_26) != 0)
+    return "Invalid Request: JSON-RPC batching was removed in protocol version 2025-06-18; "
+           "send one message at a time (batches are accepted only at 2025-03-26)";
+  return NULL;
+}
+
+static void run_batch(dg__mcp_exchange_t *ex, json_t *msg) {
+  size_t n = json_array_size(msg);
+  const char *refusal = n == 0 ? "Invalid Request: the batch is empty" : batch_refusal(ex);
+  if (refusal != NULL) {
+    count_message(ex, NULL);
+    dg__mcp_exchange_fail(ex, DG__RPC_INVALID_REQUEST, refusal);
+    return;
+  }
+  if (!alloc_slots(ex, n)) {
+    dg__mcp_exchange_fail(ex, DG__RPC_INTERNAL, "Internal error: out of memory");
+    return;
+  }
+  ex->batch = true;
+  for (size_t i = 0; i < n; i++)
+    dispatch_one(ex, &ex->slots[i], json_array_get(msg, i));
+}
+
+void dg__mcp_exchange_run(dg__mcp_exchange_t *ex, json_t *msg) {
+  ex->msg = msg;
+  ex->running = true;
+  if (json_is_array(msg))
+    run_batch(ex, msg);
+  else if (alloc_slots(ex, 1))
+    dispatch_one(ex, &ex->slots[0], msg);
+  ex->running = false;
+  if (ex->nslots == 0) /* out of memory before any slot existed */
+    dg__mcp_exchange_fail(ex, DG__RPC_INTERNAL, "Internal error: out of memory");
+  check_done(ex);
+}
+
+void dg__mcp_exchange_run_text(dg__mcp_exchange_t *ex, const char *text, size_t len) {
+  json_error_t jerr;
+  json_t *msg = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
+  if (msg == NULL) {
+    char message[256];
+    snprintf(message, sizeof(message), "Parse error: %s (at byte %d)", jerr.text, jerr.position);
+    count_message(ex, NULL);
+    dg__mcp_exchange_fail(ex, DG__RPC_PARSE_ERROR, message);
+    return;
+  }
+  dg__mcp_exchange_run(ex, msg);
+}

@@ -1,0 +1,160 @@
+/* The MCP methods: initialize with version negotiation, ping, tools/list,
+ * tools/call (handed to call.c), and the notifications we act on. Methods
+ * of capabilities we do not declare (resources, prompts, logging) are
+ * unknown methods, as the specification asks. */
+#include <stdio.h>
+#include <string.h>
+
+#include "mcp/internal.h"
+
+#define TOOL_LIST_MAX 4096
+
+static const char *const versions[DG__MCP_NVERSIONS] = DG_MCP_VERSIONS;
+
+/* The client's version when we speak it, else the newest we do. */
+static const char *negotiate(const char *wanted) {
+  for (size_t i = 0; wanted != NULL && i < DG__MCP_NVERSIONS; i++) {
+    if (strcmp(wanted, versions[i]) == 0)
+      return versions[i];
+  }
+  return versions[0];
+}
+
+static json_t *server_info(const dg_mcp_config_t *c) {
+  const char *name = c->server_name ? c->server_name : "datagate";
+  return json_pack("{s:s,s:s,s:s}", "name", name, "version",
+                   c->server_version ? c->server_version : "0", "title",
+                   "datagate data integration gateway");
+}
+
+static void do_initialize(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params) {
+  dg__mcp_session_t *ss = ex->session;
+  const char *wanted = json_string_value(json_object_get(params, "protocolVersion"));
+  if (ss->version != NULL) {
+    dg__mcp_exchange_answer(ex, slot,
+                            dg__mcp_error(slot->id, DG__RPC_INVALID_REQUEST,
+                                          "Invalid Request: the session is already initialized"));
+    return;
+  }
+  if (wanted == NULL) {
+    dg__mcp_exchange_answer(
+        ex, slot,
+        dg__mcp_error(slot->id, DG__RPC_INVALID_PARAMS,
+                      "Invalid params: initialize needs params.protocolVersion, a string such "
+                      "as \"%s\"",
+                      versions[0]));
+    return;
+  }
+  ss->version = negotiate(wanted);
+  const dg_mcp_config_t *c = &ex->server->config;
+  json_t *result =
+      json_pack("{s:s,s:{s:{s:b}},s:o}", "protocolVersion", ss->version, "capabilities", "tools",
+                "listChanged", 0, "serverInfo", server_info(c));
+  if (c->instructions != NULL)
+    json_object_set_new(result, "instructions", json_string(c->instructions));
+  dg__mcp_exchange_answer(ex, slot, dg__mcp_result(slot->id, result));
+}
+
+static void do_ping(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params) {
+  dg__mcp_exchange_answer(ex, slot, dg__mcp_result(slot->id, json_object()));
+}
+
+static json_t *tool_entry(const dg__mcp_tool_t *t, bool with_output) {
+  const dg_tool_t *d = t->def;
+  const char *title = d->title ? d->title : d->name;
+  json_t *annotations = json_pack("{s:s,s:b,s:b,s:b,s:b}", "title", title, "readOnlyHint",
+                                  d->read_only, "destructiveHint", d->destructive, "idempotentHint",
+                                  d->idempotent, "openWorldHint", d->open_world);
+  json_t *entry = json_pack("{s:s,s:s,s:s,s:O,s:o}", "name", d->name, "title", title, "description",
+                            d->description ? d->description : "", "inputSchema", t->input_schema,
+                            "annotations", annotations);
+  if (with_output && t->output_schema != NULL)
+    json_object_set(entry, "outputSchema", t->output_schema);
+  return entry;
+}
+
+/* A cursor is accepted and ignored: the whole list always fits one page. */
+static void do_tools_list(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params) {
+  const dg_mcp_server_t *s = ex->server;
+  bool with_output = dg__mcp_session_at_least(ex->session, DG__MCP_V2025_06_18);
+  json_t *tools = json_array();
+  for (size_t i = 0; i < s->ntools; i++)
+    json_array_append_new(tools, tool_entry(&s->tools[i], with_output));
+  dg__mcp_exchange_answer(ex, slot, dg__mcp_result(slot->id, json_pack("{s:o}", "tools", tools)));
+}
+
+static void unknown_tool(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const char *name) {
+  dg_buf_t names;
+  dg_buf_init(&names, TOOL_LIST_MAX);
+  for (size_t i = 0; i < ex->server->ntools; i++)
+    dg_buf_appendf(&names, "%s%s", i ? ", " : "", ex->server->tools[i].def->name);
+  dg__mcp_exchange_answer(ex, slot,
+                          dg__mcp_error(slot->id, DG__RPC_INVALID_PARAMS,
+                                        "Unknown tool: %.200s; available tools: %s", name,
+                                        names.data ? names.data : "(none)"));
+  dg_buf_free(&names);
+}
+
+static void do_tools_call(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params) {
+  const char *name = json_string_value(json_object_get(params, "name"));
+  if (!json_is_object(params) || name == NULL) {
+    dg__mcp_exchange_answer(
+        ex, slot,
+        dg__mcp_error(slot->id, DG__RPC_INVALID_PARAMS,
+                      "Invalid params: tools/call needs params {\"name\": <tool name>, "
+                      "\"arguments\": {...}}"));
+    return;
+  }
+  const dg__mcp_tool_t *tool = dg__mcp_server_tool(ex->server, name);
+  if (tool == NULL) {
+    unknown_tool(ex, slot, name);
+    return;
+  }
+  dg__mcp_call_start(ex, slot, tool, params);
+}
+
+typedef struct method {
+  const char *name;
+  void (*fn)(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params);
+  bool before_initialize; /* allowed before initialize */
+} method_t;
+
+static const method_t methods[] = {
+    {"initialize", do_initialize, true},
+    {"ping", do_ping, true},
+    {"tools/list", do_tools_list, false},
+    {"tools/call", do_tools_call, false},
+};
+
+void dg__mcp_handle_request(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const char *method,
+                            json_t *params) {
+  for (size_t i = 0; i < DG_ARRAY_SIZE(methods); i++) {
+    const method_t *m = &methods[i];
+    if (strcmp(m->name, method) != 0)
+      continue;
+    if (!m->before_initialize && ex->session->version == NULL) {
+      dg__mcp_exchange_answer(ex, slot,
+                              dg__mcp_error(slot->id, DG__RPC_INVALID_REQUEST,
+                                            "Invalid Request: send initialize before %s", m->name));
+      return;
+    }
+    m->fn(ex, slot, params);
+    return;
+  }
+  dg__mcp_exchange_answer(ex, slot,
+                          dg__mcp_error(slot->id, DG__RPC_METHOD_NOT_FOUND,
+                                        "Method not found: %.200s (this server offers tools only: "
+                                        "initialize, ping, tools/list, tools/call)",
+                                        method));
+}
+
+void dg__mcp_handle_notification(dg__mcp_exchange_t *ex, const char *method, json_t *params) {
+  dg__mcp_session_t *ss = ex->session;
+  if (strcmp(method, "notifications/initialized") == 0) {
+    ss->initialized = true;
+  } else if (strcmp(method, "notifications/cancelled") == 0) {
+    json_t *id = json_object_get(params, "requestId");
+    if (id != NULL)
+      dg__mcp_call_cancel_id(ss, id);
+  }
+}

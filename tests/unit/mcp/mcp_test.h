@@ -1,0 +1,279 @@
+/* Shared helpers of the mcp tests: a small configuration written to a
+ * temporary directory and loaded with the real catalog, fake tools, and an
+ * in-memory transport that records what the server sends and whether it
+ * sent it from inside the call that started the work. */
+#ifndef DG_TEST_MCP_TEST_H
+#define DG_TEST_MCP_TEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "mcp/internal.h"
+
+#define MT_TOKEN_ALICE "alice-token-0123456789"
+#define MT_TOKEN_BOB "bob-token-0123456789"
+
+static const char mt_config[] =
+    "{\"server\": {\"stdioUser\": \"alice\", \"maxSessions\": 3,"
+    "  \"allowedOrigins\": [\"http://good.example\"], \"maxInflightPerSession\": 2,"
+    "  \"accessLog\": \"-\", \"logLevel\": \"error\"},"
+    " \"roles\": [{\"name\": \"reader\", \"models\": [], \"savedQueries\": []}],"
+    " \"users\": [{\"name\": \"alice\", \"roles\": [\"reader\"], \"tokenEnv\": \"MT_TOKEN_ALICE\"},"
+    "            {\"name\": \"bob\", \"roles\": [\"reader\"], \"tokenEnv\": \"MT_TOKEN_BOB\"}]}";
+
+/* Writes the configuration to a fresh temporary directory and loads it. */
+static inline dg_catalog_t *mt_catalog(void) {
+  char dir[] = "/tmp/dg-mcp-test-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[128];
+  snprintf(path, sizeof(path), "%s/datagate.json", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(mt_config, f);
+  fclose(f);
+  setenv("MT_TOKEN_ALICE", MT_TOKEN_ALICE, 1);
+  setenv("MT_TOKEN_BOB", MT_TOKEN_BOB, 1);
+  dg_config_errors_t errors = {0};
+  dg_catalog_t *cat = NULL;
+  int rc = dg_catalog_load(dir, &cat, &errors);
+  for (size_t i = 0; i < errors.count; i++)
+    fprintf(stderr, "config: %s\n", errors.lines[i]);
+  dg_config_errors_free(&errors);
+  unlink(path);
+  rmdir(dir);
+  assert_int_equal(rc, 0);
+  return cat;
+}
+
+/* ---- Fake tools -------------------------------------------------------------- */
+static _Atomic int mt_cancels;       /* cancel callbacks heard (the test thread reads it) */
+static dg_tool_call_t *mt_slow_call; /* the last "slow" call still running */
+
+/* Ends a call on a later loop turn, from a timer of its own. */
+typedef struct mt_later {
+  uv_timer_t timer;
+  dg_tool_call_t *call;
+  json_t *result;
+} mt_later_t;
+
+static inline void mt_later_closed(uv_handle_t *h) {
+  free(h->data);
+}
+
+static inline void mt_later_fire(uv_timer_t *t) {
+  mt_later_t *l = t->data;
+  dg_tool_call_succeed(l->call, l->result);
+  uv_close((uv_handle_t *)t, mt_later_closed);
+}
+
+static inline void mt_succeed_later(dg_tool_call_t *call, json_t *result, uint64_t ms) {
+  mt_later_t *l = calloc(1, sizeof(*l));
+  l->call = call;
+  l->result = result;
+  uv_timer_init(dg_tool_call_loop(call), &l->timer);
+  l->timer.data = l;
+  uv_timer_start(&l->timer, mt_later_fire, ms, 0);
+}
+
+static inline void mt_echo_run(dg_tool_call_t *call) {
+  dg_tool_call_succeed(call, json_pack("{s:O}", "echo", dg_tool_call_args(call)));
+}
+
+static inline void mt_slow_cancel(dg_tool_call_t *call, void *data) {
+  mt_cancels++;
+  if (mt_slow_call == call)
+    mt_slow_call = NULL;
+  dg_tool_call_failf(call, "canceled");
+}
+
+static inline void mt_slow_run(dg_tool_call_t *call) {
+  mt_slow_call = call;
+  dg_tool_call_on_cancel(call, mt_slow_cancel, NULL);
+}
+
+static inline void mt_progress_run(dg_tool_call_t *call) {
+  dg_tool_call_progress(call, 1, 3, "one");
+  dg_tool_call_progress(call, 2, -1, NULL);
+  mt_succeed_later(call, json_pack("{s:b}", "streamed", dg_tool_call_wants_progress(call)), 5);
+}
+
+static inline void mt_big_run(dg_tool_call_t *call) {
+  size_t n = 10000;
+  char *s = malloc(n + 1);
+  memset(s, 'x', n);
+  s[n] = '\0';
+  dg_tool_call_succeed(call, json_pack("{s:s}", "blob", s));
+  free(s);
+}
+
+static inline void mt_fail_run(dg_tool_call_t *call) {
+  dg_tool_call_failf(call, "parameter 'x' was %d; allowed: 1 to 5", 7);
+}
+
+static const dg_tool_t mt_echo = {
+    .name = "echo",
+    .title = "Echo",
+    .description = "Returns its arguments.",
+    .input_schema = "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\","
+                    "\"default\":\"hi\"},\"n\":{\"type\":\"integer\",\"minimum\":0,"
+                    "\"maximum\":10}},\"additionalProperties\":false}",
+    .output_schema = "{\"type\":\"object\",\"properties\":{\"echo\":{\"type\":\"object\"}}}",
+    .read_only = true,
+    .idempotent = true,
+    .run = mt_echo_run,
+};
+static const dg_tool_t mt_slow = {.name = "slow",
+                                  .description = "Runs until canceled.",
+                                  .input_schema = "{\"type\":\"object\"}",
+                                  .open_world = true,
+                                  .run = mt_slow_run};
+static const dg_tool_t mt_progress = {.name = "progress",
+                                      .description = "Sends progress.",
+                                      .input_schema = "{\"type\":\"object\"}",
+                                      .run = mt_progress_run};
+static const dg_tool_t mt_big = {.name = "big",
+                                 .description = "Too large.",
+                                 .input_schema = "{\"type\":\"object\"}",
+                                 .run = mt_big_run};
+static const dg_tool_t mt_fail = {.name = "fail",
+                                  .description = "Fails.",
+                                  .destructive = true,
+                                  .input_schema = "{\"type\":\"object\"}",
+                                  .run = mt_fail_run};
+static const dg_tool_t *const mt_tools[] = {&mt_echo, &mt_slow, &mt_progress, &mt_big, &mt_fail};
+
+static inline int mt_server_new(uv_loop_t *loop, dg_catalog_t *cat, dg_mcp_server_t **out) {
+  dg_mcp_config_t config = {
+      .server_name = "datagate",
+      .server_version = "9.9.9",
+      .instructions = "Call echo first.",
+      .tools = mt_tools,
+      .ntools = DG_ARRAY_SIZE(mt_tools),
+  };
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  return dg_mcp_server_new(loop, &config, cat, out, &err);
+}
+
+/* ---- In-memory transport -------------------------------------------------------- */
+
+typedef struct mt_sink {
+  json_t *replies;  /* every reply, in order (null for "nothing to send") */
+  json_t *notes;    /* every notification */
+  bool dispatching; /* set while the test is inside the call that started work */
+  int early;        /* replies delivered while dispatching: must stay 0 */
+} mt_sink_t;
+
+static mt_sink_t mt_sink;
+
+static inline void mt_reply(dg__mcp_exchange_t *ex, json_t *reply) {
+  if (mt_sink.dispatching)
+    mt_sink.early++;
+  json_array_append_new(mt_sink.replies, reply ? json_deep_copy(reply) : json_null());
+}
+
+/* Progress may be sent from inside a tool's run: it completes nothing. */
+static inline void mt_notify(dg__mcp_exchange_t *ex, json_t *note) {
+  json_array_append_new(mt_sink.notes, json_deep_copy(note));
+}
+
+static const dg__mcp_transport_t mt_transport = {
+    .name = "test", .reply = mt_reply, .notify = mt_notify};
+
+typedef struct mt_env {
+  uv_loop_t loop;
+  dg_catalog_t *cat;
+  dg_mcp_server_t *server;
+  dg__mcp_session_t *session;
+} mt_env_t;
+
+static inline int mt_setup(void **state) {
+  mt_env_t *env = calloc(1, sizeof(*env));
+  dg_log_init(2, DG_LOG_ERROR);
+  uv_loop_init(&env->loop);
+  env->cat = mt_catalog();
+  assert_int_equal(mt_server_new(&env->loop, env->cat, &env->server), 0);
+  assert_int_equal(dg__mcp_session_new(env->server, &mt_transport, NULL, &env->session), 0);
+  mt_sink.replies = json_array();
+  mt_sink.notes = json_array();
+  mt_sink.early = 0;
+  mt_cancels = 0;
+  mt_slow_call = NULL;
+  *state = env;
+  return 0;
+}
+
+/* Frees the server, runs the loop until every handle is closed and checks
+ * that nothing is left open. */
+static inline int mt_teardown(void **state) {
+  mt_env_t *env = *state;
+  dg_mcp_server_free(env->server);
+  uv_run(&env->loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&env->loop), 0);
+  dg_catalog_unref(env->cat);
+  json_decref(mt_sink.replies);
+  json_decref(mt_sink.notes);
+  assert_int_equal(mt_sink.early, 0);
+  free(env);
+  return 0;
+}
+
+/* Runs the loop until n replies have arrived (or two seconds passed). */
+static inline void mt_wait_replies(mt_env_t *env, size_t n) {
+  uint64_t deadline = dg_now_ms() + 2000;
+  while (json_array_size(mt_sink.replies) < n && dg_now_ms() < deadline)
+    uv_run(&env->loop, UV_RUN_ONCE);
+}
+
+/* Sends one message on the session as alice; the reply is not waited for. */
+static inline void mt_post(mt_env_t *env, const char *text) {
+  dg__mcp_exchange_t *ex = dg__mcp_exchange_new(env->server);
+  assert_non_null(ex);
+  assert_int_equal(dg_auth_principal_for_user(ex->cat, "alice", ex->arena, &ex->principal), 0);
+  dg__mcp_exchange_bind(ex, env->session, &mt_transport, NULL);
+  mt_sink.dispatching = true;
+  dg__mcp_exchange_run_text(ex, text, strlen(text));
+  mt_sink.dispatching = false;
+}
+
+/* Sends one message and returns its reply (borrowed; null when none). */
+static inline json_t *mt_call(mt_env_t *env, const char *text) {
+  size_t before = json_array_size(mt_sink.replies);
+  mt_post(env, text);
+  assert_int_equal(json_array_size(mt_sink.replies), before);
+  mt_wait_replies(env, before + 1);
+  assert_int_equal(json_array_size(mt_sink.replies), before + 1);
+  return json_array_get(mt_sink.replies, before);
+}
+
+static inline void mt_initialize(mt_env_t *env, const char *version) {
+  char text[256];
+  snprintf(text, sizeof(text),
+           "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+           "{\"protocolVersion\":\"%s\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\","
+           "\"version\":\"1\"}}}",
+           version);
+  json_t *r = mt_call(env, text);
+  assert_string_equal(
+      json_string_value(json_object_get(json_object_get(r, "result"), "protocolVersion")), version);
+}
+
+static inline int mt_error_code(const json_t *reply) {
+  return (int)json_integer_value(json_object_get(json_object_get(reply, "error"), "code"));
+}
+
+static inline const char *mt_error_message(const json_t *reply) {
+  return json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
+}
+
+#endif

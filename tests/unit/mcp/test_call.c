@@ -1,0 +1,270 @@
+/* Unit tests for tools/call: results per protocol version, tool errors,
+ * unknown tools, schema validation, cancellation, timeouts, progress, the
+ * result size backstop, the in-flight limit, metrics and the log line. */
+#include <fcntl.h>
+
+#include "mcp/mcp_test.h"
+
+static json_t *call_tool(mt_env_t *env, const char *name, const char *args) {
+  char text[512];
+  snprintf(text, sizeof(text),
+           "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\""
+           "%s%s}}",
+           name, args ? ",\"arguments\":" : "", args ? args : "");
+  return mt_call(env, text);
+}
+
+static const char *first_text(const json_t *result) {
+  json_t *item = json_array_get(json_object_get(result, "content"), 0);
+  assert_string_equal(json_string_value(json_object_get(item, "type")), "text");
+  return json_string_value(json_object_get(item, "text"));
+}
+
+static bool metrics_contain(const char *needle) {
+  dg_buf_t out;
+  dg_buf_init(&out, 1 << 20);
+  assert_int_equal(dg_metrics_render(&out), 0);
+  bool found = strstr(out.data ? out.data : "", needle) != NULL;
+  dg_buf_free(&out);
+  return found;
+}
+
+static void test_success_2025_06_18(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-06-18");
+  json_t *r = call_tool(env, "echo", "{\"n\":4}");
+  assert_int_equal(json_integer_value(json_object_get(r, "id")), 7);
+  json_t *result = json_object_get(r, "result");
+  assert_null(json_object_get(result, "isError"));
+  json_t *structured = json_object_get(result, "structuredContent");
+  json_t *echo = json_object_get(structured, "echo");
+  assert_int_equal(json_integer_value(json_object_get(echo, "n")), 4);
+  /* The schema's default was filled in. */
+  assert_string_equal(json_string_value(json_object_get(echo, "text")), "hi");
+  /* The text item is the same JSON, compact. */
+  char *compact = json_dumps(structured, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  assert_string_equal(first_text(result), compact);
+  free(compact);
+}
+
+static void test_success_2025_03_26_has_text_only(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-03-26");
+  json_t *result = json_object_get(call_tool(env, "echo", NULL), "result");
+  assert_null(json_object_get(result, "structuredContent"));
+  json_t *parsed = json_loads(first_text(result), 0, NULL);
+  assert_non_null(parsed);
+  assert_string_equal(json_string_value(json_object_get(json_object_get(parsed, "echo"), "text")),
+                      "hi");
+  json_decref(parsed);
+}
+
+static void test_tool_error(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-11-25");
+  json_t *result = json_object_get(call_tool(env, "fail", "{}"), "result");
+  assert_true(json_is_true(json_object_get(result, "isError")));
+  assert_string_equal(first_text(result), "parameter 'x' was 7; allowed: 1 to 5");
+  assert_null(json_object_get(result, "structuredContent"));
+}
+
+static void test_unknown_tool(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-11-25");
+  json_t *r = call_tool(env, "nope", "{}");
+  assert_int_equal(mt_error_code(r), -32602);
+  const char *msg = mt_error_message(r);
+  assert_non_null(strstr(msg, "Unknown tool: nope"));
+  assert_non_null(strstr(msg, "echo, slow, progress, big, fail"));
+  r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{}}");
+  assert_int_equal(mt_error_code(r), -32602);
+}
+
+static void test_validation_failure(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-11-25");
+  json_t *result = json_object_get(call_tool(env, "echo", "{\"n\":50}"), "result");
+  assert_true(json_is_true(json_object_get(result, "isError")));
+  const char *text = first_text(result);
+  assert_non_null(strstr(text, "n"));
+  assert_non_null(strstr(text, "50"));
+  result = json_object_get(call_tool(env, "echo", "{\"zzz\":1}"), "result");
+  assert_true(json_is_true(json_object_get(result, "isError")));
+  assert_non_null(strstr(first_text(result), "zzz"));
+  result = json_object_get(call_tool(env, "echo", "[1]"), "result");
+  assert_true(json_is_true(json_object_get(result, "isError")));
+}
+
+static void test_cancellation(void **state) {
+  mt_env_t *env = *state;
+  dg_metrics_reset();
+  mt_initialize(env, "2025-11-25");
+  mt_post(env, "{\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"tools/call\","
+               "\"params\":{\"name\":\"slow\"}}");
+  for (int i = 0; i < 3; i++)
+    uv_run(&env->loop, UV_RUN_NOWAIT);
+  assert_int_equal(json_array_size(mt_sink.replies), 1); /* initialize only */
+  assert_int_equal(dg_mcp_server_inflight(env->server), 1);
+  /* Another id cancels nothing. */
+  mt_call(env, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+               "\"params\":{\"requestId\":\"other\"}}");
+  assert_int_equal(mt_cancels, 0);
+  mt_post(env, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+               "\"params\":{\"requestId\":\"s1\",\"reason\":\"user\"}}");
+  mt_wait_replies(env, 4);
+  assert_int_equal(mt_cancels, 1);
+  assert_int_equal(dg_mcp_server_inflight(env->server), 0);
+  /* Both the notification and the canceled call send nothing. */
+  assert_true(json_is_null(json_array_get(mt_sink.replies, 2)));
+  assert_true(json_is_null(json_array_get(mt_sink.replies, 3)));
+  assert_true(metrics_contain(
+      "dg_tool_calls_total{tool=\"slow\",transport=\"test\",outcome=\"canceled\"} 1"));
+}
+
+static void test_timeout(void **state) {
+  mt_env_t *env = *state;
+  dg_metrics_reset();
+  env->cat->server.tool_timeout_ms = 30;
+  mt_initialize(env, "2025-11-25");
+  uint64_t start = dg_now_ms();
+  json_t *result = json_object_get(call_tool(env, "slow", "{}"), "result");
+  assert_true(dg_now_ms() - start >= 25);
+  assert_true(json_is_true(json_object_get(result, "isError")));
+  assert_non_null(strstr(first_text(result), "timed out after 30 ms"));
+  assert_int_equal(mt_cancels, 1);
+  assert_int_equal(dg_mcp_server_inflight(env->server), 0);
+  assert_true(metrics_contain(
+      "dg_tool_calls_total{tool=\"slow\",transport=\"test\",outcome=\"timeout\"} 1"));
+}
+
+static void test_progress(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-11-25");
+  json_t *r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":"
+                           "{\"name\":\"progress\",\"_meta\":{\"progressToken\":\"tok\"}}}");
+  json_t *structured = json_object_get(json_object_get(r, "result"), "structuredContent");
+  assert_true(json_is_true(json_object_get(structured, "streamed")));
+  assert_int_equal(json_array_size(mt_sink.notes), 2);
+  json_t *n0 = json_array_get(mt_sink.notes, 0);
+  assert_string_equal(json_string_value(json_object_get(n0, "method")), "notifications/progress");
+  assert_null(json_object_get(n0, "id"));
+  json_t *p0 = json_object_get(n0, "params");
+  assert_string_equal(json_string_value(json_object_get(p0, "progressToken")), "tok");
+  assert_true(json_number_value(json_object_get(p0, "progress")) == 1.0);
+  assert_true(json_number_value(json_object_get(p0, "total")) == 3.0);
+  assert_string_equal(json_string_value(json_object_get(p0, "message")), "one");
+  json_t *p1 = json_object_get(json_array_get(mt_sink.notes, 1), "params");
+  assert_null(json_object_get(p1, "total"));
+  assert_null(json_object_get(p1, "message"));
+}
+
+static void test_no_progress_without_token(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-11-25");
+  json_t *r = call_tool(env, "progress", "{}");
+  json_t *structured = json_object_get(json_object_get(r, "result"), "structuredContent");
+  assert_true(json_is_false(json_object_get(structured, "streamed")));
+  assert_int_equal(json_array_size(mt_sink.notes), 0);
+}
+
+static void test_result_too_large(void **state) {
+  mt_env_t *env = *state;
+  env->cat->server.max_result_bytes = 4096;
+  mt_initialize(env, "2025-11-25");
+  json_t *result = json_object_get(call_tool(env, "big", "{}"), "result");
+  assert_true(json_is_true(json_object_get(result, "isError")));
+  assert_non_null(strstr(first_text(result), "Narrow the request"));
+  assert_null(json_object_get(result, "structuredContent"));
+}
+
+static void test_inflight_limit(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-11-25");
+  mt_post(env, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+               "\"params\":{\"name\":\"slow\"}}");
+  mt_post(env, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+               "\"params\":{\"name\":\"slow\"}}");
+  json_t *r = call_tool(env, "echo", "{}");
+  assert_int_equal(mt_error_code(r), -32000);
+  assert_non_null(strstr(mt_error_message(r), "too many requests in flight"));
+  assert_int_equal(dg_mcp_server_inflight(env->server), 2);
+  /* Freeing the server (teardown) cancels both. */
+}
+
+static void test_client_gone(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-11-25");
+  mt_post(env, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+               "\"params\":{\"name\":\"slow\"}}");
+  dg__mcp_exchange_t *ex = env->session->exchanges;
+  assert_non_null(ex);
+  dg__mcp_exchange_gone(ex);
+  assert_int_equal(mt_cancels, 1);
+  assert_int_equal(dg_mcp_server_inflight(env->server), 0);
+  for (int i = 0; i < 3; i++)
+    uv_run(&env->loop, UV_RUN_NOWAIT);
+  assert_int_equal(json_array_size(mt_sink.replies), 1); /* nothing for the gone client */
+}
+
+static void test_catalog_held_by_call(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-11-25");
+  mt_post(env, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+               "\"params\":{\"name\":\"slow\"}}");
+  assert_non_null(mt_slow_call);
+  const dg_catalog_t *old = dg_tool_call_catalog(mt_slow_call);
+  assert_ptr_equal(old, env->cat);
+  dg_catalog_t *next = mt_catalog();
+  dg_mcp_server_set_catalog(env->server, next);
+  int refs = env->cat->refs;
+  assert_ptr_equal(dg_tool_call_catalog(mt_slow_call), old);
+  dg_tool_call_failf(mt_slow_call, "done");
+  mt_slow_call = NULL;
+  assert_int_equal(env->cat->refs, refs - 1); /* released at the end */
+  dg_catalog_unref(env->cat);
+  env->cat = next; /* teardown releases the new one */
+  mt_wait_replies(env, 2);
+}
+
+static void test_log_line(void **state) {
+  mt_env_t *env = *state;
+  FILE *f = tmpfile();
+  assert_non_null(f);
+  dg_log_init(fileno(f), DG_LOG_INFO);
+  mt_initialize(env, "2025-11-25");
+  call_tool(env, "echo", "{\"text\":\"SECRET-ARGUMENT\"}");
+  dg_log_init(2, DG_LOG_ERROR);
+  char buf[4096] = {0};
+  rewind(f);
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  assert_true(n > 0);
+  assert_non_null(strstr(buf, "\"event\":\"tool_call\""));
+  assert_non_null(strstr(buf, "\"tool\":\"echo\""));
+  assert_non_null(strstr(buf, "\"outcome\":\"ok\""));
+  assert_non_null(strstr(buf, "\"principal\":\"alice\""));
+  assert_non_null(strstr(buf, "\"transport\":\"test\""));
+  assert_non_null(strstr(buf, "\"duration_ms\""));
+  assert_non_null(strstr(buf, "\"request_id\""));
+  assert_null(strstr(buf, "SECRET-ARGUMENT"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_success_2025_06_18, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_success_2025_03_26_has_text_only, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_tool_error, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_unknown_tool, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_validation_failure, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_cancellation, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_timeout, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_progress, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_no_progress_without_token, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_result_too_large, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_inflight_limit, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_client_gone, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_catalog_held_by_call, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_log_line, mt_setup, mt_teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,295 @@
+/* Unit tests for Streamable HTTP at /mcp and the small routes, driven
+ * through a real dg_http_server with a raw socket client: authentication,
+ * Origin, content type, protocol version header, JSON and SSE responses,
+ * the GET stream, methods, and a client that disconnects mid-call. */
+#include "mcp/mcp_http_test.h"
+
+static const char tools_call_slow[] =
+    "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"}}";
+
+static int setup(void **state) {
+  ht_t *t = ht_new();
+  ht_run(t);
+  *state = t;
+  return 0;
+}
+
+static int leftover_fd = -1; /* a connection left open across teardown */
+
+static int teardown(void **state) {
+  ht_free(*state);
+  if (leftover_fd >= 0)
+    close(leftover_fd);
+  leftover_fd = -1;
+  return 0;
+}
+
+static void get_path(int port, const char *path, hc_resp_t *r) {
+  int fd = hc_connect(port);
+  char req[512];
+  snprintf(req, sizeof(req),
+           "GET %s HTTP/1.1\r\nHost: gw.example:8443\r\nConnection: close\r\n\r\n", path);
+  hc_send(fd, req, strlen(req));
+  hc_read_all(fd, r);
+  close(fd);
+}
+
+static void test_healthz_metrics_metadata(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  get_path(t->port, "/healthz", &r);
+  assert_int_equal(r.status, 200);
+  json_t *h = hc_json(&r);
+  assert_string_equal(json_string_value(json_object_get(h, "status")), "ok");
+  assert_string_equal(json_string_value(json_object_get(h, "version")), "9.9.9");
+  assert_int_equal(json_integer_value(json_object_get(h, "pid")), getpid());
+  assert_true(json_is_integer(json_object_get(h, "uptimeSeconds")));
+  assert_int_equal(json_integer_value(json_object_get(h, "connections")), 1);
+  assert_int_equal(json_integer_value(json_object_get(h, "sessions")), 0);
+  json_decref(h);
+  get_path(t->port, "/metrics", &r);
+  assert_int_equal(r.status, 200);
+  char type[128];
+  assert_non_null(hc_header(&r, "Content-Type", type, sizeof(type)));
+  assert_non_null(strstr(type, "text/plain; version=0.0.4"));
+  assert_non_null(strstr(r.body, "dg_mcp_sessions_open"));
+  const char *paths[] = {"/.well-known/oauth-protected-resource",
+                         "/.well-known/oauth-protected-resource/mcp"};
+  for (size_t i = 0; i < 2; i++) {
+    get_path(t->port, paths[i], &r);
+    assert_int_equal(r.status, 200);
+    json_t *m = hc_json(&r);
+    assert_string_equal(json_string_value(json_object_get(m, "resource")),
+                        "http://gw.example:8443/mcp");
+    assert_int_equal(json_array_size(json_object_get(m, "authorization_servers")), 0);
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(m, "bearer_methods_supported"), 0)),
+        "header");
+    assert_string_equal(json_string_value(json_object_get(m, "resource_name")), "datagate");
+    json_decref(m);
+  }
+  get_path(t->port, "/nothing/here", &r);
+  assert_int_equal(r.status, 404);
+  json_t *e = hc_json(&r);
+  assert_non_null(json_object_get(e, "error"));
+  json_decref(e);
+}
+
+static void test_unauthorized(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  hc_request(t->port, "POST", HC_JSON, "{}", &r);
+  assert_int_equal(r.status, 401);
+  char www[512], expect[256];
+  assert_non_null(hc_header(&r, "WWW-Authenticate", www, sizeof(www)));
+  snprintf(expect, sizeof(expect),
+           "Bearer resource_metadata=\"http://127.0.0.1:%d/.well-known/oauth-protected-resource\"",
+           t->port);
+  assert_string_equal(www, expect);
+  json_t *body = hc_json(&r);
+  assert_true(json_is_string(json_object_get(body, "error")));
+  json_decref(body);
+  hc_request(t->port, "POST", HC_JSON "Authorization: Bearer wrong-token\r\n", "{}", &r);
+  assert_int_equal(r.status, 401);
+  hc_request(t->port, "DELETE", "Mcp-Session-Id: x\r\n", NULL, &r);
+  assert_int_equal(r.status, 401);
+}
+
+static void test_origin(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  static const char ping[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+  hc_request(t->port, "POST", HC_JSON HC_ALICE "Origin: http://evil.example\r\n", ping, &r);
+  assert_int_equal(r.status, 403);
+  static const char init[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+                             "\"params\":{\"protocolVersion\":\"2025-06-18\"}}";
+  hc_request(t->port, "POST", HC_JSON HC_ALICE "Origin: http://good.example\r\n", init, &r);
+  assert_int_equal(r.status, 200);
+}
+
+static void test_content_type_and_version_header(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  static const char ping[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+  hc_request(t->port, "POST", "Content-Type: text/plain\r\n" HC_ALICE, ping, &r);
+  assert_int_equal(r.status, 415);
+  hc_request(t->port, "POST", HC_JSON HC_ALICE "MCP-Protocol-Version: 1999-01-01\r\n", ping, &r);
+  assert_int_equal(r.status, 400);
+  char sid[64];
+  hc_initialize(t->port, "2025-06-18", sid);
+  char extra[512];
+  snprintf(extra, sizeof(extra),
+           "Content-Type: application/json; charset=utf-8\r\n" HC_ALICE
+           "MCP-Protocol-Version: 2025-06-18\r\nMcp-Session-Id: %s\r\n",
+           sid);
+  hc_request(t->port, "POST", extra, ping, &r);
+  assert_int_equal(r.status, 200);
+}
+
+static void test_json_flow(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  char sid[64];
+  hc_initialize(t->port, "2025-06-18", sid);
+  assert_int_equal(strlen(sid), 32);
+  assert_int_equal(
+      hc_post(t->port, sid, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &r),
+      202);
+  assert_int_equal(r.body_len, 0);
+  assert_int_equal(hc_post(t->port, sid,
+                           "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                           "\"params\":{\"name\":\"echo\",\"arguments\":{\"n\":1}}}",
+                           &r),
+                   200);
+  char type[64];
+  assert_string_equal(hc_header(&r, "Content-Type", type, sizeof(type)), "application/json");
+  json_t *reply = hc_json(&r);
+  json_t *sc = json_object_get(json_object_get(reply, "result"), "structuredContent");
+  assert_int_equal(json_integer_value(json_object_get(json_object_get(sc, "echo"), "n")), 1);
+  json_decref(reply);
+  /* Batches are refused at 2025-06-18. */
+  assert_int_equal(
+      hc_post(t->port, sid, "[{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}]", &r), 400);
+  reply = hc_json(&r);
+  assert_int_equal(mt_error_code(reply), -32600);
+  json_decref(reply);
+  assert_int_equal(hc_post(t->port, sid, "{\"jsonrpc\": nope", &r), 400);
+  reply = hc_json(&r);
+  assert_int_equal(mt_error_code(reply), -32700);
+  json_decref(reply);
+}
+
+static void test_batch_2025_03_26(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  char sid[64];
+  hc_initialize(t->port, "2025-03-26", sid);
+  assert_int_equal(hc_post(t->port, sid,
+                           "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+                           "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}]",
+                           &r),
+                   200);
+  json_t *reply = hc_json(&r);
+  assert_int_equal(json_array_size(reply), 2);
+  json_decref(reply);
+}
+
+static void test_sse_response_with_progress(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  char sid[64];
+  hc_initialize(t->port, "2025-11-25", sid);
+  assert_int_equal(hc_post(t->port, sid,
+                           "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":"
+                           "{\"name\":\"progress\",\"_meta\":{\"progressToken\":5}}}",
+                           &r),
+                   200);
+  char type[64];
+  assert_string_equal(hc_header(&r, "Content-Type", type, sizeof(type)), "text/event-stream");
+  /* Two progress events, then the response; each an "event: message". */
+  const char *p = r.body;
+  for (int i = 0; i < 3; i++) {
+    p = strstr(p, "id: ");
+    assert_non_null(p);
+    p = strstr(p, "\nevent: message\ndata: ");
+    assert_non_null(p);
+    p += 22;
+    const char *end = strstr(p, "\n\n");
+    assert_non_null(end);
+    json_t *msg = json_loadb(p, (size_t)(end - p), 0, NULL);
+    assert_non_null(msg);
+    if (i < 2)
+      assert_string_equal(json_string_value(json_object_get(msg, "method")),
+                          "notifications/progress");
+    else
+      assert_int_equal(json_integer_value(json_object_get(msg, "id")), 9);
+    json_decref(msg);
+    p = end;
+  }
+  assert_null(strstr(p, "data:"));
+}
+
+static void test_get_stream_and_methods(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  char sid[64], extra[512];
+  hc_initialize(t->port, "2025-11-25", sid);
+  snprintf(extra, sizeof(extra), HC_ALICE "Mcp-Session-Id: %s\r\n", sid);
+  hc_request(t->port, "GET", extra, NULL, &r);
+  assert_int_equal(r.status, 405);
+  int fd = hc_connect(t->port);
+  char req[1024];
+  snprintf(req, sizeof(req), "GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n%s\r\n",
+           extra);
+  hc_send(fd, req, strlen(req));
+  char head[1024];
+  ssize_t n = recv(fd, head, sizeof(head) - 1, 0);
+  assert_true(n > 0);
+  head[n] = '\0';
+  assert_non_null(strstr(head, "HTTP/1.1 200"));
+  assert_non_null(strstr(head, "text/event-stream"));
+  /* A second stream for the same session is refused. */
+  snprintf(req, sizeof(req), "Accept: text/event-stream\r\n%s", extra);
+  hc_request(t->port, "GET", req, NULL, &r);
+  assert_int_equal(r.status, 409);
+  hc_request(t->port, "PUT", extra, "{}", &r);
+  assert_int_equal(r.status, 405);
+  char allow[64];
+  assert_string_equal(hc_header(&r, "Allow", allow, sizeof(allow)), "GET, POST, DELETE");
+  /* Ending the session ends its stream. */
+  hc_request(t->port, "DELETE", extra, NULL, &r);
+  assert_int_equal(r.status, 204);
+  char rest[256];
+  assert_true(hc_recv_until(fd, rest, sizeof(rest), "0\r\n\r\n"));
+  close(fd);
+}
+
+static void test_client_disconnect_cancels(void **state) {
+  ht_t *t = *state;
+  char sid[64], req[1024];
+  hc_initialize(t->port, "2025-11-25", sid);
+  int fd = hc_connect(t->port);
+  snprintf(req, sizeof(req),
+           "POST /mcp HTTP/1.1\r\nHost: x\r\n" HC_JSON HC_ALICE
+           "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
+           sid, strlen(tools_call_slow), tools_call_slow);
+  hc_send(fd, req, strlen(req));
+  ht_sleep_ms(100);
+  assert_int_equal(mt_cancels, 0);
+  close(fd);
+  for (int i = 0; i < 100 && mt_cancels == 0; i++)
+    ht_sleep_ms(10);
+  assert_int_equal(mt_cancels, 1);
+}
+
+static void test_shutdown_with_call_in_flight(void **state) {
+  ht_t *t = *state;
+  char sid[64], req[1024];
+  hc_initialize(t->port, "2025-11-25", sid);
+  int fd = hc_connect(t->port);
+  snprintf(req, sizeof(req),
+           "POST /mcp HTTP/1.1\r\nHost: x\r\n" HC_JSON HC_ALICE
+           "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
+           sid, strlen(tools_call_slow), tools_call_slow);
+  hc_send(fd, req, strlen(req));
+  ht_sleep_ms(50);
+  /* teardown closes the HTTP server, then frees the MCP server while the
+   * call runs: the call is canceled and nothing is left open. */
+  leftover_fd = fd;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_healthz_metrics_metadata, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unauthorized, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_origin, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_content_type_and_version_header, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_json_flow, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_batch_2025_03_26, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_sse_response_with_progress, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_get_stream_and_methods, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_disconnect_cancels, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_shutdown_with_call_in_flight, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,173 @@
+/* Unit tests for the lifecycle methods: initialize negotiation for every
+ * supported version and an unknown one, ping at any time, requests before
+ * initialize, and the shape of tools/list per protocol version. */
+#include "mcp/mcp_test.h"
+
+static json_t *initialize(mt_env_t *env, const char *version) {
+  char text[256];
+  snprintf(text, sizeof(text),
+           "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
+           "{\"protocolVersion\":\"%s\",\"capabilities\":{}}}",
+           version);
+  return json_object_get(mt_call(env, text), "result");
+}
+
+static void check_negotiates(void **state, const char *asked, const char *answered) {
+  mt_env_t *env = *state;
+  json_t *result = initialize(env, asked);
+  assert_non_null(result);
+  assert_string_equal(json_string_value(json_object_get(result, "protocolVersion")), answered);
+  assert_string_equal(env->session->version, answered);
+  json_t *tools = json_object_get(json_object_get(result, "capabilities"), "tools");
+  assert_true(json_is_false(json_object_get(tools, "listChanged")));
+  assert_int_equal(json_object_size(json_object_get(result, "capabilities")), 1);
+  json_t *info = json_object_get(result, "serverInfo");
+  assert_string_equal(json_string_value(json_object_get(info, "name")), "datagate");
+  assert_string_equal(json_string_value(json_object_get(info, "version")), "9.9.9");
+  assert_non_null(json_string_value(json_object_get(info, "title")));
+  assert_string_equal(json_string_value(json_object_get(result, "instructions")),
+                      "Call echo first.");
+}
+
+static void test_initialize_2025_11_25(void **state) {
+  check_negotiates(state, "2025-11-25", "2025-11-25");
+}
+
+static void test_initialize_2025_06_18(void **state) {
+  check_negotiates(state, "2025-06-18", "2025-06-18");
+}
+
+static void test_initialize_2025_03_26(void **state) {
+  check_negotiates(state, "2025-03-26", "2025-03-26");
+}
+
+static void test_initialize_unknown_version(void **state) {
+  check_negotiates(state, "2024-11-05", "2025-11-25");
+}
+
+static void test_initialize_bad_params(void **state) {
+  mt_env_t *env = *state;
+  json_t *r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}");
+  assert_int_equal(mt_error_code(r), -32602);
+  r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+                   "\"params\":{\"protocolVersion\":5}}");
+  assert_int_equal(mt_error_code(r), -32602);
+  assert_null(env->session->version);
+}
+
+static void test_initialize_twice(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-06-18");
+  json_t *r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\","
+                           "\"params\":{\"protocolVersion\":\"2025-03-26\"}}");
+  assert_int_equal(mt_error_code(r), -32600);
+  assert_string_equal(env->session->version, "2025-06-18");
+}
+
+static void test_requests_before_initialize(void **state) {
+  mt_env_t *env = *state;
+  json_t *r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}");
+  assert_true(json_is_object(json_object_get(r, "result")));
+  assert_int_equal(json_object_size(json_object_get(r, "result")), 0);
+  r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+  assert_int_equal(mt_error_code(r), -32600);
+  r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                   "\"params\":{\"name\":\"echo\"}}");
+  assert_int_equal(mt_error_code(r), -32600);
+}
+
+static json_t *find_tool(json_t *list, const char *name) {
+  size_t i;
+  json_t *t;
+  json_array_foreach(list, i, t) {
+    if (strcmp(json_string_value(json_object_get(t, "name")), name) == 0)
+      return t;
+  }
+  fail_msg("tool %s not listed", name);
+  return NULL;
+}
+
+static json_t *tools_list(mt_env_t *env, const char *version) {
+  mt_initialize(env, version);
+  json_t *r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\","
+                           "\"params\":{\"cursor\":\"ignored\"}}");
+  json_t *result = json_object_get(r, "result");
+  assert_null(json_object_get(result, "nextCursor"));
+  json_t *tools = json_object_get(result, "tools");
+  assert_int_equal(json_array_size(tools), DG_ARRAY_SIZE(mt_tools));
+  return tools;
+}
+
+static void check_entry(json_t *echo) {
+  assert_string_equal(json_string_value(json_object_get(echo, "title")), "Echo");
+  assert_string_equal(json_string_value(json_object_get(echo, "description")),
+                      "Returns its arguments.");
+  json_t *schema = json_object_get(echo, "inputSchema");
+  assert_string_equal(json_string_value(json_object_get(schema, "type")), "object");
+  json_t *a = json_object_get(echo, "annotations");
+  assert_string_equal(json_string_value(json_object_get(a, "title")), "Echo");
+  assert_true(json_is_true(json_object_get(a, "readOnlyHint")));
+  assert_true(json_is_false(json_object_get(a, "destructiveHint")));
+  assert_true(json_is_true(json_object_get(a, "idempotentHint")));
+  assert_true(json_is_false(json_object_get(a, "openWorldHint")));
+}
+
+static void test_tools_list_2025_06_18(void **state) {
+  json_t *tools = tools_list(*state, "2025-06-18");
+  json_t *echo = find_tool(tools, "echo");
+  check_entry(echo);
+  assert_true(json_is_object(json_object_get(echo, "outputSchema")));
+  /* A tool without an output schema has none listed. */
+  assert_null(json_object_get(find_tool(tools, "slow"), "outputSchema"));
+  json_t *fail = json_object_get(find_tool(tools, "fail"), "annotations");
+  assert_true(json_is_true(json_object_get(fail, "destructiveHint")));
+  /* The title falls back to the name. */
+  assert_string_equal(json_string_value(json_object_get(find_tool(tools, "slow"), "title")),
+                      "slow");
+}
+
+static void test_tools_list_2025_11_25(void **state) {
+  json_t *echo = find_tool(tools_list(*state, "2025-11-25"), "echo");
+  check_entry(echo);
+  assert_non_null(json_object_get(echo, "outputSchema"));
+}
+
+static void test_tools_list_2025_03_26(void **state) {
+  json_t *echo = find_tool(tools_list(*state, "2025-03-26"), "echo");
+  check_entry(echo);
+  assert_null(json_object_get(echo, "outputSchema"));
+}
+
+static void test_bad_schema_refused(void **state) {
+  static const dg_tool_t broken = {.name = "broken", .input_schema = "{not json", .run = NULL};
+  static const dg_tool_t *const list[] = {&broken};
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg_catalog_t *cat = mt_catalog();
+  dg_mcp_config_t config = {.server_name = "datagate", .tools = list, .ntools = 1};
+  dg_mcp_server_t *s = NULL;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  assert_int_equal(dg_mcp_server_new(&loop, &config, cat, &s, &err), DG_ECONFIG);
+  assert_null(s);
+  assert_non_null(strstr(err.message, "broken"));
+  dg_catalog_unref(cat);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_initialize_2025_11_25, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_initialize_2025_06_18, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_initialize_2025_03_26, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_initialize_unknown_version, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_initialize_bad_params, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_initialize_twice, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_requests_before_initialize, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_tools_list_2025_06_18, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_tools_list_2025_11_25, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_tools_list_2025_03_26, mt_setup, mt_teardown),
+      cmocka_unit_test(test_bad_schema_refused),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
