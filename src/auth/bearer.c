@@ -1,0 +1,101 @@
+/* Resolving an Authorization header: static bearer tokens compared by
+ * SHA-256 in constant time, then JWTs when OAuth is enabled. Messages say
+ * why a token was refused and never contain the token. */
+#include <string.h>
+
+#include "auth/internal.h"
+
+#define PARAM "Authorization"
+
+/* RFC 6750 b64token: ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/",
+ * then any "=" padding. */
+static bool is_b64token(const char *s, size_t len) {
+  size_t i = 0;
+  for (; i < len; i++) {
+    char c = s[i];
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              strchr("-._~+/", c) != NULL;
+    if (!ok)
+      break;
+  }
+  if (i == 0)
+    return false;
+  while (i < len && s[i] == '=')
+    i++;
+  return i == len;
+}
+
+/* Splits "Bearer <token>" (scheme in any case, spaces around the token). */
+static int parse_bearer(const char *header, const char **token, size_t *len, dg_errctx_t *err) {
+  while (*header == ' ' || *header == '\t')
+    header++;
+  if (*header == '\0')
+    return dg_errctx_set(err, DG_EAUTH, PARAM,
+                         "missing Authorization header; send 'Authorization: Bearer <token>'");
+  if (!dg_strieq_n(header, strcspn(header, " \t"), "Bearer"))
+    return dg_errctx_set(err, DG_EAUTH, PARAM,
+                         "the Authorization header must use the Bearer scheme");
+  const char *t = header + 6;
+  t += strspn(t, " \t");
+  size_t n = strlen(t);
+  while (n > 0 && (t[n - 1] == ' ' || t[n - 1] == '\t'))
+    n--;
+  if (n > DG__AUTH_TOKEN_MAX)
+    return dg_errctx_set(err, DG_EAUTH, PARAM, "the bearer token is longer than %d bytes",
+                         DG__AUTH_TOKEN_MAX);
+  if (n == 0 || !is_b64token(t, n))
+    return dg_errctx_set(err, DG_EAUTH, PARAM, "the bearer token is empty or malformed");
+  *token = t;
+  *len = n;
+  return 0;
+}
+
+/* Every user's hash is compared, whether or not one matched already, so
+ * the time taken does not tell which user (or how many) exist. */
+static const dg_user_t *match_static(const dg_catalog_t *cat, const char *token, size_t len) {
+  unsigned char digest[32];
+  dg_sha256(token, len, digest);
+  const dg_user_t *found = NULL;
+  for (size_t i = 0; i < cat->nusers; i++) {
+    const dg_user_t *u = &cat->users[i];
+    bool eq = dg_ct_equal(digest, u->token_sha256, sizeof(digest));
+    if (eq && u->has_token && found == NULL)
+      found = u;
+  }
+  return found;
+}
+
+static bool looks_like_jwt(const char *token, size_t len) {
+  size_t dots = 0;
+  for (size_t i = 0; i < len; i++)
+    dots += token[i] == '.';
+  return dots == 2;
+}
+
+static int authenticate_jwt(const dg_catalog_t *cat, const char *token, size_t len,
+                            dg_arena_t *arena, const dg_principal_t **out, dg_errctx_t *err) {
+  json_t *claims = NULL;
+  int rc = dg__auth_jwt_verify(cat, token, len, &claims, err);
+  if (rc == 0)
+    rc = dg__auth_jwt_principal(cat, claims, arena, out, err);
+  json_decref(claims);
+  return rc;
+}
+
+int dg_auth_authenticate(const dg_catalog_t *cat, const char *authorization, dg_arena_t *arena,
+                         const dg_principal_t **out, dg_errctx_t *err) {
+  const char *token;
+  size_t len;
+  *out = NULL;
+  int rc = parse_bearer(authorization ? authorization : "", &token, &len, err);
+  if (rc != 0)
+    return rc;
+  const dg_user_t *u = match_static(cat, token, len);
+  if (u != NULL) {
+    rc = dg__auth_principal_new(cat, u->name, u->roles, u->nroles, arena, out);
+    return rc == 0 ? 0 : dg_errctx_set(err, rc, PARAM, "out of memory");
+  }
+  if (cat->oauth.enabled && looks_like_jwt(token, len))
+    return authenticate_jwt(cat, token, len, arena, out, err);
+  return dg_errctx_set(err, DG_EAUTH, PARAM, "the bearer token is not valid");
+}

@@ -1,0 +1,153 @@
+/* Principals and permission checks. A principal's permissions are the
+ * union over its roles: a grant makes a model readable and shows its
+ * listed properties (all when none are listed) minus the grant's "deny"
+ * list; another role's grant may show a property that one grant denies. */
+#include <string.h>
+#include <strings.h>
+
+#include "auth/internal.h"
+
+static bool grant_shows(const dg_model_grant_t *g, const dg_property_t *prop) {
+  for (size_t i = 0; i < g->ndeny; i++) {
+    if (dg_model_property(g->model, g->deny[i]) == prop)
+      return false;
+  }
+  if (g->all_properties)
+    return true;
+  for (size_t i = 0; i < g->nproperties; i++) {
+    if (dg_model_property(g->model, g->properties[i]) == prop)
+      return true;
+  }
+  return false;
+}
+
+static int apply_grant(dg_principal_t *p, const dg_model_grant_t *g, dg_arena_t *arena) {
+  const dg_model_t *m = g->model;
+  size_t mi = m->index;
+  p->read[mi] = true;
+  p->write[mi] = p->write[mi] || g->write;
+  if (p->visible[mi] == NULL) {
+    p->visible[mi] = dg_arena_calloc(arena, m->nproperties + 1, sizeof(bool));
+    if (p->visible[mi] == NULL)
+      return DG_ENOMEM;
+  }
+  for (size_t i = 0; i < m->nproperties; i++) {
+    if (grant_shows(g, &m->properties[i]))
+      p->visible[mi][i] = true;
+  }
+  return 0;
+}
+
+static int add_saved_queries(dg_principal_t *p, const dg_role_t *r, dg_arena_t *arena) {
+  size_t n = p->nsaved_queries + r->nsaved_queries;
+  const char **list = dg_arena_calloc(arena, n + 1, sizeof(*list));
+  if (list == NULL)
+    return DG_ENOMEM;
+  if (p->nsaved_queries > 0)
+    memcpy(list, p->saved_queries, p->nsaved_queries * sizeof(*list));
+  for (size_t i = 0; i < r->nsaved_queries; i++) {
+    list[p->nsaved_queries + i] = r->saved_queries[i];
+    if (strcmp(r->saved_queries[i], "*") == 0)
+      p->all_saved_queries = true;
+  }
+  p->saved_queries = list;
+  p->nsaved_queries = n;
+  return 0;
+}
+
+static int apply_role(dg_principal_t *p, const dg_role_t *r, dg_arena_t *arena) {
+  for (size_t i = 0; i < r->ngrants; i++) {
+    int rc = apply_grant(p, &r->grants[i], arena);
+    if (rc != 0)
+      return rc;
+  }
+  return add_saved_queries(p, r, arena);
+}
+
+static dg_principal_t *principal_alloc(const dg_catalog_t *cat, size_t nroles, dg_arena_t *arena) {
+  dg_principal_t *p = dg_arena_calloc(arena, 1, sizeof(*p));
+  size_t n = cat->nmodels + 1;
+  if (p == NULL)
+    return NULL;
+  p->read = dg_arena_calloc(arena, n, sizeof(bool));
+  p->write = dg_arena_calloc(arena, n, sizeof(bool));
+  p->visible = dg_arena_calloc(arena, n, sizeof(bool *));
+  p->roles = dg_arena_calloc(arena, nroles + 1, sizeof(*p->roles));
+  if (p->read == NULL || p->write == NULL || p->visible == NULL || p->roles == NULL)
+    return NULL;
+  p->cat = cat;
+  return p;
+}
+
+int dg__auth_principal_new(const dg_catalog_t *cat, const char *name, const dg_role_t *const *roles,
+                           size_t nroles, dg_arena_t *arena, const dg_principal_t **out) {
+  dg_principal_t *p = principal_alloc(cat, nroles, arena);
+  if (p == NULL)
+    return DG_ENOMEM;
+  p->name = dg_arena_strdup(arena, name);
+  if (p->name == NULL)
+    return DG_ENOMEM;
+  for (size_t i = 0; i < nroles; i++) {
+    p->roles[p->nroles++] = roles[i];
+    int rc = apply_role(p, roles[i], arena);
+    if (rc != 0)
+      return rc;
+  }
+  *out = p;
+  return 0;
+}
+
+int dg_auth_principal_for_user(const dg_catalog_t *cat, const char *user, dg_arena_t *arena,
+                               const dg_principal_t **out) {
+  const dg_user_t *u = dg_catalog_user(cat, user);
+  if (u == NULL)
+    return DG_ENOENT;
+  return dg__auth_principal_new(cat, u->name, u->roles, u->nroles, arena, out);
+}
+
+/* ---- Checks ----------------------------------------------------------------- */
+
+const char *dg_principal_name(const dg_principal_t *p) {
+  return p->name;
+}
+
+bool dg_principal_has_role(const dg_principal_t *p, const char *role) {
+  for (size_t i = 0; role != NULL && i < p->nroles; i++) {
+    if (strcmp(p->roles[i]->name, role) == 0)
+      return true;
+  }
+  return false;
+}
+
+/* A model of another snapshot is never readable: the indexes would lie. */
+static bool own_model(const dg_principal_t *p, const dg_model_t *m) {
+  return m != NULL && m->index < p->cat->nmodels && &p->cat->models[m->index] == m;
+}
+
+bool dg_auth_can_read_model(const dg_principal_t *p, const dg_model_t *model) {
+  return own_model(p, model) && p->read[model->index];
+}
+
+bool dg_auth_can_see_property(const dg_principal_t *p, const dg_model_t *model,
+                              const dg_property_t *prop) {
+  if (!dg_auth_can_read_model(p, model) || prop == NULL || prop->index >= model->nproperties ||
+      &model->properties[prop->index] != prop)
+    return false;
+  return p->visible[model->index][prop->index];
+}
+
+bool dg_auth_can_write_model(const dg_principal_t *p, const dg_model_t *model) {
+  return own_model(p, model) && p->write[model->index];
+}
+
+bool dg_auth_can_use_saved_query(const dg_principal_t *p, const char *id, const char *name) {
+  if (p->all_saved_queries)
+    return true;
+  for (size_t i = 0; i < p->nsaved_queries; i++) {
+    const char *g = p->saved_queries[i];
+    /* Ids are GUIDs and compare in any case; names compare exactly. */
+    if ((id != NULL && strcasecmp(g, id) == 0) || (name != NULL && strcmp(g, name) == 0))
+      return true;
+  }
+  return false;
+}

@@ -1,0 +1,235 @@
+/* Loading a configuration directory into a catalog snapshot, the snapshot's
+ * reference count, and lookups. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "catalog/internal.h"
+
+/* Configuration files are small; a bigger one is a mistake, not a config. */
+#define CONFIG_FILE_MAX (16u * 1024u * 1024u)
+
+static const dg__cfg_field_t root_fields[] = {
+    {"server", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, dg__catalog_parse_server},
+    {"oauth", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, dg__catalog_parse_oauth},
+    {"roles", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, dg__catalog_parse_roles},
+    {"users", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, dg__catalog_parse_users},
+};
+
+/* ---- Reading files --------------------------------------------------------- */
+
+static int read_file(const char *path, dg_buf_t *buf) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return -errno;
+  int rc = 0;
+  char chunk[16384];
+  size_t n;
+  do {
+    n = fread(chunk, 1, sizeof(chunk), f);
+    if (n > 0 && dg_buf_append(buf, chunk, n) != 0)
+      rc = DG_E2BIG;
+  } while (n == sizeof(chunk) && rc == 0);
+  if (rc == 0 && ferror(f))
+    rc = DG_EIO;
+  fclose(f);
+  return rc;
+}
+
+/* Parses dir/name; NULL (with the reason recorded) when it cannot be read
+ * or is not JSON. A missing optional file is NULL with *missing set. */
+static json_t *load_json(dg__cfg_t *cfg, const char *name, bool *missing) {
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/%s", cfg->dir, name);
+  dg_buf_t buf;
+  dg_buf_init(&buf, CONFIG_FILE_MAX);
+  json_t *root = NULL;
+  int rc = read_file(path, &buf);
+  *missing = rc == -ENOENT;
+  if (rc == DG_E2BIG) {
+    dg__cfg_error(cfg, "/", "file is larger than %u bytes", CONFIG_FILE_MAX);
+  } else if (rc < 0 && !*missing) {
+    dg__cfg_error(cfg, "/", "cannot read '%s': %s", path,
+                  rc == DG_EIO ? "input/output error" : strerror(-rc));
+  } else if (rc == 0) {
+    json_error_t jerr;
+    root = json_loadb(buf.data ? buf.data : "", buf.len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL)
+      dg__cfg_error(cfg, "/", "invalid JSON at line %d, column %d: %s", jerr.line, jerr.column,
+                    jerr.text);
+  }
+  dg_buf_free(&buf);
+  return root;
+}
+
+/* ---- Cross-file checks ---------------------------------------------------- */
+
+static void check_stdio_user(dg__cfg_t *cfg) {
+  const char *name = cfg->cat->server.stdio_user;
+  if (name != NULL && dg_catalog_user(cfg->cat, name) == NULL)
+    dg__cfg_error(cfg, "/server/stdioUser", "unknown user '%s'", name);
+}
+
+/* Two users sharing a token would make the principal ambiguous. The
+ * message names the variables, never the token. */
+static void check_distinct_tokens(dg__cfg_t *cfg) {
+  const dg_catalog_t *cat = cfg->cat;
+  for (size_t i = 0; i < cat->nusers; i++) {
+    for (size_t j = 0; j < i; j++) {
+      const dg_user_t *a = &cat->users[i], *b = &cat->users[j];
+      if (!a->has_token || !b->has_token || memcmp(a->token_sha256, b->token_sha256, 32) != 0)
+        continue;
+      char at[DG__CFG_PATH_MAX];
+      snprintf(at, sizeof(at), "/users/%zu/tokenEnv", i);
+      dg__cfg_error(cfg, at, "user '%s' has the same token as user '%s' (%s and %s)", a->name,
+                    b->name, a->token_env, b->token_env);
+    }
+  }
+}
+
+static void load_files(dg__cfg_t *cfg) {
+  bool missing;
+  cfg->file = "models.json";
+  json_t *models = load_json(cfg, "models.json", &missing);
+  if (models != NULL)
+    dg__catalog_parse_models(cfg, models);
+  json_decref(models);
+
+  cfg->file = "datagate.json";
+  json_t *root = load_json(cfg, "datagate.json", &missing);
+  if (missing)
+    dg__cfg_error(cfg, "/", "file not found in '%s' (it is required)", cfg->dir);
+  /* Without the file the defaults still fill the settings, so that every
+   * field has a value even in a failed load. */
+  dg__cfg_parse_object(cfg, root, "", root_fields, DG_ARRAY_SIZE(root_fields), cfg->cat);
+  json_decref(root);
+  check_stdio_user(cfg);
+  check_distinct_tokens(cfg);
+}
+
+/* ---- Load, ref, unref --------------------------------------------------------- */
+
+static int load(const char *dir, dg_catalog_t **out, dg_config_errors_t *errors) {
+  dg_arena_t *arena = dg_arena_new(16384);
+  dg_catalog_t *cat = arena ? dg_arena_calloc(arena, 1, sizeof(*cat)) : NULL;
+  const char *dir_copy = cat ? dg_arena_strdup(arena, dir) : NULL;
+  if (dir_copy == NULL) {
+    dg_arena_destroy(arena);
+    dg_config_errors_add(errors, "datagate.json", "/", "out of memory");
+    return DG_ENOMEM;
+  }
+  cat->dir = dir_copy;
+  cat->arena = arena;
+  cat->refs = 1;
+  dg__cfg_t cfg = {.arena = arena, .errors = errors, .dir = dir_copy, .cat = cat};
+  load_files(&cfg);
+  if (cfg.oom)
+    dg_config_errors_add(errors, cfg.file, "/", "out of memory");
+  if (cfg.oom || cfg.nerrors > 0) {
+    dg_arena_destroy(arena);
+    return cfg.oom ? DG_ENOMEM : DG_ECONFIG;
+  }
+  *out = cat;
+  return 0;
+}
+
+int dg_catalog_load(const char *dir, dg_catalog_t **out, dg_config_errors_t *errors) {
+  *out = NULL;
+  if (errors != NULL)
+    return load(dir, out, errors);
+  /* Callers that do not want the details still need them to decide. */
+  dg_config_errors_t local = {0};
+  int rc = load(dir, out, &local);
+  dg_config_errors_free(&local);
+  return rc;
+}
+
+/* Snapshots are shared by calls that may end on other threads' behalf, so
+ * the count changes atomically. */
+dg_catalog_t *dg_catalog_ref(dg_catalog_t *cat) {
+  if (cat != NULL)
+    __atomic_add_fetch(&cat->refs, 1, __ATOMIC_RELAXED);
+  return cat;
+}
+
+void dg_catalog_unref(dg_catalog_t *cat) {
+  if (cat == NULL)
+    return;
+  if (__atomic_sub_fetch(&cat->refs, 1, __ATOMIC_ACQ_REL) == 0)
+    dg_arena_destroy(cat->arena);
+}
+
+/* ---- Lookups -------------------------------------------------------------------- */
+
+const dg_model_t *dg_catalog_model_by_id(const dg_catalog_t *cat, const char *id) {
+  for (size_t i = 0; id != NULL && i < cat->nmodels; i++) {
+    if (cat->models[i].id != NULL && strcasecmp(cat->models[i].id, id) == 0)
+      return &cat->models[i];
+  }
+  return NULL;
+}
+
+const dg_model_t *dg_catalog_model_by_name(const dg_catalog_t *cat, const char *name) {
+  for (size_t i = 0; name != NULL && i < cat->nmodels; i++) {
+    if (cat->models[i].name != NULL && strcmp(cat->models[i].name, name) == 0)
+      return &cat->models[i];
+  }
+  for (size_t i = 0; name != NULL && i < cat->nmodels; i++) {
+    if (cat->models[i].name != NULL && strcasecmp(cat->models[i].name, name) == 0)
+      return &cat->models[i];
+  }
+  return NULL;
+}
+
+const dg_model_t *dg__catalog_find_model(const dg_catalog_t *cat, const char *key) {
+  const dg_model_t *m = dg_catalog_model_by_name(cat, key);
+  return m ? m : dg_catalog_model_by_id(cat, key);
+}
+
+const dg_property_t *dg_model_property(const dg_model_t *model, const char *name) {
+  for (size_t i = 0; name != NULL && i < model->nproperties; i++) {
+    if (strcmp(model->properties[i].name, name) == 0)
+      return &model->properties[i];
+  }
+  for (size_t i = 0; name != NULL && i < model->nproperties; i++) {
+    if (strcasecmp(model->properties[i].name, name) == 0)
+      return &model->properties[i];
+  }
+  return NULL;
+}
+
+const dg_role_t *dg_catalog_role(const dg_catalog_t *cat, const char *name) {
+  for (size_t i = 0; name != NULL && i < cat->nroles; i++) {
+    if (cat->roles[i].name != NULL && strcmp(cat->roles[i].name, name) == 0)
+      return &cat->roles[i];
+  }
+  return NULL;
+}
+
+const dg_user_t *dg_catalog_user(const dg_catalog_t *cat, const char *name) {
+  for (size_t i = 0; name != NULL && i < cat->nusers; i++) {
+    if (cat->users[i].name != NULL && strcmp(cat->users[i].name, name) == 0)
+      return &cat->users[i];
+  }
+  return NULL;
+}
+
+/* ---- --check-config ------------------------------------------------------------ */
+
+int dg_catalog_check(const char *dir, FILE *out) {
+  dg_config_errors_t errors = {0};
+  dg_catalog_t *cat = NULL;
+  int rc = dg_catalog_load(dir, &cat, &errors);
+  for (size_t i = 0; i < errors.count; i++)
+    fprintf(out, "%s\n", errors.lines[i]);
+  if (rc == 0) {
+    fprintf(out, "%s: %zu models, %zu roles, %zu users: OK\n", dir, cat->nmodels, cat->nroles,
+            cat->nusers);
+  } else {
+    fprintf(out, "%s: %zu problem%s found\n", dir, errors.count, errors.count == 1 ? "" : "s");
+  }
+  dg_catalog_unref(cat);
+  dg_config_errors_free(&errors);
+  return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,97 @@
+/* catalog internals: the schema-table parser shared by the files that read
+ * datagate.json and models.json. Never included from outside src/catalog. */
+#ifndef DATAGATE_CATALOG_INTERNAL_H
+#define DATAGATE_CATALOG_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "datagate/catalog.h"
+
+/* JSON pointers in messages ("/models/2/properties/4/reference/target"). */
+#define DG__CFG_PATH_MAX 256
+
+/* State of one load: where memory goes, where problems are collected and
+ * which file is being read (the "file" of "file: json/path: message"). */
+typedef struct dg__cfg {
+  dg_arena_t *arena;
+  dg_config_errors_t *errors;
+  const char *file;
+  const char *dir;
+  dg_catalog_t *cat;
+  size_t nerrors; /* problems found, even past the list's cap */
+  bool oom;
+} dg__cfg_t;
+
+typedef enum dg__cfg_kind {
+  DG__CFG_STRING,  /* const char *; JSON null allowed when not required */
+  DG__CFG_PATH,    /* const char *, resolved against the configuration directory */
+  DG__CFG_BOOL,    /* bool */
+  DG__CFG_INT,     /* int */
+  DG__CFG_UINT,    /* unsigned */
+  DG__CFG_SIZE,    /* size_t */
+  DG__CFG_U64,     /* uint64_t */
+  DG__CFG_ENUM,    /* int, index into names */
+  DG__CFG_STRINGS, /* const char *const * at offset, size_t count at count_offset */
+  DG__CFG_CUSTOM,  /* parsed by fn, which also sees an absent field (value NULL) */
+} dg__cfg_kind_t;
+
+typedef struct dg__cfg_field dg__cfg_field_t;
+
+/* A custom parser or an extra check. For DG__CFG_CUSTOM it parses value
+ * (NULL when absent) into obj; for other kinds it runs after a present
+ * value was stored, to validate it. Problems go to dg__cfg_error. */
+typedef void (*dg__cfg_fn)(dg__cfg_t *cfg, const json_t *value, void *obj, const char *path);
+
+/* One row of a schema table, in the style of redis static_configs. */
+struct dg__cfg_field {
+  const char *name; /* camelCase JSON key */
+  dg__cfg_kind_t kind;
+  bool required;
+  const char *def_str;      /* STRING, PATH */
+  int64_t def_int;          /* BOOL, integers, ENUM */
+  int64_t min, max;         /* integers (inclusive); STRING: length */
+  const char *const *names; /* ENUM names, STRINGS default; NULL-terminated */
+  size_t offset;            /* where the value goes in the struct */
+  size_t count_offset;      /* STRINGS: where the count goes */
+  dg__cfg_fn fn;
+};
+
+/* Records "file: path: message" for the file being read. */
+void dg__cfg_error(dg__cfg_t *cfg, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Joins base and a key or index into a JSON pointer (escaping ~ and /). */
+void dg__cfg_path_key(char *out, const char *base, const char *key);
+void dg__cfg_path_index(char *out, const char *base, size_t index);
+
+/* Parses obj with a schema table into dst: defaults for absent fields,
+ * type and range checks, and every key not in the table reported as an
+ * unknown field. A non-object is reported and leaves the defaults. */
+void dg__cfg_parse_object(dg__cfg_t *cfg, const json_t *obj, const char *path,
+                          const dg__cfg_field_t *fields, size_t nfields, void *dst);
+/* Reads an array of strings into an arena copy; reports non-strings. */
+bool dg__cfg_strings(dg__cfg_t *cfg, const json_t *arr, const char *path, const char ***out,
+                     size_t *count);
+/* Joins a relative path to the configuration directory. */
+const char *dg__cfg_resolve_path(dg__cfg_t *cfg, const char *path);
+/* Comma-separated list of names for "known: ..." hints, bounded. */
+const char *dg__cfg_join(dg__cfg_t *cfg, const char *const *names, size_t n);
+
+/* The parts of a load. models.json is read first so that roles can name
+ * models; the other parsers are the custom fields of datagate.json's root
+ * table (obj is the catalog). */
+void dg__catalog_parse_models(dg__cfg_t *cfg, const json_t *root);
+void dg__catalog_parse_server(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path);
+void dg__catalog_parse_oauth(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path);
+void dg__catalog_parse_roles(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path);
+void dg__catalog_parse_users(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path);
+/* Model by name (exact, then any case) or by GUID, for configured names. */
+const dg_model_t *dg__catalog_find_model(const dg_catalog_t *cat, const char *key);
+/* "Customers, Orders, ..." for hints. */
+const char *dg__catalog_model_names(dg__cfg_t *cfg);
+/* Loads the OAuth keys (secret from the environment, PEM public key). */
+void dg__catalog_load_keys(dg__cfg_t *cfg, const char *path);
+
+#endif

@@ -1,0 +1,141 @@
+/* Describing Data Models to a caller: the results of get_data_models and
+ * get_data_model_properties, filtered by the caller's permissions. */
+#include <stdio.h>
+
+#include "tools/internal.h"
+
+/* jansson's constructors return NULL when memory runs out and the setters
+ * then fail; one flag per result catches all of them. */
+static void put(json_t *obj, const char *key, json_t *value, bool *ok) {
+  if (json_object_set_new(obj, key, value) != 0)
+    *ok = false;
+}
+
+static json_t *string_or_null(const char *s) {
+  return s ? json_string(s) : json_null();
+}
+
+const dg_model_t *dg__tools_find_model(const dg_catalog_t *cat, const dg_principal_t *p,
+                                       const char *param, const char *given, dg_errctx_t *err) {
+  const dg_model_t *m = given ? dg_catalog_model_by_id(cat, given) : NULL;
+  if (m != NULL && dg_auth_can_read_model(p, m))
+    return m;
+  dg_errctx_set(err, DG_EINVAL, param,
+                "Invalid argument '%s': no Data Model with id '%.128s'; call get_data_models for "
+                "the valid ids.",
+                param, given ? given : "");
+  return NULL;
+}
+
+static json_t *model_entry(const dg_model_t *m) {
+  json_t *o = json_object();
+  bool ok = o != NULL;
+  if (!ok)
+    return NULL;
+  put(o, "dataModelId", json_string(m->id), &ok);
+  put(o, "name", json_string(m->name), &ok);
+  put(o, "description", json_string(m->description ? m->description : ""), &ok);
+  put(o, "entityType", json_string(m->entity_type), &ok);
+  put(o, "entitySubType", string_or_null(m->entity_sub_type), &ok);
+  if (!ok) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+json_t *dg__tools_data_models_json(const dg_catalog_t *cat, const dg_principal_t *p) {
+  json_t *list = json_array();
+  json_t *result = json_object();
+  bool ok = list != NULL && result != NULL;
+  for (size_t i = 0; ok && i < cat->nmodels; i++) {
+    if (dg_auth_can_read_model(p, &cat->models[i]))
+      ok = json_array_append_new(list, model_entry(&cat->models[i])) == 0;
+  }
+  if (ok)
+    ok = json_object_set(result, "dataModels", list) == 0;
+  json_decref(list);
+  if (!ok) {
+    json_decref(result);
+    return NULL;
+  }
+  return result;
+}
+
+json_t *dg__tools_reference_json(const dg_reference_t *ref, const dg_principal_t *p) {
+  json_t *o = json_object();
+  bool ok = o != NULL;
+  if (!ok)
+    return NULL;
+  bool inbound = ref->direction == DG_REF_INBOUND;
+  bool readable = ref->target != NULL && dg_auth_can_read_model(p, ref->target);
+  put(o, "direction", json_string(inbound ? "Inbound" : "Outbound"), &ok);
+  put(o, "cardinality",
+      json_string(ref->cardinality == DG_CARD_ONE_TO_MANY ? "OneToMany" : "OneToOne"), &ok);
+  put(o, "targetEntityType", string_or_null(ref->target_entity_type), &ok);
+  put(o, "targetEntitySubType", string_or_null(ref->target_entity_sub_type), &ok);
+  put(o, "targetDataModelId", string_or_null(ref->target ? ref->target->id : NULL), &ok);
+  put(o, "expandable", json_boolean(readable), &ok);
+  put(o, "derived", json_boolean(ref->derived), &ok);
+  if (!ok) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+static json_t *choices_json(const dg_property_t *prop) {
+  json_t *a = json_array();
+  for (size_t i = 0; a != NULL && i < prop->nchoices; i++) {
+    if (json_array_append_new(a, json_string(prop->choices[i])) != 0) {
+      json_decref(a);
+      return NULL;
+    }
+  }
+  return a;
+}
+
+static json_t *property_entry(const dg_property_t *prop, const dg_principal_t *p) {
+  json_t *o = json_object();
+  bool ok = o != NULL;
+  if (!ok)
+    return NULL;
+  put(o, "propertyName", json_string(prop->name), &ok);
+  put(o, "dataType", json_string(dg_data_type_name(prop->type)), &ok);
+  put(o, "description", json_string(prop->description ? prop->description : ""), &ok);
+  put(o, "required", json_boolean(prop->required), &ok);
+  /* An Inbound collection is a reverse view: it cannot be written. */
+  bool read_only = prop->read_only || (prop->reference != NULL && prop->reference->derived);
+  put(o, "readOnly", json_boolean(read_only), &ok);
+  if (prop->nchoices > 0)
+    put(o, "choices", choices_json(prop), &ok);
+  if (prop->reference != NULL)
+    put(o, "reference", dg__tools_reference_json(prop->reference, p), &ok);
+  if (!ok) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+json_t *dg__tools_model_properties_json(const dg_model_t *model, const dg_principal_t *p) {
+  json_t *o = model_entry(model);
+  json_t *props = json_array();
+  bool ok = o != NULL && props != NULL;
+  /* The description stays in get_data_models; here it would only repeat. */
+  if (ok)
+    json_object_del(o, "description");
+  for (size_t i = 0; ok && i < model->nproperties; i++) {
+    const dg_property_t *prop = &model->properties[i];
+    if (dg_auth_can_see_property(p, model, prop))
+      ok = json_array_append_new(props, property_entry(prop, p)) == 0;
+  }
+  if (ok)
+    ok = json_object_set(o, "properties", props) == 0;
+  json_decref(props);
+  if (!ok) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}

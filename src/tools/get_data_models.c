@@ -1,0 +1,47 @@
+/* get_data_models: the Data Models the caller may read. The first tool an
+ * assistant calls: it gives the dataModelId, entityType and entitySubType
+ * that the other tools take. */
+#include "datagate/tools.h"
+#include "tools/internal.h"
+
+static const char input_schema[] = "{\"type\":\"object\",\"properties\":{},"
+                                   "\"additionalProperties\":false}";
+
+static const char output_schema[] =
+    "{\"type\":\"object\",\"required\":[\"dataModels\"],\"properties\":{"
+    "\"dataModels\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+    "\"required\":[\"dataModelId\",\"name\",\"description\",\"entityType\",\"entitySubType\"],"
+    "\"properties\":{"
+    "\"dataModelId\":{\"type\":\"string\",\"format\":\"uuid\"},"
+    "\"name\":{\"type\":\"string\"},"
+    "\"description\":{\"type\":\"string\"},"
+    "\"entityType\":{\"type\":\"string\"},"
+    "\"entitySubType\":{\"type\":[\"string\",\"null\"]}}}}}}";
+
+static void run(dg_tool_call_t *call) {
+  json_t *result =
+      dg__tools_data_models_json(dg_tool_call_catalog(call), dg_tool_call_principal(call));
+  if (result == NULL) {
+    dg_tool_call_failf(call, "The Data Models could not be listed: out of memory.");
+    return;
+  }
+  dg_tool_call_succeed(call, result);
+}
+
+const dg_tool_t dg_tool_get_data_models = {
+    .name = "get_data_models",
+    .title = "List Data Models",
+    .description =
+        "Returns the configured Data Models (the common model of entities and properties through "
+        "which data is exposed) that you may read, each with its dataModelId (a GUID), name, "
+        "description, entityType and entitySubType. Call this first: most other tools need a "
+        "dataModelId, entityType or entitySubType from it. Next, call get_data_model_properties "
+        "with a dataModelId to learn the model's properties.",
+    .input_schema = input_schema,
+    .output_schema = output_schema,
+    .read_only = true,
+    .destructive = false,
+    .idempotent = true,
+    .open_world = false,
+    .run = run,
+};

@@ -1,0 +1,33 @@
+/* The tool registry: every implemented tool in tools/list order, the
+ * instructions that tell assistants which tool to call first, and helpers
+ * shared by the tool files. */
+#include "datagate/tools.h"
+#include "tools/internal.h"
+
+extern const dg_tool_t dg_tool_get_data_models;
+extern const dg_tool_t dg_tool_get_data_model_properties;
+
+const dg_tool_t *const dg_tools_registry[] = {
+    &dg_tool_get_data_models,
+    &dg_tool_get_data_model_properties,
+};
+
+const size_t dg_tools_count = DG_ARRAY_SIZE(dg_tools_registry);
+
+const char dg_tools_instructions[] =
+    "datagate exposes business data as Data Models. Call get_data_models first to learn the "
+    "models and their dataModelId, entityType and entitySubType, then get_data_model_properties "
+    "for the property names, data types and references of a model. To compare a foreign key, "
+    "resolve the related entity with lookup_by_keyword and use its id. Then read data with "
+    "query_entities (filters, sorting, paging, expand), aggregate_entities (sums, counts, "
+    "averages, grouped or not) or get_entities_by_ids. For Saved Queries call get_saved_queries, "
+    "then get_saved_query_details, then execute_saved_query. To create or change a record, call "
+    "get_data_entry_form before submit_data_entry_form; submit_data_entry_form is destructive, so "
+    "confirm with the user before calling it. To read a document, pass an entity's "
+    "externalFileLocation to get_file_text and repeat with nextOffset while hasMore is true.";
+
+const dg_model_t *dg_tools_model_arg(dg_tool_call_t *call, const char *param, dg_errctx_t *err) {
+  const char *given = json_string_value(json_object_get(dg_tool_call_args(call), param));
+  return dg__tools_find_model(dg_tool_call_catalog(call), dg_tool_call_principal(call), param,
+                              given, err);
+}

@@ -1,0 +1,244 @@
+/* Unit tests for the tool registry and the run functions of the Data Model
+ * tools. The tool-call functions of mcp.h are stood in for by a small fake
+ * here, so a tool runs exactly as the MCP layer would run it: arguments
+ * validated against its input schema, then run, then the result checked
+ * against its output schema. The fake links instead of the MCP layer's
+ * own tool-call file because a static library member is only pulled in
+ * for a symbol nothing else defines; the test uses nothing else from it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "datagate/tools.h"
+
+#define ORDERS_ID "8a03cbc2-7f01-4d47-bdf0-0755336a3a70"
+#define PAYMENTS_ID "097d00c2-bc00-45fc-8b3b-5be0bae92720"
+
+/* ---- A fake tool call ------------------------------------------------------ */
+
+struct dg_tool_call {
+  json_t *args;
+  const dg_principal_t *principal;
+  const dg_catalog_t *cat;
+  int ended;
+  json_t *result;
+  bool is_error;
+  char text[1024];
+};
+
+json_t *dg_tool_call_args(const dg_tool_call_t *call) {
+  return call->args;
+}
+
+const dg_principal_t *dg_tool_call_principal(const dg_tool_call_t *call) {
+  return call->principal;
+}
+
+const dg_catalog_t *dg_tool_call_catalog(const dg_tool_call_t *call) {
+  return call->cat;
+}
+
+void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result) {
+  call->ended++;
+  call->result = result;
+}
+
+void dg_tool_call_fail(dg_tool_call_t *call, const dg_errctx_t *err) {
+  call->ended++;
+  call->is_error = true;
+  dg_strlcpy(call->text, err->message, sizeof(call->text));
+}
+
+void dg_tool_call_failf(dg_tool_call_t *call, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  call->ended++;
+  call->is_error = true;
+  vsnprintf(call->text, sizeof(call->text), fmt, ap);
+  va_end(ap);
+}
+
+/* ---- Fixture ------------------------------------------------------------------- */
+
+typedef struct fixture {
+  dg_catalog_t *cat;
+  dg_arena_t *arena;
+} fixture_t;
+
+static int setup(void **state) {
+  fixture_t *fx = calloc(1, sizeof(*fx));
+  char dir[4096];
+  const char *src = getenv("DG_SOURCE_DIR");
+  snprintf(dir, sizeof(dir), "%s/conf", src ? src : ".");
+  assert_int_equal(dg_catalog_load(dir, &fx->cat, NULL), 0);
+  fx->arena = dg_arena_new(4096);
+  *state = fx;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fixture_t *fx = *state;
+  dg_arena_destroy(fx->arena);
+  dg_catalog_unref(fx->cat);
+  free(fx);
+  return 0;
+}
+
+static const dg_tool_t *tool(const char *name) {
+  for (size_t i = 0; i < dg_tools_count; i++) {
+    if (strcmp(dg_tools_registry[i]->name, name) == 0)
+      return dg_tools_registry[i];
+  }
+  fail_msg("no tool %s", name);
+  return NULL;
+}
+
+static json_t *schema_of(const char *text) {
+  json_error_t jerr;
+  json_t *schema = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+  if (schema == NULL)
+    fail_msg("schema does not parse: %s at %d:%d", jerr.text, jerr.line, jerr.column);
+  assert_true(json_is_object(schema));
+  return schema;
+}
+
+/* Validates args, runs the tool as user, and checks it ended exactly once
+ * with a result that its output schema accepts. The caller frees. */
+static struct dg_tool_call run(fixture_t *fx, const char *name, const char *user,
+                               const char *args) {
+  const dg_tool_t *t = tool(name);
+  struct dg_tool_call call = {.cat = fx->cat, .args = json_loads(args, 0, NULL)};
+  assert_int_equal(dg_auth_principal_for_user(fx->cat, user, fx->arena, &call.principal), 0);
+  json_t *in = schema_of(t->input_schema);
+  dg_errctx_t err;
+  assert_int_equal(dg_mcp_schema_validate(in, call.args, &err), 0);
+  json_decref(in);
+  t->run(&call);
+  assert_int_equal(call.ended, 1);
+  if (!call.is_error) {
+    json_t *out = schema_of(t->output_schema);
+    int rc = dg_mcp_schema_validate(out, call.result, &err);
+    if (rc != 0)
+      fail_msg("result does not match the output schema: %s", err.message);
+    json_decref(out);
+  }
+  return call;
+}
+
+static void call_free(struct dg_tool_call *call) {
+  json_decref(call->args);
+  json_decref(call->result);
+}
+
+/* ---- Registry ------------------------------------------------------------------- */
+
+static void test_registry_entries(void **state) {
+  assert_int_equal(dg_tools_count, 2);
+  assert_string_equal(dg_tools_registry[0]->name, "get_data_models");
+  assert_string_equal(dg_tools_registry[1]->name, "get_data_model_properties");
+  for (size_t i = 0; i < dg_tools_count; i++) {
+    const dg_tool_t *t = dg_tools_registry[i];
+    for (size_t j = 0; j < i; j++)
+      assert_string_not_equal(t->name, dg_tools_registry[j]->name);
+    assert_non_null(t->title);
+    assert_non_null(t->run);
+    assert_true(t->read_only && !t->destructive && t->idempotent && !t->open_world);
+    /* Each description says which tool comes first. */
+    bool first = strcmp(t->name, "get_data_models") == 0;
+    assert_non_null(strstr(t->description, first ? "Call this first" : "get_data_models"));
+    json_t *in = schema_of(t->input_schema);
+    json_t *out = schema_of(t->output_schema);
+    assert_string_equal(json_string_value(json_object_get(in, "type")), "object");
+    assert_true(json_is_false(json_object_get(in, "additionalProperties")));
+    json_decref(in);
+    json_decref(out);
+  }
+}
+
+static void test_instructions_order(void **state) {
+  const char *order[] = {
+      "get_data_models",   "get_data_model_properties", "lookup_by_keyword",  "query_entities",
+      "get_saved_queries", "get_saved_query_details",   "execute_saved_query"};
+  const char *at = dg_tools_instructions;
+  for (size_t i = 0; i < DG_ARRAY_SIZE(order); i++) {
+    const char *found = strstr(at, order[i]);
+    if (found == NULL)
+      fail_msg("'%s' missing or out of order in the instructions", order[i]);
+    at = found + strlen(order[i]);
+  }
+  const char *form = strstr(dg_tools_instructions, "get_data_entry_form");
+  const char *submit = strstr(dg_tools_instructions, "submit_data_entry_form");
+  assert_non_null(form);
+  assert_true(submit > form);
+  assert_non_null(strstr(dg_tools_instructions, "confirm"));
+  assert_non_null(strstr(dg_tools_instructions, "get_file_text"));
+  assert_non_null(strstr(dg_tools_instructions, "externalFileLocation"));
+}
+
+/* ---- Running the tools ------------------------------------------------------------- */
+
+static void test_run_get_data_models(void **state) {
+  fixture_t *fx = *state;
+  struct dg_tool_call call = run(fx, "get_data_models", "sales", "{}");
+  assert_false(call.is_error);
+  assert_int_equal(json_array_size(json_object_get(call.result, "dataModels")), 5);
+  call_free(&call);
+  call = run(fx, "get_data_models", "admin", "{}");
+  assert_int_equal(json_array_size(json_object_get(call.result, "dataModels")), 6);
+  call_free(&call);
+}
+
+static void test_run_get_data_model_properties(void **state) {
+  fixture_t *fx = *state;
+  struct dg_tool_call call =
+      run(fx, "get_data_model_properties", "sales", "{\"dataModelId\": \"" ORDERS_ID "\"}");
+  assert_false(call.is_error);
+  assert_string_equal(json_string_value(json_object_get(call.result, "name")), "Orders");
+  call_free(&call);
+  call = run(fx, "get_data_model_properties", "sales", "{\"dataModelId\": \"" PAYMENTS_ID "\"}");
+  assert_true(call.is_error);
+  assert_null(call.result);
+  assert_string_equal(call.text,
+                      "Invalid argument 'dataModelId': no Data Model with id '" PAYMENTS_ID
+                      "'; call get_data_models for the valid ids.");
+  call_free(&call);
+  call = run(fx, "get_data_model_properties", "auditor", "{\"dataModelId\": \"" PAYMENTS_ID "\"}");
+  assert_false(call.is_error);
+  call_free(&call);
+}
+
+static void test_input_schema_refuses_bad_arguments(void **state) {
+  json_t *in = schema_of(tool("get_data_model_properties")->input_schema);
+  const char *bad[] = {"{}", "{\"dataModelId\": \"Orders\"}", "{\"dataModelId\": 7}",
+                       "{\"dataModelId\": \"" ORDERS_ID "\", \"extra\": 1}"};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(bad); i++) {
+    json_t *args = json_loads(bad[i], 0, NULL);
+    dg_errctx_t err;
+    assert_int_not_equal(dg_mcp_schema_validate(in, args, &err), 0);
+    json_decref(args);
+  }
+  json_decref(in);
+  in = schema_of(tool("get_data_models")->input_schema);
+  json_t *args = json_loads("{\"x\": 1}", 0, NULL);
+  dg_errctx_t err;
+  assert_int_not_equal(dg_mcp_schema_validate(in, args, &err), 0);
+  json_decref(args);
+  json_decref(in);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_registry_entries),
+      cmocka_unit_test(test_instructions_order),
+      cmocka_unit_test_setup_teardown(test_run_get_data_models, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_run_get_data_model_properties, setup, teardown),
+      cmocka_unit_test(test_input_schema_refuses_bad_arguments),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
