@@ -291,6 +291,7 @@ typedef struct app {
   dg_catalog_t *boot; /* the settings the process started with; one reference */
   dg_mcp_server_t *mcp;
   dg_http_server_t *http;
+  dg_tools_env_t env; /* what tools reach: store, connector client */
   uv_signal_t sig_term;
   uv_signal_t sig_int;
   uv_signal_t sig_hup;
@@ -532,7 +533,7 @@ static int start_mcp(app_t *app, dg_errctx_t *err) {
       .instructions = dg_tools_instructions,
       .tools = dg_tools_registry,
       .ntools = dg_tools_count,
-      .tool_context = NULL,
+      .tool_context = &app->env,
   };
   return dg_mcp_server_new(&app->loop, &config, app->cat, &app->mcp, err);
 }

@@ -10,6 +10,20 @@
 
 #include "datagate/mcp.h"
 
+struct dg_store;
+struct dg_http_client;
+
+/* What tools reach beyond the call itself. main.c owns it, starts each
+ * member with the process and passes it as dg_mcp_config_t.tool_context;
+ * a member is NULL when its module is not running. */
+typedef struct dg_tools_env {
+  struct dg_store *store;        /* entity store (store.h) */
+  struct dg_http_client *client; /* connector client for upstream calls (net.h) */
+} dg_tools_env_t;
+
+/* The environment of a call (never NULL inside a running gateway). */
+dg_tools_env_t *dg_tools_env(const dg_tool_call_t *call);
+
 /* Every implemented tool, in tools/list order. */
 extern const dg_tool_t *const dg_tools_registry[];
 extern const size_t dg_tools_count;

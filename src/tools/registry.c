@@ -31,3 +31,7 @@ const dg_model_t *dg_tools_model_arg(dg_tool_call_t *call, const char *param, dg
   return dg__tools_find_model(dg_tool_call_catalog(call), dg_tool_call_principal(call), param,
                               given, err);
 }
+
+dg_tools_env_t *dg_tools_env(const dg_tool_call_t *call) {
+  return dg_tool_call_context(call);
+}

@@ -44,6 +44,11 @@ const dg_catalog_t *dg_tool_call_catalog(const dg_tool_call_t *call) {
   return call->cat;
 }
 
+void *dg_tool_call_context(const dg_tool_call_t *call) {
+  (void)call;
+  return NULL;
+}
+
 void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result) {
   call->ended++;
   call->result = result;
