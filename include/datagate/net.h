@@ -284,8 +284,11 @@ typedef struct dg_http_client_config {
   uint64_t dns_cache_max_ttl_ms; /* a TTL longer than this is cut (5 min) */
   unsigned max_calls;            /* calls started and not yet done; DG_EBUSY over it (20000) */
   uint64_t retry_base_ms;        /* first backoff; doubles per retry, with jitter (200 ms) */
-  uint64_t retry_max_ms;         /* backoff and Retry-After cap (10 s) */
+  uint64_t retry_max_ms;         /* backoff cap; a longer Retry-After ends the retries (10 s) */
   dg_http_connector_config_t connector_defaults; /* for connectors never set (name ignored) */
+  /* Name servers as "ip[:port],..." instead of /etc/resolv.conf (NULL:
+   * the system's); the hosts file is read first either way. */
+  const char *dns_servers;
 } dg_http_client_config_t;
 
 /* Fills the defaults named above (all pointers NULL). */
