@@ -296,12 +296,14 @@ void dg_http_client_config_default(dg_http_client_config_t *config);
 
 /* Which addresses a call may reach. With enforce false any address is
  * allowed. With enforce true, loopback (127/8, ::1), link-local
- * (169.254/16, fe80::/10), private (10/8, 172.16/12, 192.168/16, fc00::/7,
- * 100.64/10) and unspecified or multicast addresses are refused unless the
- * matching allow_ bit is set; then allow (when set) has the last word.
- * Checked on every resolved address before connecting, and again on every
- * redirect target; a refusal fails the call with DG_EPERM. IPv4-mapped IPv6
- * addresses are judged as IPv4. */
+ * (169.254/16, fe80::/10) and private (10/8, 172.16/12, 192.168/16,
+ * 100.64/10, fc00::/7) addresses are refused unless the matching allow_ bit
+ * is set, and unspecified, multicast and broadcast addresses always are; an
+ * address that passes is then put to allow (when set), which may refuse it
+ * too. Checked on every resolved address before connecting (only allowed
+ * addresses are tried), and again for every redirect target; when none is
+ * allowed the call fails with DG_EPERM. IPv4-mapped IPv6 addresses are
+ * judged as IPv4. */
 typedef struct dg_http_address_policy {
   bool enforce;
   bool allow_loopback;
