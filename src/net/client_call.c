@@ -570,7 +570,10 @@ void dg__call_conn_failed(dg_http_call_t *call, dg_http_failure_t failure, const
 
 static void response_failed(dg_http_call_t *call, int rc) {
   const char *why = call->resp.reason[0] != '\0' ? call->resp.reason : dg_strerror(rc);
-  if (rc == DG_E2BIG)
+  if (call->resp.sink_failed)
+    dg__call_fail(call, DG_HTTP_FAIL_ABORTED, rc, NULL,
+                  "was stopped by its caller while reading the response: %s", dg_strerror(rc));
+  else if (rc == DG_E2BIG)
     dg__call_fail(call, DG_HTTP_FAIL_TOO_BIG, DG_E2BIG, NULL, "failed: %s", why);
   else if (rc == DG_EPROTO)
     attempt_failed(call, DG_HTTP_FAIL_PROTOCOL, DG_EPROTO, NULL, why);
@@ -690,14 +693,14 @@ static void strip_on_origin_change(dg_http_call_t *call, const dg__url_t *next) 
   call->nheaders = kept;
 }
 
-/* 303 turns any method but HEAD into GET; 301 and 302 turn POST into GET
- * (as browsers do); 307 and 308 keep method and body. */
+/* 303 turns any method but HEAD into GET, and drops the body; 301 and 302
+ * turn POST into GET (as browsers do); 307 and 308 keep method and body. */
 static void redirect_method(dg_http_call_t *call, int status) {
-  bool to_get = (status == 303 && strcmp(call->method, "HEAD") != 0) ||
-                ((status == 301 || status == 302) && strcmp(call->method, "POST") == 0);
+  bool to_get =
+      status == 303 || ((status == 301 || status == 302) && strcmp(call->method, "POST") == 0);
   if (!to_get)
     return;
-  call->method = "GET";
+  call->method = strcmp(call->method, "HEAD") == 0 ? "HEAD" : "GET";
   call->body = NULL;
   call->body_len = 0;
   size_t kept = 0;
@@ -706,7 +709,7 @@ static void redirect_method(dg_http_call_t *call, int status) {
       call->headers[kept++] = call->headers[i];
   }
   call->nheaders = kept;
-  call->retryable = dg__method_idempotent("GET");
+  call->retryable = true; /* GET and HEAD are idempotent */
 }
 
 static void follow(dg_http_call_t *call, const char *location, int status) {

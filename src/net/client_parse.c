@@ -132,6 +132,7 @@ static int on_headers_complete(llhttp_t *p) {
   int rc = r->sink->on_head(r, r->user);
   if (rc != 0) {
     r->error = rc;
+    r->sink_failed = true;
     return -1;
   }
   return r->head_only ? 1 : 0;
@@ -146,6 +147,7 @@ static int deliver(dg__resp_t *r, const char *data, size_t len) {
   int rc = r->sink->on_body(r, data, len, r->user);
   if (rc != 0) {
     r->error = rc;
+    r->sink_failed = true;
     return -1;
   }
   return 0;
@@ -259,6 +261,7 @@ void dg__resp_begin(dg__resp_t *r, bool head_only, size_t max_body) {
   r->trailing = false;
   r->in_value = false;
   r->error = 0;
+  r->sink_failed = false;
   r->reason[0] = '\0';
 }
 

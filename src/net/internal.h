@@ -385,7 +385,8 @@ struct dg__resp {
   bool keep_alive; /* the connection may carry another request */
   bool trailing;   /* bytes followed the end of the message */
   bool in_value;
-  int error; /* what failed (DG_EPROTO, DG_E2BIG or a sink error) */
+  int error;        /* what failed (DG_EPROTO, DG_E2BIG or a sink error) */
+  bool sink_failed; /* the error came from the sink, not the response */
   char reason[160];
 };
 
