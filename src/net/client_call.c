@@ -156,14 +156,13 @@ void dg__call_cancel(dg_http_call_t *call) {
 
 static void finish_response(dg_http_call_t *call) {
   int status = call->response.status;
-  call->response.body = call->body_buf.data != NULL ? call->body_buf.data : "";
-  call->response.body_len = call->body_buf.len;
   if (status < 400) {
     finish(call, DG_HTTP_FAIL_NONE, 0, NULL);
     return;
   }
   char excerpt[DG__CLIENT_EXCERPT + 4];
-  dg__excerpt(call->response.body, call->response.body_len, excerpt, sizeof(excerpt));
+  dg__excerpt(call->body_buf.data != NULL ? call->body_buf.data : "", call->body_buf.len, excerpt,
+              sizeof(excerpt));
   dg__call_fail(call, DG_HTTP_FAIL_STATUS, DG_EUPSTREAM, NULL, "answered %d %s%s%s", status,
                 dg_http_status_text(status), excerpt[0] != '\0' ? ": " : "", excerpt);
 }
@@ -487,6 +486,7 @@ static void attempt(dg_http_call_t *call) {
   call->probe = probe;
   call->attempts++;
   call->addrs.n = 0;
+  call->result.response = NULL;
   if (!reuse_pooled(call))
     resolve(call);
 }
@@ -797,8 +797,12 @@ static void deliver(dg_http_call_t *call) {
   call->result.attempts = call->attempts;
   call->result.redirects = call->redirects;
   call->result.elapsed_ms = dg_now_ms() - call->start_ms;
-  if (call->result.response != NULL)
+  /* A response cut short (timeout, cap) is handed over with what came. */
+  if (call->result.response != NULL) {
     call->response.url = dg__url_full(call->arena, &call->url);
+    call->response.body = call->body_buf.data != NULL ? call->body_buf.data : "";
+    call->response.body_len = call->body_buf.len;
+  }
   count(call);
   call->done(call, &call->result, call->user);
   /* Unlinked after the callback: the client waits for it when closing. */
