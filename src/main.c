@@ -336,6 +336,9 @@ static void app_finish(app_t *app) {
   if (app->mcp != NULL)
     dg_mcp_server_free(app->mcp);
   app->mcp = NULL;
+  /* Upstream calls still running are cancelled; their callbacks follow. */
+  dg_http_client_close(app->env.client);
+  app->env.client = NULL;
   close_handle((uv_handle_t *)&app->sig_term);
   close_handle((uv_handle_t *)&app->sig_int);
   close_handle((uv_handle_t *)&app->sig_hup);
@@ -348,6 +351,8 @@ static void app_finish(app_t *app) {
 static void check_calls(uv_timer_t *timer) {
   app_t *app = timer->data;
   unsigned inflight = dg_mcp_server_inflight(app->mcp);
+  if (app->env.client != NULL)
+    inflight += dg_http_client_active(app->env.client);
   if (inflight > 0 && dg_now_ms() < app->deadline_ms)
     return;
   uv_timer_stop(timer);
@@ -418,6 +423,8 @@ static void check_restart_settings(const options_t *o, const dg_server_settings_
     log_restart_required("server.tlsCertFile");
   if (str_changed(old->tls_key_file, cur->tls_key_file))
     log_restart_required("server.tlsKeyFile");
+  if (str_changed(old->upstream_ca_file, cur->upstream_ca_file))
+    log_restart_required("server.upstreamCaFile");
 }
 
 /* A bad configuration never replaces a good one: the old snapshot stays. */
@@ -526,6 +533,15 @@ static int start_stdio(app_t *app, dg_errctx_t *err) {
   return 0;
 }
 
+/* The connector client for upstream calls (saved queries, save actions,
+ * document downloads). */
+static int start_client(app_t *app, dg_errctx_t *err) {
+  dg_http_client_config_t config;
+  dg_http_client_config_default(&config);
+  config.ca_file = app->boot->server.upstream_ca_file;
+  return dg_http_client_new(&app->loop, &config, &app->env.client, err);
+}
+
 static int start_mcp(app_t *app, dg_errctx_t *err) {
   dg_mcp_config_t config = {
       .server_name = "datagate",
@@ -541,7 +557,9 @@ static int start_mcp(app_t *app, dg_errctx_t *err) {
 static int app_start(app_t *app) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  int rc = start_mcp(app, &err);
+  int rc = start_client(app, &err);
+  if (rc == 0)
+    rc = start_mcp(app, &err);
   if (rc == 0)
     rc = app->opt->stdio ? start_stdio(app, &err) : start_http(app, &err);
   if (rc != 0) {
