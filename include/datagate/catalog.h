@@ -240,9 +240,7 @@ typedef struct dg_connector {
   uint64_t first_byte_timeout_ms;
   uint64_t timeout_ms; /* the whole call, retries included */
   unsigned max_concurrency;
-  unsigned retry_max_attempts; /* 1 = no retry */
-  uint64_t retry_base_delay_ms;
-  uint64_t retry_max_delay_ms;
+  unsigned retry_max_attempts; /* 1 = no retry; backoff is the client's */
   unsigned max_redirects;
   size_t max_response_bytes;
   bool allow_private_addresses; /* may reach loopback and private networks */

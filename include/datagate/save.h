@@ -18,7 +18,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <uv.h>
+
 #include "datagate/base.h"
+#include "datagate/catalog.h"
+#include "datagate/net.h"
 
 /* ---- Templates -----------------------------------------------------------
  * Syntax: a placeholder is '{', an optional "SESSION:" prefix, a name (a
@@ -118,5 +122,78 @@ json_t *dg_jsonpath_get(const dg_jsonpath_t *p, const json_t *root);
  * are more. *count (may be NULL) gets the number of calls made. */
 int dg_jsonpath_each(const dg_jsonpath_t *p, const json_t *root, size_t max,
                      int (*fn)(void *data, json_t *value), void *data, size_t *count);
+
+/* ---- Connector calls -----------------------------------------------------
+ * Calls a configured connector through the HTTP client of net.h: the URL
+ * is the connector's base URL plus the request's path (and query), the
+ * connector's headers and authentication are added, and its limits apply
+ * (timeouts, retries, redirects, response cap, address policy, CA file,
+ * concurrency and circuit breaker). OAuth 2.0 client-credentials tokens are
+ * fetched through the same client, cached until shortly before they
+ * expire, shared by concurrent calls, and fetched again once when the API
+ * answers 401 to a cached token. Secrets never appear in logs or errors.
+ *
+ * Threading: every function runs on the loop thread. */
+struct dg_http_client;   /* net.h */
+struct dg_http_response; /* net.h */
+typedef struct dg_connectors dg_connectors_t;
+typedef struct dg_connector_call dg_connector_call_t;
+
+typedef struct dg_connector_request {
+  const char *method; /* GET, POST, PUT, PATCH or DELETE */
+  /* Appended to the base URL: "" or starting with '/', already encoded,
+   * optionally with "?query". */
+  const char *path;
+  const dg_http_header_t *headers; /* besides the connector's own */
+  size_t nheaders;
+  const void *body;
+  size_t body_len;
+  bool retry_unsafe;      /* a POST or PATCH that may be retried anyway */
+  const char *request_id; /* the tool call's, for traceparent (may be NULL) */
+} dg_connector_request_t;
+
+typedef struct dg_connector_result {
+  int rc; /* 0 for a 2xx response, otherwise a DG_E* code */
+  /* When rc != 0: one sentence naming the connector, the method and URL
+   * (without query) and why: DNS, refused, timeout (and of what), TLS,
+   * an HTTP status with a short excerpt of the body, a missing credential,
+   * a failed token request. param is "upstream". */
+  const dg_errctx_t *err;
+  /* The final response (2xx, or the failing status), or NULL; valid during
+   * the callback only. */
+  const struct dg_http_response *response;
+  unsigned attempts; /* attempts of the API call, retries included */
+  uint64_t elapsed_ms;
+} dg_connector_result_t;
+
+/* Called exactly once per started call, never from inside the call that
+ * started it; the call is freed when it returns. */
+typedef void (*dg_connector_done_fn)(dg_connector_call_t *call, const dg_connector_result_t *result,
+                                     void *user);
+
+/* Creates the connector runtime. client is the process's HTTP client, or
+ * NULL to have the runtime create (and close) its own. Connectors with a
+ * caFile get a client of their own trusting it. */
+int dg_connectors_new(uv_loop_t *loop, struct dg_http_client *client, dg_connectors_t **out,
+                      dg_errctx_t *err);
+/* Applies the connectors of a catalog snapshot (start-up and reload): their
+ * concurrency and breaker limits, and a client per CA file. Cached OAuth
+ * tokens of connectors whose credentials changed are dropped. */
+int dg_connectors_configure(dg_connectors_t *cs, const dg_catalog_t *cat, dg_errctx_t *err);
+/* Starts a call on conn, which must stay valid until done (callers hold a
+ * catalog reference). Returns 0 and done follows once on a later loop turn,
+ * or DG_EINVAL / DG_ECLOSED with err set (nothing started, done never
+ * called). *out (may be NULL) receives the handle for cancelling. */
+int dg_connectors_call(dg_connectors_t *cs, const dg_connector_t *conn,
+                       const dg_connector_request_t *req, dg_connector_done_fn done, void *user,
+                       dg_connector_call_t **out, dg_errctx_t *err);
+/* Cancels a call that has not completed; done follows with DG_ECANCELED on
+ * a later loop turn. */
+void dg_connector_call_cancel(dg_connector_call_t *call);
+/* Calls started and not yet completed. */
+unsigned dg_connectors_active(const dg_connectors_t *cs);
+/* Cancels what still runs, closes the clients the runtime created and
+ * frees it on a later loop turn. */
+void dg_connectors_close(dg_connectors_t *cs);
 
 #endif

@@ -181,9 +181,6 @@ static const dg__cfg_field_t timeout_fields[] = {
 
 static const dg__cfg_field_t retry_fields[] = {
     {"maxAttempts", DG__CFG_UINT, false, NULL, 3, 1, 10, NULL, C(retry_max_attempts), 0, NULL},
-    {"baseDelayMs", DG__CFG_U64, false, NULL, 100, 0, 60000, NULL, C(retry_base_delay_ms), 0, NULL},
-    {"maxDelayMs", DG__CFG_U64, false, NULL, 5000, 0, HOUR_MS, NULL, C(retry_max_delay_ms), 0,
-     NULL},
 };
 #undef C
 
@@ -340,12 +337,6 @@ static const dg__cfg_field_t connector_fields[] = {
 
 static void check_connector(dg__cfg_t *cfg, const dg_connector_t *c, const char *path) {
   char at[DG__CFG_PATH_MAX];
-  if (c->retry_max_delay_ms < c->retry_base_delay_ms) {
-    dg__cfg_path_key(at, path, "retry");
-    dg__cfg_error(cfg, at, "maxDelayMs (%llu) is less than baseDelayMs (%llu)",
-                  (unsigned long long)c->retry_max_delay_ms,
-                  (unsigned long long)c->retry_base_delay_ms);
-  }
   bool https_token = c->auth.token_url != NULL && strncmp(c->auth.token_url, "https:", 6) == 0;
   if (c->ca_file != NULL && !c->https && !https_token) {
     dg__cfg_path_key(at, path, "caFile");

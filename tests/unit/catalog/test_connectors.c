@@ -73,8 +73,6 @@ static void test_defaults(void **state) {
   assert_int_equal(c->tls_timeout_ms, 10000);
   assert_int_equal(c->max_concurrency, 64);
   assert_int_equal(c->retry_max_attempts, 3);
-  assert_int_equal(c->retry_base_delay_ms, 100);
-  assert_int_equal(c->retry_max_delay_ms, 5000);
   assert_int_equal(c->max_redirects, 5);
   assert_int_equal(c->max_response_bytes, 8 * 1024 * 1024);
   assert_false(c->allow_private_addresses);
@@ -189,7 +187,7 @@ static void test_limit_and_header_problems(void **state) {
   (void)state;
   CONF_EXPECT(NULL,
               ONE(", \"headers\": {\"Host\": \"x\", \"Bad Name\": \"v\", \"X-Ok\": 1, \"X-Nl\": "
-                  "\"a\\r\\nb\"}, \"retry\": {\"baseDelayMs\": 500, \"maxDelayMs\": 100}, "
+                  "\"a\\r\\nb\"}, \"retry\": {\"maxAttempts\": 11}, "
                   "\"maxConcurrency\": 0, \"timeouts\": {\"totalMs\": 1}"),
               NULL,
               "connectors.json: /connectors/0/headers/Host: header 'Host' is set by the connector "
@@ -202,8 +200,8 @@ static void test_limit_and_header_problems(void **state) {
               "3600000, got 1",
               "connectors.json: /connectors/0/maxConcurrency: must be an integer from 1 to 100000, "
               "got 0",
-              "connectors.json: /connectors/0/retry: maxDelayMs (100) is less than baseDelayMs "
-              "(500)");
+              "connectors.json: /connectors/0/retry/maxAttempts: must be an integer from 1 to 10, "
+              "got 11");
 }
 
 int main(void) {
