@@ -68,8 +68,8 @@ json_t *dg__tools_saved_query_details_json(const dg_saved_query_t *q, const dg_p
 /* Checks execute_saved_query's inputs ([{key, value}], already shaped by
  * the schema) against q's DeclaredInputs. On success *values (in arena)
  * holds one value per declared input, in order: the given one, else the
- * default, else NULL. On failure err names the item, what was given and
- * what is allowed. */
+ * default, else NULL; the values point into inputs and the catalog. On
+ * failure err names the item, what was given and what is allowed. */
 int dg__tools_saved_inputs(const dg_saved_query_t *q, const json_t *inputs, dg_arena_t *arena,
                            const char ***values, dg_errctx_t *err);
 /* Checks the properties selection (NULL: every field) and fills *selected

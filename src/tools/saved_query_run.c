@@ -265,12 +265,17 @@ static json_t *as_integer(const json_t *v, int64_t min, int64_t max) {
   return n >= min && n <= max ? json_integer(n) : NULL;
 }
 
+/* Numbers written as strings ("250.75") become numbers; whole ones stay
+ * integers. */
 static json_t *as_number(const json_t *v) {
   if (json_is_number(v))
     return json_incref((json_t *)v);
   const char *s = json_string_value(v);
+  int64_t n;
   if (s == NULL || !dg_saved_input_value_valid(DG_TYPE_DOUBLE, s))
     return NULL;
+  if (dg_parse_int64(s, INT64_MIN, INT64_MAX, &n))
+    return json_integer(n);
   return json_real(strtod(s, NULL));
 }
 
