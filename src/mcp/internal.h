@@ -229,8 +229,12 @@ extern const dg__mcp_transport_t dg__mcp_http_transport;
 void dg__mcp_http_mcp(dg_mcp_server_t *s, dg_http_request_t *req);
 /* The GET stream of a session ends (session ended or server closing). */
 void dg__mcp_sse_close(dg__mcp_sse_t *sse);
-/* WebSocket upgrade at /mcp (ws.c). */
+/* WebSocket upgrade at /mcp (ws.c): also answers a request that asks for
+ * a WebSocket but is not a valid upgrade (400, 426). */
 void dg__mcp_ws_upgrade(dg_mcp_server_t *s, dg_http_request_t *req);
+/* True when a comma-separated header lists token (parameters after ';'
+ * and case ignored), as Accept lists media types (http.c). */
+bool dg__mcp_lists_token(const char *header, const char *token);
 /* Checks the Origin header against server.allowed_origins. */
 bool dg__mcp_origin_allowed(const dg_catalog_t *cat, const char *origin);
 /* Answers 401 with WWW-Authenticate and {error: message}. */

@@ -5,7 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 
 const READ_TIMEOUT_MS = 15000;
-const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0EC85B11';
+const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 
 // A TCP connection that buffers what it receives and remembers how it
 // ended: `end` (the peer's FIN), `error` (a reset, say) and `closed`.
