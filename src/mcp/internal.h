@@ -165,6 +165,8 @@ struct dg__mcp_exchange {
   size_t nslots;
   size_t open; /* slots not yet done */
   unsigned refs;
+  const char *refusal; /* set: every request is answered with this error */
+  int refusal_code;
   bool batch;
   bool running; /* dispatch in progress: the reply waits */
   bool queued;
@@ -182,6 +184,12 @@ void dg__mcp_exchange_bind(dg__mcp_exchange_t *ex, dg__mcp_session_t *ss,
 void dg__mcp_exchange_run_text(dg__mcp_exchange_t *ex, const char *text, size_t len);
 /* Dispatches an already parsed message (stolen). */
 void dg__mcp_exchange_run(dg__mcp_exchange_t *ex, json_t *msg);
+/* Parses text as dg__mcp_exchange_run_text does, but answers every request
+ * in it with this error (carrying the request's id, so that the client can
+ * match it) and drops notifications: for a caller that may no longer use
+ * the server, such as a token that a reload removed. */
+void dg__mcp_exchange_refuse_text(dg__mcp_exchange_t *ex, int code, const char *message,
+                                  const char *text, size_t len);
 /* Answers exchange ex with a single error (id null) without dispatching. */
 void dg__mcp_exchange_fail(dg__mcp_exchange_t *ex, int code, const char *message);
 /* The client of the exchange went away: its calls are canceled, nothing

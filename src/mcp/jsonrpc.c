@@ -295,6 +295,11 @@ static void dispatch_one(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *m
     return;
   }
   count_message(ex, json_string_value(method));
+  if (ex->refusal != NULL) {
+    dg__mcp_exchange_answer(
+        ex, slot, id != NULL ? dg__mcp_error(id, ex->refusal_code, "%s", ex->refusal) : NULL);
+    return;
+  }
   json_t *params = json_object_get(msg, "params");
   if (id == NULL) {
     dg__mcp_handle_notification(ex, json_string_value(method), params);
@@ -356,4 +361,15 @@ void dg__mcp_exchange_run_text(dg__mcp_exchange_t *ex, const char *text, size_t 
     return;
   }
   dg__mcp_exchange_run(ex, msg);
+}
+
+void dg__mcp_exchange_refuse_text(dg__mcp_exchange_t *ex, int code, const char *message,
+                                  const char *text, size_t len) {
+  ex->refusal = dg_arena_strdup(ex->arena, message);
+  ex->refusal_code = code;
+  if (ex->refusal == NULL) {
+    dg__mcp_exchange_fail(ex, code, message);
+    return;
+  }
+  dg__mcp_exchange_run_text(ex, text, len);
 }

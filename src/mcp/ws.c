@@ -76,7 +76,7 @@ static void on_message(dg_ws_t *ws, const char *data, size_t len, void *user) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   if (dg_auth_authenticate(ex->cat, conn->authorization, ex->arena, &ex->principal, &err) != 0) {
-    dg__mcp_exchange_fail(ex, DG__RPC_UNAUTHORIZED, err.message);
+    dg__mcp_exchange_refuse_text(ex, DG__RPC_UNAUTHORIZED, err.message, data, len);
     return;
   }
   dg__mcp_exchange_run_text(ex, data, len);

@@ -101,6 +101,8 @@ export function runBinary(args, { env, input, timeoutMs = START_TIMEOUT_MS } = {
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
     });
+    // A process that exits without reading its input closes the pipe.
+    child.stdin.on('error', () => {});
     child.stdin.end(input ?? '');
   });
 }

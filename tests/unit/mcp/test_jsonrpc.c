@@ -137,6 +137,42 @@ static void test_message_metrics(void **state) {
   dg_buf_free(&out);
 }
 
+/* Sends text on the session as a caller that may not use the server. */
+static json_t *refused_call(mt_env_t *env, const char *text) {
+  size_t before = json_array_size(mt_sink.replies);
+  dg__mcp_exchange_t *ex = dg__mcp_exchange_new(env->server);
+  assert_non_null(ex);
+  dg__mcp_exchange_bind(ex, env->session, &mt_transport, NULL);
+  mt_sink.dispatching = true;
+  dg__mcp_exchange_refuse_text(ex, -32001, "the token is no longer valid", text, strlen(text));
+  mt_sink.dispatching = false;
+  mt_wait_replies(env, before + 1);
+  assert_int_equal(json_array_size(mt_sink.replies), before + 1);
+  return json_array_get(mt_sink.replies, before);
+}
+
+/* A refused request is answered with its own id, so that a client waiting
+ * for it hears the refusal instead of timing out; notifications get
+ * nothing and a malformed message still gets its own error. */
+static void test_refusal_carries_the_id(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-03-26");
+  json_t *r = refused_call(env, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}");
+  assert_int_equal(mt_error_code(r), -32001);
+  assert_int_equal(json_integer_value(json_object_get(r, "id")), 7);
+  assert_string_equal(mt_error_message(r), "the token is no longer valid");
+  r = refused_call(env, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+  assert_true(json_is_null(r));
+  r = refused_call(env, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+                        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"},"
+                        "{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"tools/call\"}]");
+  assert_int_equal(json_array_size(r), 2);
+  assert_int_equal(json_integer_value(json_object_get(json_array_get(r, 0), "id")), 1);
+  assert_string_equal(json_string_value(json_object_get(json_array_get(r, 1), "id")), "b");
+  assert_int_equal(mt_error_code(json_array_get(r, 1)), -32001);
+  assert_int_equal(mt_error_code(refused_call(env, "{oops")), -32700);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_parse_error, mt_setup, mt_teardown),
@@ -149,6 +185,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_batch_refused_before_initialize, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_replies_are_deferred, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_message_metrics, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_refusal_carries_the_id, mt_setup, mt_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
