@@ -206,6 +206,10 @@ void dg__mcp_exchange_unref(dg__mcp_exchange_t *ex);
 json_t *dg__mcp_result(const json_t *id, json_t *result);
 json_t *dg__mcp_error(const json_t *id, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A JSON string of text for a message to the client. A message cut by a
+ * length limit may end inside a UTF-8 sequence, which jansson refuses:
+ * such bytes become U+FFFD, so that an answer is never lost to them. */
+json_t *dg__mcp_text(const char *text);
 /* True when some request of msg carries params._meta.progressToken. */
 bool dg__mcp_wants_progress(const json_t *msg);
 /* True when msg is one request (not a batch) whose method is m. */

@@ -276,6 +276,27 @@ describe('JSON-RPC errors', () => {
     assert.match(r.json.error.message, /resources\/list/);
   });
 
+  it('answers errors that quote long non-ASCII names', async () => {
+    const s = await session();
+    const name = '€'.repeat(100);
+    const method = await call(s, { jsonrpc: '2.0', id: 'm', method: name });
+    assert.equal(method.status, 200);
+    assert.equal(method.json.error.code, -32601);
+    const tool = await call(s, { jsonrpc: '2.0', id: 't', method: 'tools/call', params: { name, arguments: {} } });
+    assert.equal(tool.json.id, 't');
+    assert.equal(tool.json.error.code, -32602);
+    const arg = await call(s, { jsonrpc: '2.0', id: 'a', method: 'tools/call', params: { name: 'get_data_models', arguments: { [name]: 1 } } });
+    assert.equal(arg.json.result.isError, true);
+  });
+
+  it('answers JSON nested too deeply with -32700 and keeps serving', async () => {
+    const s = await session();
+    const deep = '['.repeat(200000) + ']'.repeat(200000);
+    const r = await call(s, deep);
+    assert.equal(r.json.error.code, -32700);
+    assert.equal((await call(s, { jsonrpc: '2.0', id: 1, method: 'ping' })).status, 200);
+  });
+
   it('answers a request before initialize with an error', async () => {
     const r = await post({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
     assert.equal(r.status, 400);

@@ -173,6 +173,38 @@ static void test_refusal_carries_the_id(void **state) {
   assert_int_equal(mt_error_code(refused_call(env, "{oops")), -32700);
 }
 
+/* A message cut inside a UTF-8 sequence still becomes a JSON string: the
+ * partial bytes turn into U+FFFD and the rest is kept. */
+static void test_text_repairs_cut_utf8(void **state) {
+  json_t *s = dg__mcp_text("ok \xe2\x82\xac");
+  assert_string_equal(json_string_value(s), "ok \xe2\x82\xac");
+  json_decref(s);
+  s = dg__mcp_text("cut \xe2\x82");
+  assert_string_equal(json_string_value(s), "cut \xef\xbf\xbd\xef\xbf\xbd");
+  json_decref(s);
+  s = dg__mcp_text("\xff\xc0\xafx");
+  assert_string_equal(json_string_value(s), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdx");
+  json_decref(s);
+}
+
+/* An unknown method whose name the error message cuts mid-character is
+ * still answered (it used to get no answer at all). */
+static void test_error_for_long_multibyte_method(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-06-18");
+  dg_buf_t text;
+  dg_buf_init(&text, 1024);
+  dg_buf_append_str(&text, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"");
+  for (int i = 0; i < 100; i++)
+    dg_buf_append_str(&text, "\xe2\x82\xac");
+  dg_buf_append_str(&text, "\"}");
+  json_t *r = mt_call(env, text.data);
+  dg_buf_free(&text);
+  assert_int_equal(mt_error_code(r), -32601);
+  assert_int_equal(json_integer_value(json_object_get(r, "id")), 8);
+  assert_non_null(strstr(mt_error_message(r), "\xef\xbf\xbd"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_parse_error, mt_setup, mt_teardown),
@@ -186,6 +218,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_replies_are_deferred, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_message_metrics, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_refusal_carries_the_id, mt_setup, mt_teardown),
+      cmocka_unit_test(test_text_repairs_cut_utf8),
+      cmocka_unit_test_setup_teardown(test_error_for_long_multibyte_method, mt_setup, mt_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
