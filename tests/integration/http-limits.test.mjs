@@ -80,6 +80,36 @@ describe('connection reuse', () => {
     conn.destroy();
   });
 
+  it('keeps SSE responses in their place among pipelined requests', async () => {
+    const conn = await connect();
+    await conn.write(request('POST', '/mcp', { headers: mcpHeaders(), body: INIT }));
+    const sid = (await conn.readResponse()).headers['mcp-session-id'];
+    const callTool = (id) =>
+      JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get_data_models', arguments: {}, _meta: { progressToken: id } } });
+    await conn.write(
+      Buffer.concat([
+        request('GET', '/healthz', { headers: { 'X-Request-Id': 's-1' } }),
+        request('POST', '/mcp', { headers: mcpHeaders({ 'Mcp-Session-Id': sid, 'X-Request-Id': 's-2' }), body: callTool('two') }),
+        request('HEAD', '/healthz', { headers: { 'X-Request-Id': 's-3' } }),
+        request('POST', '/mcp', { headers: mcpHeaders({ 'Mcp-Session-Id': sid, 'X-Request-Id': 's-4' }), body: callTool('four') }),
+        request('GET', '/healthz', { headers: { 'X-Request-Id': 's-5' } }),
+      ]),
+    );
+    const got = [];
+    for (let i = 1; i <= 5; i++) got.push(await conn.readResponse({ head: i === 3 }));
+    assert.deepEqual(got.map((r) => r.headers['x-request-id']), ['s-1', 's-2', 's-3', 's-4', 's-5']);
+    for (const [i, id] of [[1, 'two'], [3, 'four']]) {
+      assert.match(got[i].headers['content-type'], /^text\/event-stream/);
+      assert.equal(got[i].headers['transfer-encoding'], 'chunked');
+      const data = got[i].text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+      assert.equal(data.at(-1).id, id);
+    }
+    assert.equal(got[2].body.length, 0, 'HEAD has no body');
+    assert.ok(Number(got[2].headers['content-length']) > 0, 'HEAD gives the length of the GET');
+    assert.equal(json(got[4]).status, 'ok');
+    conn.destroy();
+  });
+
   it('answers HTTP/1.0 and closes when asked to', async () => {
     const conn = await connect();
     await conn.write('GET /healthz HTTP/1.0\r\n\r\n');
@@ -200,6 +230,46 @@ describe('timeouts', () => {
     await conn.write('{"jsonrpc"');
     assert.equal((await conn.readResponse()).status, 408);
     await expectCleanClose(conn);
+  });
+});
+
+describe('session limits', () => {
+  it('refuses initialize over maxSessions with 503 and ends idle sessions', async () => {
+    const small = makeConfig({ server: { maxSessions: 2, sessionIdleTimeoutMs: 1000 } });
+    const g = await Gateway.start({ config: small });
+    try {
+      const init = () => fetch(g.url, { method: 'POST', headers: mcpHeaders(), body: INIT });
+      const ids = [];
+      for (let i = 0; i < 2; i++) {
+        const res = await init();
+        assert.equal(res.status, 200);
+        await res.arrayBuffer();
+        ids.push(res.headers.get('mcp-session-id'));
+      }
+      const over = await init();
+      assert.equal(over.status, 503);
+      assert.match((await over.json()).error.message, /sessions/);
+      // Keep one session busy while the other stays idle for longer than
+      // sessionIdleTimeoutMs; asking about the idle one would wake it.
+      const ping = (id) =>
+        fetch(g.url, { method: 'POST', headers: mcpHeaders({ 'Mcp-Session-Id': id }), body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
+      const start = Date.now();
+      while (Date.now() - start < 1300) {
+        await new Promise((r) => setTimeout(r, 200));
+        const busy = await ping(ids[1]);
+        assert.equal(busy.status, 200, 'a session in use does not expire');
+        await busy.arrayBuffer();
+      }
+      const idle = await ping(ids[0]);
+      assert.equal(idle.status, 404, 'the idle session ended');
+      await idle.arrayBuffer();
+      const again = await init();
+      assert.equal(again.status, 200, 'its place is free again');
+      await again.arrayBuffer();
+    } finally {
+      await g.stop();
+      small.remove();
+    }
   });
 });
 

@@ -126,10 +126,25 @@ describe('the server stream (GET /mcp)', () => {
     const second = await fetch(gw.url, { headers });
     assert.equal(second.status, 409);
     await second.arrayBuffer();
-    ac.abort();
-    await res.body?.cancel().catch(() => {});
-    // DELETE also ends a session whose stream is open.
+    // DELETE ends the session and its open stream.
     assert.equal(await del(s), 204);
+    const reader = res.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      assert.match(Buffer.from(value).toString(), /^(:[^\n]*\n\n)*$/, 'only keep-alive comments');
+    }
+    ac.abort();
+  });
+
+  it('needs a session for GET and DELETE', async () => {
+    const res = await fetch(gw.url, { headers: { ...authHeaders(), Accept: 'text/event-stream' } });
+    assert.equal(res.status, 400);
+    await res.arrayBuffer();
+    const d = await fetch(gw.url, { method: 'DELETE', headers: authHeaders() });
+    assert.equal(d.status, 400);
+    await d.arrayBuffer();
+    assert.equal(await del({ id: 'f'.repeat(32) }), 404);
   });
 
   it('answers 405 to a GET that does not accept an event stream', async () => {
@@ -155,6 +170,18 @@ describe('Origin and authentication', () => {
     assert.equal(foreign.res.headers.get('mcp-session-id'), null);
     const local = await post(initBody(), { headers: { Origin: 'http://localhost' } });
     assert.equal(local.status, 200);
+    // An opaque origin and a configured host on another port are foreign too.
+    for (const origin of ['null', 'http://localhost:9999', 'http://localhost.evil.example']) {
+      const r = await post(initBody(), { headers: { Origin: origin } });
+      assert.equal(r.status, 403, origin);
+    }
+    const s = await session();
+    for (const method of ['GET', 'DELETE']) {
+      const res = await fetch(gw.url, { method, headers: { ...authHeaders(), Accept: 'text/event-stream', 'Mcp-Session-Id': s.id, Origin: 'http://evil.example' } });
+      assert.equal(res.status, 403, method);
+      await res.arrayBuffer();
+    }
+    assert.equal((await call(s, { jsonrpc: '2.0', id: 1, method: 'ping' })).status, 200, 'the session survived');
   });
 
   it('answers 401 with WWW-Authenticate without a valid token', async () => {
@@ -341,6 +368,16 @@ describe('batches', () => {
 });
 
 describe('request ids', () => {
+  it('replaces an X-Request-Id that is not a sane value', async () => {
+    for (const bad of ['has spaces', 'x'.repeat(65), 'quote"d']) {
+      const res = await fetch(`${gw.origin}/healthz`, { headers: { 'X-Request-Id': bad } });
+      await res.arrayBuffer();
+      const id = res.headers.get('x-request-id');
+      assert.notEqual(id, bad);
+      assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    }
+  });
+
   it('echoes X-Request-Id and logs it with the tool call', async () => {
     const s = await session();
     const rid = `it-${Date.now()}`;

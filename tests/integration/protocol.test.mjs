@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 
-import { authHeaders, expectedView, Gateway, httpClient, readJson, TOKENS } from './lib/gateway.mjs';
+import { authHeaders, expectedView, Gateway, httpClient, readJson, TOKENS, wsClient } from './lib/gateway.mjs';
 
 const VERSIONS = ['2025-03-26', '2025-06-18', '2025-11-25'];
 const NEWEST = '2025-11-25';
@@ -331,5 +331,35 @@ describe('cancellation and progress', () => {
         assert.equal(m.params.progressToken, 'tok-1');
       }
     });
+  });
+});
+
+describe('many clients at once', () => {
+  it('answers every call of concurrent HTTP and WebSocket clients, then holds no session', async () => {
+    const health = async () => (await fetch(`${gw.origin}/healthz`)).json();
+    const before = (await health()).sessions;
+    const users = ['admin', 'sales', 'auditor'];
+    const want = Object.fromEntries(users.map((u) => [u, [...expectedView(gw.config.dir, u).view.keys()].sort()]));
+    const clients = 30;
+    const calls = 8;
+    const results = await Promise.all(
+      Array.from({ length: clients }, async (_, i) => {
+        const user = users[i % users.length];
+        const { client, transport } = i % 2 ? await httpClient(gw, { token: TOKENS[user] }) : await wsClient(gw, { token: TOKENS[user] });
+        let ok = 0;
+        for (let k = 0; k < calls; k++) {
+          const r = await client.callTool({ name: 'get_data_models', arguments: {} });
+          const got = r.structuredContent.dataModels.map((m) => m.dataModelId.toLowerCase()).sort();
+          assert.deepEqual(got, want[user]);
+          ok++;
+        }
+        if (transport.terminateSession) await transport.terminateSession();
+        await client.close();
+        return ok;
+      }),
+    );
+    assert.equal(results.reduce((a, b) => a + b, 0), clients * calls);
+    // WebSocket sessions end as their connections close, a moment later.
+    while ((await health()).sessions !== before) await new Promise((r) => setTimeout(r, 20));
   });
 });

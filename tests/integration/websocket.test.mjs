@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
 
 import { authHeaders, Gateway, makeConfig, TOKENS, wsClient } from './lib/gateway.mjs';
-import { closePayload, RawConn, RawWs, upgradeRequest } from './lib/raw.mjs';
+import { closePayload, frame, RawConn, RawWs, upgradeRequest } from './lib/raw.mjs';
 
 const MAX_MESSAGE = 4096;
 
@@ -218,6 +218,47 @@ describe('frames', () => {
     await expectClose(ws, 1002);
   });
 
+  it('closes with 1002 on control frames that break the rules', async () => {
+    const cases = [
+      ['a ping longer than 125 bytes', (ws) => ws.send(PING, 'x'.repeat(126))],
+      ['a fragmented ping', (ws) => ws.send(PING, 'x', { fin: false })],
+      ['reserved bits', (ws) => ws.send(TEXT, '{}', { rsv: 4 })],
+      ['a reserved opcode', (ws) => ws.send(3, 'x')],
+      ['a one-byte close payload', (ws) => ws.send(CLOSE, Buffer.from([3]))],
+      ['a new message inside a fragmented one', async (ws) => {
+        await ws.send(TEXT, '{', { fin: false });
+        await ws.send(TEXT, '}');
+      }],
+    ];
+    for (const [what, act] of cases) {
+      const ws = await open();
+      await act(ws);
+      await assert.doesNotReject(expectClose(ws, 1002), what);
+    }
+  });
+
+  it('closes with 1009 on a frame header that announces too much', async () => {
+    const ws = await open();
+    await ws.conn.write(Buffer.from([0x81, 0xff, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4]));
+    await expectClose(ws, 1009);
+  });
+
+  it('reads frames that arrive with the upgrade request', async () => {
+    const conn = await RawConn.connect(gw.port);
+    const { bytes } = upgradeRequest('/mcp', { headers: authHeaders() });
+    const init = { jsonrpc: '2.0', id: 'early', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+    await conn.write(Buffer.concat([bytes, frame(TEXT, JSON.stringify(init)), frame(PING, 'early-ping')]));
+    assert.equal((await conn.readResponse()).status, 101);
+    const ws = new RawWs(conn);
+    const frames = [await ws.readFrame(), await ws.readFrame()];
+    const pong = frames.find((f) => f.opcode === PONG);
+    const text = frames.find((f) => f.opcode === TEXT);
+    assert.equal(pong.payload.toString(), 'early-ping');
+    assert.equal(JSON.parse(text.text).id, 'early');
+    await ws.send(CLOSE, closePayload(1000));
+    await expectClose(ws, 1000);
+  });
+
   it('answers JSON-RPC errors without closing', async () => {
     const ws = await initialized(await open());
     await ws.sendText('{not json');
@@ -229,5 +270,30 @@ describe('frames', () => {
     assert.deepEqual(ping.result, {});
     await ws.send(CLOSE, closePayload(1000));
     await expectClose(ws, 1000);
+  });
+});
+
+describe('keep-alive pings', () => {
+  it('pings an idle WebSocket and drops one that never answers', async () => {
+    const cfg = makeConfig({ server: { wsPingIntervalMs: 200 } });
+    const g = await Gateway.start({ config: cfg });
+    try {
+      const live = await RawWs.open(g.port, '/mcp', { headers: authHeaders() });
+      const dead = await RawWs.open(g.port, '/mcp', { headers: authHeaders() });
+      for (let i = 0; i < 3; i++) {
+        const ping = await live.readFrame();
+        assert.equal(ping.opcode, PING);
+        await live.send(PONG, ping.payload);
+      }
+      assert.equal((await dead.readFrame()).opcode, PING);
+      await dead.conn.waitClosed();
+      assert.ok(!live.conn.ended, 'the answering client stays');
+      await initialized(live);
+      await live.send(CLOSE, closePayload(1000));
+      await expectClose(live, 1000);
+    } finally {
+      await g.stop();
+      cfg.remove();
+    }
   });
 });

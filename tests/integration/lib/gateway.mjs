@@ -136,8 +136,9 @@ export class Gateway {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const gw = new Gateway(child, { dir, owned: owned ? conf : null });
+    let lines;
     try {
-      const lines = await gw.waitForLogs((l) => l.event === 'listening', listening, START_TIMEOUT_MS);
+      lines = await gw.waitForLogs((l) => l.event === 'listening', listening, START_TIMEOUT_MS);
       gw.port = lines[0].port;
       gw.pids = lines.map((l) => l.pid);
       assert.ok(lines.every((l) => l.port === gw.port), 'every worker listens on one port');
@@ -146,8 +147,10 @@ export class Gateway {
       owned && conf.remove();
       throw new Error(`${err.message}\nstderr:\n${gw.stderr}`);
     }
-    gw.origin = `http://127.0.0.1:${gw.port}`;
+    gw.tls = lines[0].url.startsWith('https:');
+    gw.origin = `${gw.tls ? 'https' : 'http'}://127.0.0.1:${gw.port}`;
     gw.url = `${gw.origin}/mcp`;
+    gw.wsUrl = `${gw.tls ? 'wss' : 'ws'}://127.0.0.1:${gw.port}/mcp`;
     return gw;
   }
 
@@ -272,10 +275,8 @@ export async function httpClient(gw, { token = TOKENS.admin, headers = {}, ...op
   return { client, transport };
 }
 
-export async function wsClient(gw, { token = TOKENS.admin, ...opts } = {}) {
-  const transport = new WsClientTransport(`ws://127.0.0.1:${gw.port}/mcp`, {
-    headers: authHeaders(token),
-  });
+export async function wsClient(gw, { token = TOKENS.admin, wsOptions = {}, ...opts } = {}) {
+  const transport = new WsClientTransport(gw.wsUrl, { headers: authHeaders(token), options: wsOptions });
   const client = await connect(transport, opts);
   return { client, transport };
 }

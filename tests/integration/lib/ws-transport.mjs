@@ -6,10 +6,11 @@
 import WebSocket from 'ws';
 
 export class WsClientTransport {
-  constructor(url, { headers = {}, protocols = ['mcp'] } = {}) {
+  constructor(url, { headers = {}, protocols = ['mcp'], options = {} } = {}) {
     this.url = url;
     this.headers = headers;
     this.protocols = protocols;
+    this.options = options; // more options of the ws package (ca, ...)
     this.socket = null;
     this.closeCode = null;
   }
@@ -17,7 +18,7 @@ export class WsClientTransport {
   start() {
     if (this.socket) throw new Error('WsClientTransport already started');
     return new Promise((resolve, reject) => {
-      const ws = new WebSocket(this.url, this.protocols, { headers: this.headers });
+      const ws = new WebSocket(this.url, this.protocols, { ...this.options, headers: this.headers });
       this.socket = ws;
       let open = false;
       ws.on('open', () => {
