@@ -181,7 +181,7 @@ describe('request bodies', () => {
   });
 });
 
-describe('header limits', () => {
+describe('header limits and malformed requests', () => {
   it('answers header bytes over the limit with 431 and closes', async () => {
     const conn = await connect();
     await conn.write(request('GET', '/healthz', { headers: { 'X-Big': 'z'.repeat(LIMITS.maxHeaderBytes) } }));
@@ -197,11 +197,31 @@ describe('header limits', () => {
     await expectCleanClose(conn);
   });
 
-  it('answers a malformed request with 400 and closes', async () => {
+  it('answers malformed and ambiguous requests with 400 and closes', async () => {
+    const cases = [
+      'GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n',
+      // Both framings at once is how requests are smuggled past proxies.
+      'POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      'POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!',
+      'POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+      'POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n',
+      'GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n',
+    ];
+    for (const text of cases) {
+      const conn = await connect();
+      await conn.write(Buffer.from(text, 'latin1'));
+      assert.equal((await conn.readResponse()).status, 400, JSON.stringify(text));
+      await expectCleanClose(conn);
+    }
+  });
+
+  it('serves a request target in absolute form by its path', async () => {
     const conn = await connect();
-    await conn.write('GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
-    assert.equal((await conn.readResponse()).status, 400);
-    await expectCleanClose(conn);
+    await conn.write(request('GET', `http://127.0.0.1:${gw.port}/healthz`));
+    const res = await conn.readResponse();
+    assert.equal(res.status, 200);
+    assert.equal(json(res).status, 'ok');
+    conn.destroy();
   });
 });
 
