@@ -180,6 +180,31 @@ describe('SIGTERM', () => {
   });
 });
 
+describe('drain deadline', () => {
+  it('closes a server stream at drainTimeoutMs and still exits 0', async () => {
+    const cfg = makeConfig({ server: { drainTimeoutMs: 300 } });
+    const gw = await Gateway.start({ config: cfg });
+    try {
+      const init = await fetch(gw.url, { method: 'POST', headers: mcpHeaders(), body: INIT });
+      const sid = init.headers.get('mcp-session-id');
+      await init.arrayBuffer();
+      const stream = await fetch(gw.url, { headers: { ...authHeaders(), Accept: 'text/event-stream', 'Mcp-Session-Id': sid } });
+      assert.equal(stream.status, 200);
+      gw.signal('SIGTERM');
+      // At the deadline the connection is closed, as for any other request.
+      const reader = stream.body.getReader();
+      await (async () => {
+        while (!(await reader.read()).done);
+      })().catch((err) => assert.match(String(err.cause ?? err), /closed|terminated/));
+      const stopped = await gw.waitForLog((l) => l.event === 'stopped');
+      assert.equal(stopped.exit_code, 0);
+    } finally {
+      await gw.stop();
+      cfg.remove();
+    }
+  });
+});
+
 // Rewrites the first model's description in a configuration directory.
 function describeFirstModel(dir, text) {
   const file = path.join(dir, 'models.json');
@@ -301,5 +326,29 @@ describe('--workers', () => {
     const exited = gw.logs.filter((l) => l.event === 'worker_exited');
     assert.equal(exited.length, 2);
     assert.ok(exited.every((l) => l.clean === true));
+  });
+
+  it('restarts a worker that dies and keeps serving on the port', async () => {
+    const gw = await Gateway.start({ args: ['--workers', '2'], listening: 2 });
+    try {
+      process.kill(gw.pids[0], 'SIGKILL');
+      const died = await gw.waitForLog((l) => l.event === 'worker_died');
+      assert.equal(died.pid, gw.pids[0]);
+      assert.equal(died.signal, 9);
+      const again = (await gw.waitForLogs((l) => l.event === 'listening', 3))[2];
+      assert.equal(again.port, gw.port);
+      assert.equal(again.worker, died.worker);
+      const live = new Set([again.pid, gw.pids[1]]);
+      const seen = new Set();
+      for (let i = 0; i < 400 && seen.size < 2; i++) {
+        const c = await RawConn.connect(gw.port);
+        await c.write(request('GET', '/healthz', { headers: { Connection: 'close' } }));
+        seen.add(json(await c.readResponse()).pid);
+        c.destroy();
+      }
+      assert.deepEqual([...seen].sort(), [...live].sort());
+    } finally {
+      await gw.stop();
+    }
   });
 });

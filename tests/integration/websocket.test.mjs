@@ -275,7 +275,7 @@ describe('frames', () => {
 
 describe('keep-alive pings', () => {
   it('pings an idle WebSocket and drops one that never answers', async () => {
-    const cfg = makeConfig({ server: { wsPingIntervalMs: 200 } });
+    const cfg = makeConfig({ server: { wsPingIntervalMs: 400 } });
     const g = await Gateway.start({ config: cfg });
     try {
       const live = await RawWs.open(g.port, '/mcp', { headers: authHeaders() });
