@@ -506,7 +506,7 @@ static void log_listening(const app_t *app, bool tls) {
   char url[HOST_MAX + 64];
   int port = dg_http_server_port(app->http);
   format_url(url, sizeof(url), app->plan->host, port, tls);
-  dg_log_json(DG_LOG_INFO, "listening",
+  dg_log_json(DG_LOG_NOTICE, "listening",
               json_pack("{s:s,s:i,s:i,s:i}", "url", url, "port", port, "pid", (int)getpid(),
                         "worker", app->plan->worker));
 }
