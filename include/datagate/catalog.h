@@ -240,7 +240,10 @@ typedef struct dg_connector {
   uint64_t first_byte_timeout_ms;
   uint64_t timeout_ms; /* the whole call, retries included */
   unsigned max_concurrency;
-  unsigned retry_max_attempts; /* 1 = no retry; backoff is the client's */
+  unsigned max_queue;           /* calls waiting beyond max_concurrency */
+  unsigned breaker_failures;    /* consecutive failures that open the breaker */
+  uint64_t breaker_cooldown_ms; /* open time before one probe call */
+  unsigned retry_max_attempts;  /* 1 = no retry; backoff is the client's */
   unsigned max_redirects;
   size_t max_response_bytes;
   bool allow_private_addresses; /* may reach loopback and private networks */

@@ -179,6 +179,12 @@ static const dg__cfg_field_t timeout_fields[] = {
     {"totalMs", DG__CFG_U64, false, NULL, 20000, 10, HOUR_MS, NULL, C(timeout_ms), 0, NULL},
 };
 
+static const dg__cfg_field_t breaker_fields[] = {
+    {"failures", DG__CFG_UINT, false, NULL, 5, 1, 1000, NULL, C(breaker_failures), 0, NULL},
+    {"cooldownMs", DG__CFG_U64, false, NULL, 30000, 100, HOUR_MS, NULL, C(breaker_cooldown_ms), 0,
+     NULL},
+};
+
 static const dg__cfg_field_t retry_fields[] = {
     {"maxAttempts", DG__CFG_UINT, false, NULL, 3, 1, 10, NULL, C(retry_max_attempts), 0, NULL},
 };
@@ -186,6 +192,10 @@ static const dg__cfg_field_t retry_fields[] = {
 
 static void parse_timeouts(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg__cfg_parse_object(cfg, v, path, timeout_fields, DG_ARRAY_SIZE(timeout_fields), obj);
+}
+
+static void parse_breaker(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
+  dg__cfg_parse_object(cfg, v, path, breaker_fields, DG_ARRAY_SIZE(breaker_fields), obj);
 }
 
 static void parse_retry(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
@@ -322,6 +332,8 @@ static const dg__cfg_field_t connector_fields[] = {
     {"headers", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, parse_headers},
     {"timeouts", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, parse_timeouts},
     {"maxConcurrency", DG__CFG_UINT, false, NULL, 64, 1, 100000, NULL, C(max_concurrency), 0, NULL},
+    {"maxQueue", DG__CFG_UINT, false, NULL, 256, 1, 1000000, NULL, C(max_queue), 0, NULL},
+    {"breaker", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, parse_breaker},
     {"retry", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, parse_retry},
     {"maxRedirects", DG__CFG_UINT, false, NULL, 5, 0, 20, NULL, C(max_redirects), 0, NULL},
     {"maxResponseBytes", DG__CFG_SIZE, false, NULL, 8 * MIB, KIB, 1024 * MIB, NULL,

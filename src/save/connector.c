@@ -487,6 +487,9 @@ int dg_connectors_configure(dg_connectors_t *cs, const dg_catalog_t *cat, dg_err
     dg_http_connector_config_t limits = defaults.connector_defaults;
     limits.name = conn->name;
     limits.max_concurrency = conn->max_concurrency;
+    limits.max_queue = conn->max_queue;
+    limits.breaker_failures = conn->breaker_failures;
+    limits.breaker_cooldown_ms = conn->breaker_cooldown_ms;
     int rc = dg_http_client_set_connector(client, &limits);
     if (rc != 0)
       return dg_errctx_set(err, rc, "connectors", "connector '%s': %s", conn->name,

@@ -72,6 +72,9 @@ static void test_defaults(void **state) {
   assert_int_equal(c->first_byte_timeout_ms, 15000);
   assert_int_equal(c->tls_timeout_ms, 10000);
   assert_int_equal(c->max_concurrency, 64);
+  assert_int_equal(c->max_queue, 256);
+  assert_int_equal(c->breaker_failures, 5);
+  assert_int_equal(c->breaker_cooldown_ms, 30000);
   assert_int_equal(c->retry_max_attempts, 3);
   assert_int_equal(c->max_redirects, 5);
   assert_int_equal(c->max_response_bytes, 8 * 1024 * 1024);
