@@ -3,6 +3,7 @@
  * environment variable and read here, once; the values live in the
  * catalog's arena and are wiped when the snapshot is freed. */
 #include <ctype.h>
+#include <mbedtls/x509_crt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,8 @@ static void check_base_url(dg__cfg_t *cfg, const json_t *v, void *obj, const cha
     ((char *)c->base_url)[--n] = '\0';
 }
 
+/* The client loads the file when it starts; a file it cannot use is
+ * reported here so that --check-config finds it. */
 static void check_ca_file(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   const dg_connector_t *c = obj;
   FILE *f = fopen(c->ca_file, "rb");
@@ -109,6 +112,13 @@ static void check_ca_file(dg__cfg_t *cfg, const json_t *v, void *obj, const char
     return;
   }
   fclose(f);
+  mbedtls_x509_crt crt;
+  mbedtls_x509_crt_init(&crt);
+  int rc = mbedtls_x509_crt_parse_file(&crt, c->ca_file);
+  if (rc < 0 || crt.version == 0)
+    dg__cfg_error(cfg, path, "'%s' holds no PEM certificate (mbedTLS error -0x%04x)", c->ca_file,
+                  (unsigned)(rc < 0 ? -rc : 0));
+  mbedtls_x509_crt_free(&crt);
 }
 
 static bool is_managed(const char *name) {

@@ -61,8 +61,9 @@ typedef struct exec {
 
 /* ---- Ending --------------------------------------------------------------- */
 
-static void fail_upstream(exec_t *x, const char *why) {
-  dg_log_json(DG_LOG_WARN, "saved_query_failed",
+static void fail_upstream(exec_t *x, const char *why, int rc) {
+  /* A cancellation is the caller's doing, not a problem upstream. */
+  dg_log_json(rc == DG_ECANCELED ? DG_LOG_INFO : DG_LOG_WARN, "saved_query_failed",
               json_pack("{s:s,s:s,s:s,s:s}", "request_id", dg_tool_call_request_id(x->call),
                         "saved_query", x->q->name, "connector", x->q->connector->name, "error",
                         why));
@@ -81,7 +82,7 @@ static void finish(exec_t *x) {
   if (x->err.code == DG_ENOMEM)
     dg_tool_call_failf(x->call, "Saved Query '%s' failed: %s", x->q->name, x->err.message);
   else
-    fail_upstream(x, why);
+    fail_upstream(x, why, x->err.code);
 }
 
 /* ---- Mapping -------------------------------------------------------------- */
@@ -112,7 +113,7 @@ static void on_upstream(dg_connector_call_t *call, const dg_connector_result_t *
   exec_t *x = user;
   x->upstream = NULL;
   if (result->rc != 0) {
-    fail_upstream(x, result->err->message);
+    fail_upstream(x, result->err->message, result->rc);
     return;
   }
   const dg_http_response_t *res = result->response;

@@ -134,6 +134,17 @@ static void test_url_problems(void **state) {
               "hold user info (put credentials in 'auth')");
   CONF_EXPECT(NULL, ONE(", \"caFile\": \"/nonexistent/ca.pem\""), NULL,
               "connectors.json: /connectors/0/caFile: cannot read '/nonexistent/ca.pem'");
+  char junk[4200];
+  snprintf(junk, sizeof(junk), "%s/conf/models.json",
+           getenv("DG_SOURCE_DIR") ? getenv("DG_SOURCE_DIR") : ".");
+  char text[8400], want[8400];
+  snprintf(text, sizeof(text), ONE(", \"caFile\": \"%s\""), junk);
+  snprintf(want, sizeof(want),
+           "connectors.json: /connectors/0/caFile: '%s' holds no PEM certificate (mbedTLS error "
+           "-0x2180)",
+           junk);
+  const char *const lines[] = {want};
+  conf_test_expect(NULL, text, NULL, lines, 1);
   CONF_EXPECT(NULL,
               "{\"connectors\": [{\"id\": \"" ID1 "\", \"name\": \"A\", \"baseUrl\": "
               "\"http://example.com/a b\"}]}",
