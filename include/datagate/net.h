@@ -422,8 +422,10 @@ typedef struct dg_http_client_request {
 /* Zeroes req and sets max_retries 2 and max_redirects 5. */
 void dg_http_client_request_init(dg_http_client_request_t *req);
 
-/* Creates a client: loads CA certificates, starts the resolver. On failure
- * *err names the file or setting at fault. */
+/* Creates a client: loads CA certificates, starts the resolver. config may
+ * be NULL (the defaults); its zero fields take their defaults, except
+ * pool_max_per_origin and dns_cache_max, where 0 turns pooling or caching
+ * off. On failure *err names the file or setting at fault. */
 int dg_http_client_new(uv_loop_t *loop, const dg_http_client_config_t *config,
                        dg_http_client_t **out, dg_errctx_t *err);
 

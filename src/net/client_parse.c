@@ -42,6 +42,17 @@ static int on_message_begin(llhttp_t *p) {
   dg_buf_reset(&r->head);
   r->nheaders = 0;
   r->in_value = false;
+  r->status_len = 0;
+  return 0;
+}
+
+/* The reason phrase is not kept, but it must not be endless either. */
+static int on_status(llhttp_t *p, const char *at, size_t len) {
+  dg__resp_t *r = of(p);
+  r->status_len += len;
+  if (r->status_len > DG__CLIENT_MAX_STATUS_LINE)
+    return fail(r, DG_E2BIG, "the response status line is over %d bytes",
+                DG__CLIENT_MAX_STATUS_LINE);
   return 0;
 }
 
@@ -224,6 +235,7 @@ void dg__resp_init(dg__resp_t *r, size_t max_header_bytes, const dg__resp_sink_t
   memset(r, 0, sizeof(*r));
   llhttp_settings_init(&r->settings);
   r->settings.on_message_begin = on_message_begin;
+  r->settings.on_status = on_status;
   r->settings.on_header_field = on_header_field;
   r->settings.on_header_field_complete = on_header_field_complete;
   r->settings.on_header_value = on_header_value;

@@ -253,6 +253,7 @@ struct dg_http_request {
 #include <zlib.h>
 
 #define DG__CLIENT_MAX_HEADERS 128
+#define DG__CLIENT_MAX_STATUS_LINE 1024
 #define DG__CLIENT_MAX_REQUEST_BODY (64u * 1024 * 1024)
 #define DG__CLIENT_MAX_URL 8192
 #define DG__CLIENT_MAX_REQ_HEADERS 64
@@ -372,6 +373,7 @@ struct dg__resp {
   dg_http_header_t headers[DG__CLIENT_MAX_HEADERS];
   size_t nheaders;
   int status;
+  size_t status_len; /* bytes of the reason phrase so far */
   size_t max_body;
   size_t body_len; /* decoded bytes so far */
   size_t raw_len;  /* bytes on the wire so far */

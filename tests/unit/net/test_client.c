@@ -493,6 +493,70 @@ static void test_long_retry_after_not_waited(void **state) {
   assert_int_equal(ctx_close(t), 0);
 }
 
+static void serve_retry_after_two(raw_conn_t *c) {
+  while (raw_read_request(c) > 0)
+    raw_send(c, "HTTP/1.1 503 Busy\r\nRetry-After: 2\r\nContent-Length: 0\r\n\r\n");
+}
+
+/* The retry waits for what Retry-After asked: its start is scheduled no
+ * earlier than two seconds after the answer (the call is cancelled then,
+ * so the test does not wait). */
+static void test_retry_after_honoured(void **state) {
+  ctx_t *t = ctx_new();
+  assert_int_equal(raw_start(&t->srv, serve_retry_after_two, NULL), 0);
+  assert_int_equal(ctx_client(t), 0);
+  dg_http_client_request_t r;
+  req_init(&r, "GET", at(t, "/"), &t->out[0]);
+  uint64_t sent = dg_now_ms();
+  dg_http_call_t *call = start(t, &r);
+  assert_non_null(call);
+  while (call->state != DG__CALL_BACKOFF && t->out[0].called == 0)
+    uv_run(&t->loop, UV_RUN_ONCE);
+  assert_int_equal(call->state, DG__CALL_BACKOFF);
+  assert_true(call->phase_deadline_ms >= sent + 2000);
+  assert_int_equal(t->srv.requests, 1);
+  dg_http_call_cancel(call);
+  assert_true(run_until(t, &t->out[0], 1));
+  assert_int_equal(t->out[0].rc, DG_ECANCELED);
+  assert_int_equal(ctx_close(t), 0);
+}
+
+/* The first connection answers once, then takes the next request and
+ * closes without an answer, as a server closing an idle connection does. */
+static void serve_then_drop(raw_conn_t *c) {
+  if (raw_read_request(c) <= 0)
+    return;
+  raw_send(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  if (c->index == 0) {
+    raw_read_request(c);
+    return;
+  }
+  while (raw_read_request(c) > 0)
+    raw_send(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+}
+
+static void test_stale_keep_alive(void **state) {
+  ctx_t *t = ctx_new();
+  assert_int_equal(raw_start(&t->srv, serve_then_drop, NULL), 0);
+  assert_int_equal(ctx_client(t), 0);
+  assert_int_equal(call_once(t, "GET", at(t, "/"), &t->out[0]), 200);
+  /* A GET on the dead pooled connection goes again on a fresh one. */
+  assert_int_equal(call_once(t, "GET", at(t, "/"), &t->out[1]), 200);
+  assert_int_equal(t->out[1].attempts, 1);
+  assert_int_equal(t->srv.accepted, 2);
+  assert_int_equal(ctx_close(t), 0);
+  /* A POST is not sent twice. */
+  t = ctx_new();
+  assert_int_equal(raw_start(&t->srv, serve_then_drop, NULL), 0);
+  assert_int_equal(ctx_client(t), 0);
+  assert_int_equal(call_once(t, "GET", at(t, "/"), &t->out[0]), 200);
+  call_once(t, "POST", at(t, "/"), &t->out[1]);
+  assert_int_equal(t->out[1].failure, DG_HTTP_FAIL_CONNECT);
+  assert_non_null(strstr(t->out[1].msg, "closed before a response"));
+  assert_int_equal(t->srv.accepted, 1);
+  assert_int_equal(ctx_close(t), 0);
+}
+
 /* ---- redirects ------------------------------------------------------------------------ */
 
 static void test_redirects_followed(void **state) {
@@ -908,6 +972,8 @@ int main(void) {
       cmocka_unit_test(test_503_not_retried_for_post),
       cmocka_unit_test(test_status_error_has_excerpt),
       cmocka_unit_test(test_long_retry_after_not_waited),
+      cmocka_unit_test(test_retry_after_honoured),
+      cmocka_unit_test(test_stale_keep_alive),
       cmocka_unit_test(test_redirects_followed),
       cmocka_unit_test(test_redirect_limit),
       cmocka_unit_test(test_redirect_method_rules),
