@@ -51,6 +51,7 @@ static void unlink_call(dg_connector_call_t *call) {
 static void complete(dg_connector_call_t *call, const dg_connector_result_t *result) {
   dg_connectors_t *cs = call->cs;
   dg__save_call_set_state(call, DG__CALL_DONE);
+  dg__save_oauth_release(call);
   unlink_call(call);
   call->done(call, result, call->user);
   dg_arena_destroy(call->arena);

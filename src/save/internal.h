@@ -92,6 +92,8 @@ void dg__save_oauth_acquire(dg_connector_call_t *call);
 /* After a 401: drops the token the call sent (unless already replaced)
  * and acquires a fresh one. */
 void dg__save_oauth_refresh(dg_connector_call_t *call);
+/* A completing call lets go of its cache entry. */
+void dg__save_oauth_release(dg_connector_call_t *call);
 /* Removes a waiting call from its token's waiters. */
 void dg__save_oauth_forget(dg_connector_call_t *call);
 /* Cancels token requests in flight (closing). */

@@ -25,6 +25,7 @@ struct dg__save_token {
   uint64_t skew_ms;
   uint64_t used_ms;
   dg_http_call_t *fetch; /* token request in flight */
+  unsigned users;        /* calls holding this entry, until they complete */
   char *token_url;       /* for messages */
   char *connector;       /* for messages */
   dg_connector_call_t *waiters, *waiters_tail;
@@ -78,7 +79,7 @@ static void free_token(dg__save_token_t *t) {
 }
 
 static bool idle(const dg__save_token_t *t) {
-  return t->fetch == NULL && t->waiters == NULL;
+  return t->fetch == NULL && t->waiters == NULL && t->users == 0;
 }
 
 /* Keeps the cache bounded: drops the least recently used idle entry. */
@@ -366,6 +367,8 @@ void dg__save_oauth_acquire(dg_connector_call_t *call) {
     dg__save_call_defer(call, DG_ENOMEM);
     return;
   }
+  if (call->token == NULL)
+    t->users++;
   call->token = t;
   t->used_ms = dg_now_ms();
   if (t->value != NULL && t->used_ms < t->expires_ms) {
@@ -389,6 +392,12 @@ void dg__save_oauth_refresh(dg_connector_call_t *call) {
               json_pack("{s:s,s:s}", "connector", call->conn->name, "reason",
                         "the API answered 401 to a cached token"));
   dg__save_oauth_acquire(call);
+}
+
+void dg__save_oauth_release(dg_connector_call_t *call) {
+  if (call->token != NULL)
+    call->token->users--;
+  call->token = NULL;
 }
 
 /* ---- The cache as a whole ------------------------------------------------------------------- */

@@ -175,6 +175,28 @@ static void test_reconfigure_drops_changed_credentials(void **state) {
   save_fixture_free(fx);
 }
 
+/* A reload that no longer configures the connector must not free the token
+ * entry of a call in flight: its 401 still refreshes through it. */
+static void test_reconfigure_keeps_entries_in_use(void **state) {
+  fixture_t *fx = oauth_fixture();
+  fx->script.api_delay_ms = 300;
+  result_t *out = &fx->results[0];
+  save_start(fx, "GET", "/a", out);
+  while (fx->script.api_requests == 0)
+    uv_run(&fx->ctx->loop, UV_RUN_NOWAIT);
+  uv_mutex_lock(&fx->ctx->srv.lock);
+  fx->script.token[0] = '\0'; /* the answer on its way will be a 401 */
+  uv_mutex_unlock(&fx->ctx->srv.lock);
+  dg_catalog_t empty = {.nconnectors = 0};
+  dg_errctx_t err;
+  assert_int_equal(dg_connectors_configure(fx->cs, &empty, &err), 0);
+  fx->script.api_delay_ms = 0;
+  assert_true(save_run_until(fx, out, 1));
+  assert_int_equal(out->rc, 0);
+  assert_int_equal(fx->script.token_requests, 2);
+  save_fixture_free(fx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_token_request_and_cache),
@@ -187,6 +209,7 @@ int main(void) {
       cmocka_unit_test(test_bad_token_responses),
       cmocka_unit_test(test_cancel_while_waiting_for_token),
       cmocka_unit_test(test_reconfigure_drops_changed_credentials),
+      cmocka_unit_test(test_reconfigure_keeps_entries_in_use),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
