@@ -102,6 +102,17 @@ static bool has_header(const dg_http_header_t *h, size_t n, const char *name) {
   return false;
 }
 
+static void wipe_string(void *data) {
+  memset(data, 0, strlen(data));
+}
+
+/* Secrets copied into the call's arena are wiped when it is released. */
+static char *secret(dg_connector_call_t *call, char *s) {
+  if (s != NULL && dg_arena_defer(call->arena, wipe_string, s) != 0)
+    return NULL;
+  return s;
+}
+
 /* "Basic base64(user:password)" in the call's arena. */
 static const char *basic_credentials(dg_connector_call_t *call) {
   const dg_connector_auth_t *a = &call->conn->auth;
@@ -115,20 +126,21 @@ static const char *basic_credentials(dg_connector_call_t *call) {
                         (const unsigned char *)pair, n);
   memset((void *)pair, 0, n);
   out[6 + olen] = '\0';
-  return out;
+  return secret(call, out);
 }
 
-/* The authentication header of this attempt, or NULL for none. */
+/* Fills the authentication header of this attempt; false when the
+ * connector sends none (a NULL value means out of memory). */
 static bool auth_header(dg_connector_call_t *call, dg_http_header_t *out) {
   const dg_connector_auth_t *a = &call->conn->auth;
   switch (a->kind) {
   case DG_CONN_AUTH_BEARER:
-    *out = (dg_http_header_t){"Authorization",
-                              dg_arena_sprintf(call->arena, "Bearer %s", a->token.value)};
+    *out = (dg_http_header_t){
+        "Authorization", secret(call, dg_arena_sprintf(call->arena, "Bearer %s", a->token.value))};
     return true;
   case DG_CONN_AUTH_OAUTH2:
-    *out = (dg_http_header_t){"Authorization",
-                              dg_arena_sprintf(call->arena, "Bearer %s", call->bearer)};
+    *out = (dg_http_header_t){
+        "Authorization", secret(call, dg_arena_sprintf(call->arena, "Bearer %s", call->bearer))};
     return true;
   case DG_CONN_AUTH_BASIC:
     *out = (dg_http_header_t){"Authorization", basic_credentials(call)};
@@ -185,7 +197,7 @@ static const char *url(dg_connector_call_t *call) {
     rc = dg_buf_append(&u, "=", 1);
   if (rc == 0)
     rc = dg_template_append_encoded(&u, a->key.value, strlen(a->key.value), false);
-  const char *out = rc == 0 ? dg_arena_strdup(call->arena, u.data) : NULL;
+  const char *out = rc == 0 ? secret(call, dg_arena_strdup(call->arena, u.data)) : NULL;
   if (u.data != NULL)
     memset(u.data, 0, u.len);
   dg_buf_free(&u);

@@ -170,8 +170,14 @@ static void fail_waiters(dg__save_token_t *t, int rc, const dg_errctx_t *err) {
   }
 }
 
+static void wipe_string(void *data) {
+  memset(data, 0, strlen(data));
+}
+
 static void send_with_token(dg_connector_call_t *call, const dg__save_token_t *t) {
   call->bearer = dg_arena_strdup(call->arena, t->value);
+  if (call->bearer != NULL && dg_arena_defer(call->arena, wipe_string, call->bearer) != 0)
+    call->bearer = NULL;
   if (call->bearer == NULL) {
     dg_errctx_set(&call->err, DG_ENOMEM, "upstream", "upstream '%s': out of memory",
                   call->conn->name);
