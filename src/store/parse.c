@@ -477,6 +477,10 @@ static int parse_sort(const dg_store_parse_t *ps, const dg_model_t *m, const jso
   if (!is_id && (prop == NULL || !can_sort(prop))) {
     char names[NAMES_MAX];
     dg__store_names(names, sizeof(names), ps->principal, m, can_sort, true);
+    if (prop != NULL)
+      return dg__store_invalid(ps->err, dg__path_key(&p, "sortCondition", "propertyName"),
+                               "'%s' cannot be sorted by; sortable properties of %s: %s.",
+                               prop->name, m->name, names);
     return dg__store_invalid(ps->err, dg__path_key(&p, "sortCondition", "propertyName"),
                              "%s has no property '%.64s' that you can sort by; sortable "
                              "properties: %s.",

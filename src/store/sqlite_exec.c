@@ -10,6 +10,8 @@
 
 #define RUN_ARENA_BLOCK 16384
 
+atomic_ulong dg__sqlite_statements;
+
 typedef struct run {
   dg__sqlite_conn_t *conn;
   dg_store_req_t *r;
@@ -49,6 +51,7 @@ typedef int (*row_fn)(run_t *run, sqlite3_stmt *st, void *data);
 static int each_row(run_t *run, const dg__sql_t *sql, row_fn row, void *data) {
   sqlite3_stmt *st = NULL;
   keep_sql(run, sql);
+  atomic_fetch_add(&dg__sqlite_statements, 1);
   int rc = dg__sqlite_prepare(run->conn, sql, &st, run->err);
   int step = rc == 0 ? dg__sqlite_step(run->conn, st, run->err) : rc;
   for (; step == SQLITE_ROW; step = dg__sqlite_step(run->conn, st, run->err)) {

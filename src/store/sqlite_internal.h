@@ -63,6 +63,10 @@ int dg__sqlite_migrate(dg__sqlite_conn_t *conn, const dg_catalog_t *cat, json_t 
 int dg__sqlite_load_sample(dg__sqlite_conn_t *conn, const dg_catalog_t *cat, const char *dir,
                            dg_errctx_t *err);
 
+/* Statements run for requests since the process started (tests use it to
+ * show that expansions are batched). */
+extern atomic_ulong dg__sqlite_statements;
+
 /* Answers one request on conn: r->result or r->err. */
 int dg__sqlite_run(dg__sqlite_conn_t *conn, dg_store_req_t *r);
 
