@@ -8,7 +8,8 @@
  *     exactly where its positive operator is not, nulls included;
  *   - other comparisons with a null are false;
  *   - an Outbound reference filter holds when the related entity exists
- *     and matches; an Inbound one when at least one related entity does;
+ *     and matches; an Inbound one when at least one related entity does
+ *     (the parent's id is among the keys of the related entities that match);
  *   - the id breaks ties in every order, so pages never overlap. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -278,13 +279,18 @@ static void filter(dg__sql_t *sql, const dg_store_filter_t *f) {
     dg__sql_put(sql, ")");
     return;
   }
+  /* Any related entity matches: the ids its key points at. An IN list
+   * rather than a correlated EXISTS, so that a selective predicate on the
+   * related entities drives the query instead of a scan of every parent. */
   const dg_reference_t *ref = f->reference->reference;
   snprintf(alias, sizeof(alias), "c%u", ++sql->alias);
-  dg__sql_put(sql, "EXISTS (SELECT 1 FROM ");
+  dg__sql_put(sql, "t0.id IN (SELECT ");
+  dg__sql_ident(sql, alias, ref->inverse_property);
+  dg__sql_put(sql, " FROM ");
   dg__sql_ident(sql, NULL, ref->target->name);
   dg__sql_putf(sql, " AS %s WHERE ", alias);
   dg__sql_ident(sql, alias, ref->inverse_property);
-  dg__sql_put(sql, " = t0.id AND ");
+  dg__sql_put(sql, " IS NOT NULL AND ");
   predicate(sql, alias, f);
   dg__sql_put(sql, ")");
 }

@@ -329,6 +329,9 @@ static void close_work(uv_work_t *w) {
   while (d->conns != NULL) {
     dg__sqlite_conn_t *c = d->conns;
     d->conns = c->next;
+    /* As SQLite advises before closing: refresh the planner's statistics
+     * where the queries of this run showed a need, with a bounded scan. */
+    sqlite3_exec(c->db, "PRAGMA analysis_limit=1000; PRAGMA optimize;", NULL, NULL, NULL);
     dg__sqlite_disconnect(c);
   }
   uv_mutex_unlock(&d->lock);

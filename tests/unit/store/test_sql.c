@@ -1,6 +1,6 @@
 /* Unit tests for sql.c: the statements generated for filters (And/Or
  * groups, null tests, negations, LIKE escaping, property comparisons,
- * Outbound joins, Inbound EXISTS), sorting with the id tie-break, paging,
+ * Outbound joins, Inbound IN lists), sorting with the id tie-break, paging,
  * counts, fetches by id, batched expansions and writes, with their bound
  * values. Every statement must also prepare and run on a database migrated
  * from the sample configuration. */
@@ -153,34 +153,38 @@ static void test_typed_values(void **state) {
           "true 9.5 20 '1aca09b3-19ad-404d-adbd-f69a9319a687' 26 0");
 }
 
-/* Outbound references join once each; Inbound ones test EXISTS. */
+/* Outbound references join once each; Inbound ones look the id up among the
+ * keys of the matching related entities. */
 static void test_references_sort_paging(void **state) {
-  page_of(*state, "Orders",
-          "{\"properties\": [], \"sortCondition\": {\"propertyName\": \"Amount\", "
-          "\"sortOrder\": \"Descending\"}, \"paging\": {\"pageNumber\": 3, \"pageSize\": 10},"
-          " \"queryParameterGroups\": [{\"parameters\": ["
-          "  {\"reference\": \"Customer\", \"operator\": \"EqualTo\", \"propertyName\": "
-          "\"Region\", \"value\": \"EMEA\"},"
-          "  {\"reference\": \"Customer\", \"operator\": \"NotEqualTo\", \"propertyName\": "
-          "\"Name\", \"value\": \"x\"},"
-          "  {\"reference\": \"OrderLines\", \"operator\": \"GreaterThan\", \"propertyName\": "
-          "\"Quantity\", \"value\": 3},"
-          "  {\"operator\": \"LessThan\", \"propertyName\": \"DueDate\", "
-          "\"comparisonPropertyName\": \"OrderDate\"},"
-          "  {\"operator\": \"EndsWith\", \"propertyName\": \"OrderNumber\", "
-          "\"comparisonPropertyName\": \"Status\"}]},"
-          " {\"parameters\": [{\"reference\": \"OrderLines\", \"operator\": \"EqualTo\", "
-          "\"propertyName\": \"SKU\", \"value\": \"W-100\"}]}]}",
-          "SELECT t0.id FROM \"Orders\" AS t0 LEFT JOIN \"Customers\" AS r1 ON r1.id = "
-          "t0.\"Customer\" WHERE ((r1.id IS NOT NULL AND r1.\"Region\" = ?) AND (r1.id IS NOT "
-          "NULL AND NOT COALESCE(r1.\"Name\" = ?, FALSE)) AND EXISTS (SELECT 1 FROM "
-          "\"OrderLines\" AS c1 WHERE c1.\"Order\" = t0.id AND c1.\"Quantity\" > ?) AND "
-          "t0.\"DueDate\" < t0.\"OrderDate\" AND (length(t0.\"OrderNumber\") >= "
-          "length(t0.\"Status\") AND substr(lower(t0.\"OrderNumber\"), length(t0.\"OrderNumber\") "
-          "- length(t0.\"Status\") + 1) = lower(t0.\"Status\"))) AND (EXISTS (SELECT 1 FROM "
-          "\"OrderLines\" AS c2 WHERE c2.\"Order\" = t0.id AND c2.\"SKU\" = ?)) ORDER BY "
-          "t0.\"Amount\" DESC, t0.id DESC LIMIT ? OFFSET ?",
-          "'EMEA' 'x' 3 'W-100' 11 20");
+  page_of(
+      *state, "Orders",
+      "{\"properties\": [], \"sortCondition\": {\"propertyName\": \"Amount\", "
+      "\"sortOrder\": \"Descending\"}, \"paging\": {\"pageNumber\": 3, \"pageSize\": 10},"
+      " \"queryParameterGroups\": [{\"parameters\": ["
+      "  {\"reference\": \"Customer\", \"operator\": \"EqualTo\", \"propertyName\": "
+      "\"Region\", \"value\": \"EMEA\"},"
+      "  {\"reference\": \"Customer\", \"operator\": \"NotEqualTo\", \"propertyName\": "
+      "\"Name\", \"value\": \"x\"},"
+      "  {\"reference\": \"OrderLines\", \"operator\": \"GreaterThan\", \"propertyName\": "
+      "\"Quantity\", \"value\": 3},"
+      "  {\"operator\": \"LessThan\", \"propertyName\": \"DueDate\", "
+      "\"comparisonPropertyName\": \"OrderDate\"},"
+      "  {\"operator\": \"EndsWith\", \"propertyName\": \"OrderNumber\", "
+      "\"comparisonPropertyName\": \"Status\"}]},"
+      " {\"parameters\": [{\"reference\": \"OrderLines\", \"operator\": \"EqualTo\", "
+      "\"propertyName\": \"SKU\", \"value\": \"W-100\"}]}]}",
+      "SELECT t0.id FROM \"Orders\" AS t0 LEFT JOIN \"Customers\" AS r1 ON r1.id = "
+      "t0.\"Customer\" WHERE ((r1.id IS NOT NULL AND r1.\"Region\" = ?) AND (r1.id IS NOT "
+      "NULL AND NOT COALESCE(r1.\"Name\" = ?, FALSE)) AND t0.id IN (SELECT "
+      "c1.\"Order\" FROM \"OrderLines\" AS c1 WHERE c1.\"Order\" IS NOT NULL AND c1.\"Quantity\" > "
+      "?) AND "
+      "t0.\"DueDate\" < t0.\"OrderDate\" AND (length(t0.\"OrderNumber\") >= "
+      "length(t0.\"Status\") AND substr(lower(t0.\"OrderNumber\"), length(t0.\"OrderNumber\") "
+      "- length(t0.\"Status\") + 1) = lower(t0.\"Status\"))) AND (t0.id IN (SELECT "
+      "c2.\"Order\" FROM \"OrderLines\" AS c2 WHERE c2.\"Order\" IS NOT NULL AND c2.\"SKU\" = ?)) "
+      "ORDER BY "
+      "t0.\"Amount\" DESC, t0.id DESC LIMIT ? OFFSET ?",
+      "'EMEA' 'x' 3 'W-100' 11 20");
 }
 
 static void test_comparison_string_operators(void **state) {
