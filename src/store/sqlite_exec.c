@@ -244,6 +244,8 @@ static int expand_one(run_t *run, parents_t *p, size_t j) {
     rc = oom(run);
   rr.cols = &cols;
   rr.row = rc == 0 ? dg_arena_calloc(run->arena, cols.n + 1, sizeof(*rr.row)) : NULL;
+  if (rc == 0 && rr.row == NULL)
+    rc = oom(run);
   size_t nkeys = many ? p->n : rc == 0 ? outbound_keys(run, p, j, keys) : 0;
   if (many && keys != NULL)
     memcpy(keys, p->ids, p->n * sizeof(*keys));
@@ -430,12 +432,35 @@ static const char *match_text(run_t *run, const dg_store_lookup_t *l,
   return text;
 }
 
+/* The FTS5 statement of one model: its rows in rank order, rank last. */
+static void lookup_sql(dg__sql_t *sql, const dg_model_t *m, const dg__sql_cols_t *cols,
+                       const char *match, int64_t limit) {
+  char fts[160];
+  snprintf(fts, sizeof(fts), "_fts_%s", m->name);
+  dg__sql_put(sql, "SELECT ");
+  for (size_t i = 0; i < cols->n; i++) {
+    dg__sql_put(sql, i ? ", " : "");
+    if (cols->cols[i].prop == NULL)
+      dg__sql_put(sql, "t0.id");
+    else
+      dg__sql_ident(sql, "t0", cols->cols[i].prop->name);
+  }
+  dg__sql_put(sql, ", f.rank FROM ");
+  dg__sql_ident(sql, NULL, fts);
+  dg__sql_put(sql, " AS f JOIN ");
+  dg__sql_ident(sql, NULL, m->name);
+  dg__sql_put(sql, " AS t0 ON t0.\"_seq\" = f.rowid WHERE ");
+  dg__sql_ident(sql, NULL, fts);
+  dg__sql_put(sql, " MATCH ");
+  dg__sql_bind_text(sql, match);
+  dg__sql_put(sql, " ORDER BY f.rank LIMIT ");
+  dg__sql_bind_int(sql, limit);
+}
+
 static int search_model(run_t *run, const dg_store_lookup_t *l, size_t m, hits_t *h) {
   const dg_store_lookup_model_t *lm = &l->models[m];
-  char fts[160];
   dg__sql_cols_t cols;
   dg__sql_t sql;
-  snprintf(fts, sizeof(fts), "_fts_%s", lm->model->name);
   dg__sql_init(&sql, &dg__sql_sqlite);
   const char *match = match_text(run, l, lm);
   int rc = match != NULL && dg__sql_entity_cols(&lm->select, NULL, 0, run->arena, &cols) == 0
@@ -444,25 +469,10 @@ static int search_model(run_t *run, const dg_store_lookup_t *l, size_t m, hits_t
   h->cols = &cols;
   h->model = m;
   h->row = rc == 0 ? dg_arena_calloc(run->arena, cols.n + 1, sizeof(*h->row)) : NULL;
+  if (rc == 0 && h->row == NULL)
+    rc = oom(run);
   if (rc == 0) {
-    dg__sql_put(&sql, "SELECT ");
-    for (size_t i = 0; i < cols.n; i++) {
-      dg__sql_put(&sql, i ? ", " : "");
-      if (cols.cols[i].prop == NULL)
-        dg__sql_put(&sql, "t0.id");
-      else
-        dg__sql_ident(&sql, "t0", cols.cols[i].prop->name);
-    }
-    dg__sql_put(&sql, ", f.rank FROM ");
-    dg__sql_ident(&sql, NULL, fts);
-    dg__sql_put(&sql, " AS f JOIN ");
-    dg__sql_ident(&sql, NULL, lm->model->name);
-    dg__sql_put(&sql, " AS t0 ON t0.\"_seq\" = f.rowid WHERE ");
-    dg__sql_ident(&sql, NULL, fts);
-    dg__sql_put(&sql, " MATCH ");
-    dg__sql_bind_text(&sql, match);
-    dg__sql_put(&sql, " ORDER BY f.rank LIMIT ");
-    dg__sql_bind_int(&sql, l->limit);
+    lookup_sql(&sql, lm->model, &cols, match, l->limit);
     rc = each_row(run, &sql, hit_row, h);
   }
   dg__sql_free(&sql);
