@@ -366,12 +366,21 @@ static int run_fetch(run_t *run, const dg_store_fetch_t *f) {
   return rc;
 }
 
+/* Starts a transaction; one left open by an earlier failure on this
+ * connection is rolled back first, so that it cannot wedge the thread. */
+static int begin(run_t *run, const char *sql) {
+  if (!sqlite3_get_autocommit(run->conn->db))
+    sqlite3_exec(run->conn->db, "ROLLBACK", NULL, NULL, NULL);
+  return dg__sqlite_exec(run->conn, sql, run->err);
+}
+
 /* Reads in one transaction: a consistent snapshot for page and expansions. */
 static int in_read_txn(run_t *run, int (*fn)(run_t *run, const void *in), const void *in) {
-  int rc = dg__sqlite_exec(run->conn, "BEGIN", run->err);
+  int rc = begin(run, "BEGIN");
   if (rc == 0)
     rc = fn(run, in);
-  sqlite3_exec(run->conn->db, rc == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
+  if (rc != 0 || sqlite3_exec(run->conn->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+    sqlite3_exec(run->conn->db, "ROLLBACK", NULL, NULL, NULL);
   return rc;
 }
 
@@ -565,7 +574,7 @@ static int write_fn(run_t *run, const dg_store_write_t *w) {
     dg_uuid_v4(fresh);
     id = fresh;
   }
-  int rc = dg__sqlite_exec(run->conn, "BEGIN IMMEDIATE", run->err);
+  int rc = begin(run, "BEGIN IMMEDIATE");
   if (rc == 0)
     rc = write_locked(run, w, id, &created);
   if (rc == 0)
