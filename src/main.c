@@ -29,6 +29,7 @@
 #include "datagate/mcp.h"
 #include "datagate/net.h"
 #include "datagate/save.h"
+#include "datagate/store.h"
 #include "datagate/tools.h"
 
 #define EXIT_USAGE 2
@@ -61,11 +62,12 @@ typedef struct options {
   bool check_config;
   bool has_log_level;
   dg_log_level_t log_level;
+  const char *database; /* --database; NULL when not given */
 } options_t;
 
 typedef enum args_result { ARGS_RUN, ARGS_EXIT_OK, ARGS_EXIT_USAGE } args_result_t;
 
-enum { OPT_STDIO = 256, OPT_CHECK_CONFIG, OPT_LOG_LEVEL };
+enum { OPT_STDIO = 256, OPT_CHECK_CONFIG, OPT_LOG_LEVEL, OPT_DATABASE };
 
 static const struct option long_options[] = {
     {"config", required_argument, NULL, 'c'},
@@ -74,6 +76,7 @@ static const struct option long_options[] = {
     {"stdio", no_argument, NULL, OPT_STDIO},
     {"check-config", no_argument, NULL, OPT_CHECK_CONFIG},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"database", required_argument, NULL, OPT_DATABASE},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -91,6 +94,7 @@ static void print_usage(FILE *out) {
         "      --check-config [DIR]\n"
         "                         validate the configuration, print every problem, and exit\n"
         "      --log-level LEVEL  debug, info, warn or error (overrides server.logLevel)\n"
+        "      --database FILE    SQLite database file (overrides server.database)\n"
         "  -V, --version          print the version and exit\n"
         "  -h, --help             print this help and exit\n"
         "\n"
@@ -156,6 +160,9 @@ static args_result_t apply_option(int c, const char *arg, options_t *o) {
     return ARGS_RUN;
   case OPT_CHECK_CONFIG:
     o->check_config = true;
+    return ARGS_RUN;
+  case OPT_DATABASE:
+    o->database = arg;
     return ARGS_RUN;
   case OPT_LOG_LEVEL:
     o->log_level = dg_log_level_parse(arg, &ok);
@@ -300,6 +307,7 @@ typedef struct app {
   uv_timer_t calls_timer;
   uint64_t deadline_ms; /* when draining gives up on what is still running */
   int exit_code;
+  int fail_code; /* exit code when the start fails */
 } app_t;
 
 static void app_set_state(app_t *app, app_state_t next) {
@@ -366,6 +374,10 @@ static void app_finish(app_t *app) {
   app->env.connectors = NULL;
   dg_http_client_close(app->env.client);
   app->env.client = NULL;
+  /* After the calls: a request still running is interrupted, and the loop
+   * runs until the store's connections are closed. */
+  dg_store_close(app->env.store, NULL, NULL);
+  app->env.store = NULL;
   close_signals(app);
   close_handle((uv_handle_t *)&app->calls_timer);
   dg_log_json(DG_LOG_INFO, "stopped",
@@ -450,6 +462,8 @@ static void check_restart_settings(const options_t *o, const dg_server_settings_
     log_restart_required("server.tlsKeyFile");
   if (str_changed(old->upstream_ca_file, cur->upstream_ca_file))
     log_restart_required("server.upstreamCaFile");
+  if (o->database == NULL && str_changed(old->database, cur->database))
+    log_restart_required("server.database");
 }
 
 /* Connector limits and CA files follow the configuration; a failure is
@@ -615,6 +629,29 @@ static int app_start(app_t *app) {
   return 0;
 }
 
+/* The store opens (and migrates) on the threadpool; serving starts once it
+ * is ready, so that no call finds it missing. */
+static void on_store_open(dg_store_t *store, int status, const dg_errctx_t *err, void *data) {
+  app_t *app = data;
+  app->env.store = store;
+  if (status != 0)
+    dg_log_json(DG_LOG_ERROR, "start_failed",
+                json_pack("{s:s,s:s,s:s}", "error", dg_err_name(status), "param", err->param, "msg",
+                          err->message[0] ? err->message : dg_strerror(status)));
+  if (status != 0 || app_start(app) != 0) {
+    app->exit_code = app->fail_code;
+    app_finish(app);
+  }
+}
+
+static int app_open_store(app_t *app) {
+  dg_store_options_t options = {.path = app->opt->database};
+  int rc = dg_store_open(&app->loop, app->boot, &options, on_store_open, app);
+  if (rc != 0)
+    dg_logf(DG_LOG_ERROR, "start_failed", "cannot open the entity store: %s", dg_strerror(rc));
+  return rc;
+}
+
 /* A handle still open here is a bug elsewhere: it is reported and closed so
  * that the loop can be closed. */
 static void close_stray(uv_handle_t *handle, void *arg) {
@@ -636,7 +673,12 @@ static void close_loop(uv_loop_t *loop) {
 /* Serves until stopped; takes over the references in cat and boot. */
 static int app_run(const options_t *opt, const listen_plan_t *plan, dg_catalog_t *cat,
                    dg_catalog_t *boot, int fail_code) {
-  app_t app = {.opt = opt, .plan = plan, .state = APP_RUNNING, .cat = cat, .boot = boot};
+  app_t app = {.opt = opt,
+               .plan = plan,
+               .state = APP_RUNNING,
+               .cat = cat,
+               .boot = boot,
+               .fail_code = fail_code};
   app.calls_timer.data = &app;
   int rc = uv_loop_init(&app.loop);
   if (rc != 0) {
@@ -648,7 +690,7 @@ static int app_run(const options_t *opt, const listen_plan_t *plan, dg_catalog_t
   uv_signal_init(&app.loop, &app.sig_int);
   uv_signal_init(&app.loop, &app.sig_hup);
   uv_timer_init(&app.loop, &app.calls_timer);
-  if (app_start(&app) != 0) {
+  if (app_open_store(&app) != 0) {
     app.exit_code = fail_code;
     app_finish(&app);
   }

@@ -261,8 +261,8 @@ typedef struct dg_http_timeouts {
 /* Limits of one connector (dg_http_client_set_connector). */
 typedef struct dg_http_connector_config {
   const char *name;             /* copied */
-  unsigned max_concurrency;     /* calls in flight (default 32) */
-  unsigned max_queue;           /* calls waiting beyond that; DG_EBUSY over it (default 256) */
+  unsigned max_concurrency;     /* calls in flight (default 256) */
+  unsigned max_queue;           /* calls waiting beyond that; DG_EBUSY over it (default 4096) */
   unsigned breaker_failures;    /* consecutive failures that open the breaker (default 5) */
   uint64_t breaker_cooldown_ms; /* open time before a half-open probe (default 30 s) */
 } dg_http_connector_config_t;
@@ -277,7 +277,7 @@ typedef struct dg_http_client_config {
   dg_http_timeouts_t timeouts;   /* defaults for requests */
   size_t max_body_bytes;         /* default decoded response body cap (8 MiB) */
   size_t max_header_bytes;       /* response status line and headers (64 KiB) */
-  unsigned pool_max_per_origin;  /* idle keep-alive connections kept per origin (8) */
+  unsigned pool_max_per_origin;  /* idle keep-alive connections kept per origin (256) */
   unsigned max_origins;          /* origins with pooled connections (256) */
   uint64_t pool_idle_ms;         /* idle connection closed after (30 s) */
   unsigned dns_cache_max;        /* cached host names (1024) */

@@ -72,8 +72,12 @@ static int dump_cb(const char *buffer, size_t size, void *data) {
   return dg_buf_append(data, buffer, size) == 0 ? 0 : -1;
 }
 
+/* 15 significant digits: every decimal of up to 15 digits (an amount such
+ * as 1450.1) reads back as written, where jansson's default of 17 would
+ * show the binary approximation (1450.0999999999999). */
 int dg__mcp_dump(const json_t *value, dg_buf_t *out) {
-  if (json_dump_callback(value, dump_cb, out, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0)
+  size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15);
+  if (json_dump_callback(value, dump_cb, out, flags) != 0)
     return DG_E2BIG;
   return 0;
 }

@@ -18,7 +18,7 @@ void dg_http_client_config_default(dg_http_client_config_t *cfg) {
   cfg->timeouts.total_ms = 60000;
   cfg->max_body_bytes = 8u * 1024 * 1024;
   cfg->max_header_bytes = 64u * 1024;
-  cfg->pool_max_per_origin = 8;
+  cfg->pool_max_per_origin = 256;
   cfg->max_origins = 256;
   cfg->pool_idle_ms = 30000;
   cfg->dns_cache_max = 1024;
@@ -26,8 +26,8 @@ void dg_http_client_config_default(dg_http_client_config_t *cfg) {
   cfg->max_calls = 20000;
   cfg->retry_base_ms = 200;
   cfg->retry_max_ms = 10000;
-  cfg->connector_defaults.max_concurrency = 32;
-  cfg->connector_defaults.max_queue = 256;
+  cfg->connector_defaults.max_concurrency = 256;
+  cfg->connector_defaults.max_queue = 4096;
   cfg->connector_defaults.breaker_failures = 5;
   cfg->connector_defaults.breaker_cooldown_ms = 30000;
 }

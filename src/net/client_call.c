@@ -87,7 +87,8 @@ static void set_phase(dg_http_call_t *call, const char *phase, uint64_t ms) {
 static int describe(const dg_http_call_t *call, char *out, size_t size) {
   char url[512];
   dg__url_display(&call->url, url, sizeof(url));
-  return snprintf(out, size, "upstream '%s' %s %s", call->connector->name, call->method, url);
+  return snprintf(out, size, "upstream '%.64s' %s %.400s", call->connector->name, call->method,
+                  url);
 }
 
 static void set_message(dg_http_call_t *call, const char *fmt, va_list ap) {
@@ -223,8 +224,9 @@ static void attempt_failed(dg_http_call_t *call, dg_http_failure_t failure, int 
   if (attempting && counts_against_breaker(failure))
     record_outcome(call, false);
   bool connection_error =
-      attempting && (failure == DG_HTTP_FAIL_CONNECT ||
-                     (failure == DG_HTTP_FAIL_TIMEOUT && strcmp(phase, "connect") == 0));
+      attempting &&
+      (failure == DG_HTTP_FAIL_CONNECT ||
+       (failure == DG_HTTP_FAIL_TIMEOUT && phase != NULL && strcmp(phase, "connect") == 0));
   uint64_t delay = 0;
   if (connection_error && may_retry(call, false, 0, &delay)) {
     retry_after(call, delay);
@@ -304,12 +306,11 @@ static bool reserved_header(const char *name) {
 
 static int write_head(dg_http_call_t *call, dg_buf_t *out) {
   const dg__url_t *u = &call->url;
-  unsigned char span[8];
+  /* The span id needs to be unique, not secret: the client's generator
+   * spares a system call per request. */
   char span_hex[17];
-  dg_random_bytes(span, sizeof(span));
-  span[0] |= 1; /* an all-zero parent id is invalid */
-  for (size_t i = 0; i < sizeof(span); i++)
-    snprintf(span_hex + 2 * i, 3, "%02x", span[i]);
+  uint64_t span = dg__client_random(call->client, UINT64_MAX) | 1; /* never all zero */
+  snprintf(span_hex, sizeof(span_hex), "%016llx", (unsigned long long)span);
   bool default_port = u->port == (u->https ? 443 : 80);
   int rc = dg_buf_appendf(out, "%s %s HTTP/1.1\r\nHost: %s%s%s", call->method, u->target,
                           u->ipv6 ? "[" : "", u->host, u->ipv6 ? "]" : "");

@@ -134,7 +134,8 @@ static dg__pool_t *pool_for(dg_http_client_t *client, const char *origin) {
 static void park(dg__uconn_t *c) {
   dg_http_client_t *client = c->client;
   dg__pool_t *p = pool_find(client, c->origin);
-  if (client->cfg.pool_max_per_origin == 0 ||
+  /* Idle sockets are bounded per origin and in all, whatever the settings. */
+  if (client->cfg.pool_max_per_origin == 0 || client->nidle >= DG__CLIENT_MAX_IDLE ||
       (p != NULL && p->nidle >= client->cfg.pool_max_per_origin)) {
     dg__uconn_close(c);
     return;

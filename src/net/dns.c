@@ -255,13 +255,13 @@ static void settle(dg__dns_t *dns, entry_t *e, uint64_t ttl_ms) {
 
 static int map_status(int status, const char *host, char *why, size_t size) {
   if (status == ARES_EDESTRUCTION || status == ARES_ECANCELLED) {
-    snprintf(why, size, "the lookup of '%s' was cancelled", host);
+    snprintf(why, size, "the lookup of '%.100s' was cancelled", host);
     return DG_ECANCELED;
   }
   if (status == ARES_ENOTFOUND || status == ARES_ENODATA)
-    snprintf(why, size, "DNS lookup of '%s' failed: no such host", host);
+    snprintf(why, size, "DNS lookup of '%.100s' failed: no such host", host);
   else
-    snprintf(why, size, "DNS lookup of '%s' failed: %s", host, ares_strerror(status));
+    snprintf(why, size, "DNS lookup of '%.100s' failed: %s", host, ares_strerror(status));
   return DG_EUPSTREAM;
 }
 

@@ -261,6 +261,7 @@ struct dg_http_request {
 #define DG__DNS_MAX_ADDRS 8
 #define DG__BREAKER_MAX_ORIGINS 64
 #define DG__CLIENT_MAX_CONNECTORS 1024
+#define DG__CLIENT_MAX_IDLE 4096
 
 typedef struct dg__dns dg__dns_t;
 typedef struct dg__ctls_config dg__ctls_config_t;

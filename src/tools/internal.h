@@ -8,6 +8,8 @@
 
 #include "datagate/auth.h"
 #include "datagate/catalog.h"
+#include "datagate/mcp.h"
+#include "datagate/store.h"
 
 /* The model with the given id that p may read, or NULL with err saying
  * "Invalid argument '<param>': no Data Model with id '<given>'; ...". A
@@ -26,6 +28,45 @@ json_t *dg__tools_model_properties_json(const dg_model_t *model, const dg_princi
 /* The seed's reference object of a Reference property, as p sees it
  * (expandable false when p cannot read the target). */
 json_t *dg__tools_reference_json(const dg_reference_t *ref, const dg_principal_t *p);
+
+/* ---- Entity tools (entities.c) ------------------------------------------------ */
+typedef enum dg__tools_store_op {
+  DG__TOOLS_QUERY,
+  DG__TOOLS_FETCH,
+  DG__TOOLS_LOOKUP,
+} dg__tools_store_op_t;
+
+/* JSON Schema fragments the entity tools share. */
+#define DG__TOOLS_PROPERTIES_SCHEMA                                                                \
+  "{\"type\":\"array\",\"maxItems\":256,\"items\":{\"type\":\"string\",\"minLength\":1,"           \
+  "\"maxLength\":128},\"description\":\"Only these properties (plus id) are returned; omit for "   \
+  "all. Names from get_data_model_properties, in any case.\"}"
+
+#define DG__TOOLS_EXPAND_SCHEMA                                                                    \
+  "{\"type\":\"array\",\"maxItems\":64,\"description\":\"Related entities to load inline, under "  \
+  "properties.expanded.<reference>: an object or null for an Outbound reference, an array (at "    \
+  "most 100, else properties.expandedTruncated names the reference) for an Inbound one. "          \
+  "Shallow: expanded entities are not expanded.\",\"items\":{\"type\":\"object\","                 \
+  "\"required\":[\"reference\"],\"additionalProperties\":false,\"properties\":{"                   \
+  "\"reference\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":"          \
+  "\"Name of a property whose dataType is Reference\"},"                                           \
+  "\"properties\":" DG__TOOLS_PROPERTIES_SCHEMA "}}}"
+
+#define DG__TOOLS_ENTITY_SCHEMA                                                                    \
+  "{\"type\":\"object\",\"required\":[\"id\",\"properties\"],\"properties\":{"                     \
+  "\"id\":{\"type\":\"string\"},\"properties\":{\"type\":\"object\",\"properties\":{"              \
+  "\"expanded\":{\"type\":\"object\"},\"expandedTruncated\":{\"type\":\"array\",\"items\":"        \
+  "{\"type\":\"string\"}}}}}}"
+
+/* The parser context of a call: its catalog, principal and arena. */
+void dg__tools_parse_ctx(dg_tool_call_t *call, dg_errctx_t *err, dg_store_parse_t *out);
+/* The running store, or NULL after failing the call with a clear error. */
+dg_store_t *dg__tools_store(dg_tool_call_t *call);
+/* Starts op with desc (allocated in the call's arena) and ends the call
+ * with the store's result, or its error. A cancelled call cancels the
+ * store request; the call still ends from the store's completion. */
+void dg__tools_run_store(dg_tool_call_t *call, dg_store_t *store, dg__tools_store_op_t op,
+                         const void *desc);
 
 /* ---- Saved Queries ------------------------------------------------------ */
 struct dg_connector_request;

@@ -24,9 +24,9 @@
 
 struct dg_tool_call {
   json_t *args;
+  dg_arena_t *arena;
   const dg_principal_t *principal;
   const dg_catalog_t *cat;
-  dg_arena_t *arena;
   int ended;
   json_t *result;
   bool is_error;
@@ -141,7 +141,7 @@ static struct dg_tool_call run(fixture_t *fx, const char *name, const char *user
                                const char *args) {
   const dg_tool_t *t = tool(name);
   struct dg_tool_call call = {
-      .cat = fx->cat, .arena = fx->arena, .args = json_loads(args, 0, NULL)};
+      .cat = fx->cat, .args = json_loads(args, 0, NULL), .arena = fx->arena};
   assert_int_equal(dg_auth_principal_for_user(fx->cat, user, fx->arena, &call.principal), 0);
   json_t *in = schema_of(t->input_schema);
   dg_errctx_t err;
@@ -167,10 +167,13 @@ static void call_free(struct dg_tool_call *call) {
 /* ---- Registry ------------------------------------------------------------------- */
 
 static void test_registry_entries(void **state) {
-  assert_int_equal(dg_tools_count, 5);
-  assert_string_equal(dg_tools_registry[0]->name, "get_data_models");
-  assert_string_equal(dg_tools_registry[1]->name, "get_data_model_properties");
-  assert_string_equal(dg_tools_registry[4]->name, "execute_saved_query");
+  const char *expected[] = {"get_data_models",         "get_data_model_properties",
+                            "lookup_by_keyword",       "query_entities",
+                            "get_entities_by_ids",     "get_saved_queries",
+                            "get_saved_query_details", "execute_saved_query"};
+  assert_int_equal(dg_tools_count, DG_ARRAY_SIZE(expected));
+  for (size_t i = 0; i < DG_ARRAY_SIZE(expected); i++)
+    assert_string_equal(dg_tools_registry[i]->name, expected[i]);
   for (size_t i = 0; i < dg_tools_count; i++) {
     const dg_tool_t *t = dg_tools_registry[i];
     for (size_t j = 0; j < i; j++)
