@@ -31,14 +31,8 @@ json_t *dg__mcp_error(const json_t *id, int code, const char *fmt, ...) {
                    "message", message);
 }
 
-static int dump_cb(const char *buffer, size_t size, void *data) {
-  return dg_buf_append(data, buffer, size) == 0 ? 0 : -1;
-}
-
 int dg__mcp_dump(const json_t *value, dg_buf_t *out) {
-  if (json_dump_callback(value, dump_cb, out, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0)
-    return DG_E2BIG;
-  return 0;
+  return dg_json_write(value, out) == 0 ? 0 : DG_E2BIG;
 }
 
 const char *dg__mcp_method_label(const char *method) {
