@@ -1,12 +1,13 @@
 /* wsload: the WebSocket load client of datagate's benchmarks (bench/ws).
  *
- *   wsload idle --port P --conns N [--init] [--token T] [--rss-pid PID]
+ *   wsload idle --port P --conns N [--init] [--token T] --rss-pid PID [--hold S]
  *       Opens N WebSocket connections to /mcp with subprotocol mcp and,
  *       with --init, runs the MCP initialize handshake on each (initialize,
  *       its answer, notifications/initialized), as an idle client holds
  *       them. Prints the resident memory (VmRSS) of process PID before,
  *       after the upgrades, after the handshakes and after closing, and the
- *       growth per connection.
+ *       growth per connection. --hold keeps the connections open S seconds
+ *       after the readings, for a look at the server from outside.
  *   wsload ping --port P --conns N --seconds S [--warmup W] [--init] [--token T]
  *       N connections each send a JSON-RPC ping and wait for its answer, in
  *       a loop; after W seconds of warm-up the round trips of S seconds are
@@ -72,6 +73,7 @@ typedef struct options {
   int rss_pid;
   double seconds;
   double warmup;
+  double hold; /* idle: seconds to keep the connections open after measuring */
 } options_t;
 
 typedef struct client {
@@ -484,6 +486,11 @@ static int run_idle(client_t *cl) {
     initialized = rss_kib(pid);
   }
   unsigned held = cl->open;
+  if (cl->opt.hold > 0) {
+    printf("wsload: holding %u connections for %.0f s\n", held, cl->opt.hold);
+    fflush(stdout);
+    pause_ms(cl, (uint64_t)(cl->opt.hold * 1000));
+  }
   close_all(cl);
   usleep(SETTLE_MS * 1000);
   long closed = rss_kib(pid);
@@ -535,7 +542,8 @@ static int run_ping(client_t *cl) {
 /* ---- command line ------------------------------------------------------- */
 
 static void usage(void) {
-  fprintf(stderr, "usage: wsload idle --port P --conns N [--init] [--token T] --rss-pid PID\n"
+  fprintf(stderr, "usage: wsload idle --port P --conns N [--init] [--token T] --rss-pid PID "
+                  "[--hold S]\n"
                   "       wsload ping --port P --conns N --seconds S [--warmup W] [--init] "
                   "[--token T]\n");
   exit(2);
@@ -573,6 +581,8 @@ static void parse_args(int argc, char **argv, options_t *o) {
       o->seconds = (double)number(v, 1, 3600);
     else if (strcmp(a, "--warmup") == 0)
       o->warmup = (double)number(v, 0, 3600);
+    else if (strcmp(a, "--hold") == 0)
+      o->hold = (double)number(v, 0, 86400);
     else
       usage();
     i++;
