@@ -39,12 +39,31 @@ bench_init() {
   export DATAGATE_TOKEN_AUDITOR="${DATAGATE_TOKEN_AUDITOR:-dev-auditor-token}"
 }
 
-# The machine, for the record: CPU model, cores, kernel, load.
+# Share of the CPUs (percent) that other processes used over one second.
+bench_busy() {
+  local a b
+  a="$(head -n 1 /proc/stat)"
+  sleep 1
+  b="$(head -n 1 /proc/stat)"
+  awk -v a="$a" -v b="$b" 'BEGIN {
+    n = split(a, x, " "); split(b, y, " "); total = 0
+    for (i = 2; i <= n; i++) total += y[i] - x[i]
+    idle = (y[5] - x[5]) + (y[6] - x[6])
+    printf "%.0f\n", (total > 0) ? 100 * (total - idle) / total : 0 }'
+}
+
+# The machine, for the record: CPU model, cores, kernel, load, and a
+# warning when other processes keep it busy (the figures then scatter).
 bench_machine() {
-  local model
+  local model busy
   model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+  busy="$(bench_busy)"
   say "machine: ${model:-unknown CPU}, $(nproc) cores, $(uname -sr)," \
-    "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    "load average $(cut -d' ' -f1-3 /proc/loadavg), CPUs ${busy}% busy before the run"
+  if [ "$busy" -gt 10 ]; then
+    say "warning: other processes use ${busy}% of the CPUs; the figures will scatter" \
+      "(the ratios, measured in alternating rounds, suffer least)"
+  fi
 }
 
 # A TCP port on 127.0.0.1 that nothing listens on now.
