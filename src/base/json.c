@@ -6,6 +6,7 @@
  * (jansson strings are valid UTF-8 already) and reserves room once per
  * value. Reals, rare in responses, are formatted by jansson itself so that
  * their digits stay exactly the same. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +44,30 @@ static int put_escape(dg_buf_t *out, unsigned char ch) {
   }
 }
 
+/* True when one of the eight bytes in w needs escaping: a byte below
+ * 0x20, a quote or a backslash (bytes of 0x80 and above never match). */
+static bool word_needs_escape(uint64_t w) {
+  const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+  uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+  uint64_t below = (w - ones * 0x20) & ~w;
+  uint64_t zero_q = (quote - ones) & ~quote, zero_b = (backslash - ones) & ~backslash;
+  return ((below | zero_q | zero_b) & highs) != 0;
+}
+
+/* Index of the first byte from i on that needs escaping, or len. Plain
+ * text is skipped eight bytes at a time. */
+static size_t next_escape(const unsigned char *p, size_t i, size_t len) {
+  for (; i + 8 <= len; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, sizeof(w));
+    if (word_needs_escape(w))
+      break;
+  }
+  while (i < len && !needs_escape(p[i]))
+    i++;
+  return i;
+}
+
 static int put_string(dg_buf_t *out, const char *s, size_t len) {
   const unsigned char *p = (const unsigned char *)s;
   int rc = dg_buf_reserve(out, len + 2);
@@ -50,9 +75,7 @@ static int put_string(dg_buf_t *out, const char *s, size_t len) {
     return rc;
   out->data[out->len++] = '"';
   size_t run = 0;
-  for (size_t i = 0; i < len && rc == 0; i++) {
-    if (!needs_escape(p[i]))
-      continue;
+  for (size_t i = next_escape(p, 0, len); i < len && rc == 0; i = next_escape(p, i + 1, len)) {
     rc = dg_buf_append(out, s + run, i - run);
     if (rc == 0)
       rc = put_escape(out, p[i]);

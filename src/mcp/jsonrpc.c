@@ -31,7 +31,13 @@ json_t *dg__mcp_error(const json_t *id, int code, const char *fmt, ...) {
                    "message", message);
 }
 
+/* Most replies take a few KiB: reserving that at once spares an empty
+ * buffer its chain of doublings from 256 bytes. */
+#define DUMP_RESERVE 4096
+
 int dg__mcp_dump(const json_t *value, dg_buf_t *out) {
+  if (out->cap == 0 && out->max >= DUMP_RESERVE)
+    (void)dg_buf_reserve(out, DUMP_RESERVE); /* a failure shows again below */
   return dg_json_write(value, out) == 0 ? 0 : DG_E2BIG;
 }
 

@@ -75,6 +75,25 @@ static void test_every_escape(void **state) {
   json_decref(nul);
 }
 
+/* Long strings are scanned eight bytes at a time: put an escape at every
+ * offset of a word, between plain and multi-byte UTF-8 text. */
+static void test_escape_at_every_offset(void **state) {
+  static const char specials[] = {'"', '\\', '\n', 0x01, 0x1f};
+  for (size_t at = 0; at < 24; at++) {
+    for (size_t k = 0; k < sizeof(specials); k++) {
+      char text[64];
+      memset(text, 'a', sizeof(text));
+      memcpy(text + 30, "\xc3\xa9\xe2\x82\xac", 5); /* é and the euro sign */
+      text[at] = specials[k];
+      text[at + 36] = specials[(k + 1) % sizeof(specials)];
+      json_t *v = json_stringn(text, sizeof(text));
+      assert_non_null(v);
+      assert_same_as_jansson(v);
+      json_decref(v);
+    }
+  }
+}
+
 static void test_insertion_order(void **state) {
   json_t *obj = json_pack("{s:i,s:i,s:i}", "zeta", 1, "alpha", 2, "mid", 3);
   json_object_del(obj, "alpha");
@@ -173,9 +192,13 @@ static void test_depth_limit(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_scalars),          cmocka_unit_test(test_every_escape),
-      cmocka_unit_test(test_insertion_order),  cmocka_unit_test(test_response_like),
-      cmocka_unit_test(test_generated_values), cmocka_unit_test(test_limit_leaves_buffer_unchanged),
+      cmocka_unit_test(test_scalars),
+      cmocka_unit_test(test_every_escape),
+      cmocka_unit_test(test_escape_at_every_offset),
+      cmocka_unit_test(test_insertion_order),
+      cmocka_unit_test(test_response_like),
+      cmocka_unit_test(test_generated_values),
+      cmocka_unit_test(test_limit_leaves_buffer_unchanged),
       cmocka_unit_test(test_depth_limit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
