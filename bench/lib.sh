@@ -114,7 +114,7 @@ bench_config() {
 #   gateway_start CONFIG_DIR WORKERS CPU_LIST   (CPU_LIST "" for no pinning)
 gateway_start() {
   local config="$1" workers="$2" cpus="$3" i
-  local bin="$bench_root/build/release/datagate"
+  local bin="${BENCH_DATAGATE:-$bench_root/build/release/datagate}"
   [ -x "$bin" ] || die "$bin is missing: run bench/setup"
   gw_port="$(bench_free_port)"
   local cmd=("$bin" --config "$config" --listen "127.0.0.1:$gw_port" --workers "$workers")
