@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -323,6 +324,29 @@ static void close_handle(uv_handle_t *handle) {
     uv_close(handle, NULL);
 }
 
+/* Closing a uv_signal handle gives its signal the default action back,
+ * which would turn a clean exit into death by signal when a supervisor
+ * repeats its SIGTERM while the process finishes. The signals are blocked
+ * while the handles close and then ignored, which also discards one that
+ * arrived in between. SIGINT keeps its default so that a second Ctrl-C
+ * still ends an exit that hangs. */
+static void close_signals(app_t *app) {
+  sigset_t late, old;
+  sigemptyset(&late);
+  sigaddset(&late, SIGTERM);
+  sigaddset(&late, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &late, &old);
+  close_handle((uv_handle_t *)&app->sig_term);
+  close_handle((uv_handle_t *)&app->sig_int);
+  close_handle((uv_handle_t *)&app->sig_hup);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 /* Releases everything; the loop then runs out of handles and returns. The
  * HTTP server is closed first: by now it has no connections, so nothing
  * can call into the MCP server while it is freed. */
@@ -336,9 +360,7 @@ static void app_finish(app_t *app) {
   if (app->mcp != NULL)
     dg_mcp_server_free(app->mcp);
   app->mcp = NULL;
-  close_handle((uv_handle_t *)&app->sig_term);
-  close_handle((uv_handle_t *)&app->sig_int);
-  close_handle((uv_handle_t *)&app->sig_hup);
+  close_signals(app);
   close_handle((uv_handle_t *)&app->calls_timer);
   dg_log_json(DG_LOG_INFO, "stopped",
               json_pack("{s:i,s:i,s:i}", "pid", (int)getpid(), "canceled_calls", (int)left,
@@ -484,7 +506,7 @@ static void log_listening(const app_t *app, bool tls) {
   char url[HOST_MAX + 64];
   int port = dg_http_server_port(app->http);
   format_url(url, sizeof(url), app->plan->host, port, tls);
-  dg_log_json(DG_LOG_INFO, "listening",
+  dg_log_json(DG_LOG_NOTICE, "listening",
               json_pack("{s:s,s:i,s:i,s:i}", "url", url, "port", port, "pid", (int)getpid(),
                         "worker", app->plan->worker));
 }

@@ -118,7 +118,15 @@ int dg_json_write(const json_t *value, dg_buf_t *out);
 /* ---- Logging -----------------------------------------------------------
  * JSON lines on one file descriptor (stderr by default): one object per
  * line with ts, level, event and the given fields. Never pass secrets. */
-typedef enum dg_log_level { DG_LOG_DEBUG, DG_LOG_INFO, DG_LOG_WARN, DG_LOG_ERROR } dg_log_level_t;
+typedef enum dg_log_level {
+  DG_LOG_DEBUG,
+  DG_LOG_INFO,
+  DG_LOG_WARN,
+  DG_LOG_ERROR,
+  /* Lines other programs wait for (the bound address): written whatever
+   * the minimum level is, never chosen as a minimum. */
+  DG_LOG_NOTICE
+} dg_log_level_t;
 
 void dg_log_init(int fd, dg_log_level_t min_level);
 /* Fields every line carries from now on (for example the worker number);

@@ -121,7 +121,8 @@ static void unlink_session(dg_tool_call_t *call) {
 /* ---- Tool results ------------------------------------------------------------ */
 
 static json_t *error_result(const char *text) {
-  return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text, "isError", 1);
+  return json_pack("{s:[{s:s,s:o}],s:b}", "content", "type", "text", "text", dg__mcp_text(text),
+                   "isError", 1);
 }
 
 static size_t result_limit(const dg_tool_call_t *call) {

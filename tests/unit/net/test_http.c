@@ -194,6 +194,23 @@ static void test_request_id(void **state) {
   assert_true(dg_uuid_valid(response_header(&t->r, "X-Request-Id", v, sizeof(v))));
 }
 
+/* A request target in absolute form is served by its path. */
+static void test_absolute_form(void **state) {
+  test_ctx_t *t = *state;
+  start(t);
+  static const char *const targets[] = {"http://example.com/hello", "HTTPS://h:8443/hello?x=1",
+                                        "http://[::1]:80/hello"};
+  char req[256];
+  for (size_t i = 0; i < DG_ARRAY_SIZE(targets); i++) {
+    snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: h\r\n\r\n", targets[i]);
+    assert_int_equal(http_once(t->f.port, req, &t->r), 200);
+    assert_string_equal(t->r.body, "hello");
+  }
+  /* Without a path the target is the root. */
+  assert_int_equal(http_once(t->f.port, "GET http://h?q=1 HTTP/1.1\r\n\r\n", &t->r), 404);
+  assert_int_equal(http_once(t->f.port, "GET /http://h/hello HTTP/1.1\r\n\r\n", &t->r), 404);
+}
+
 static void test_post_and_headers(void **state) {
   test_ctx_t *t = *state;
   start(t);
@@ -626,6 +643,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_get),
       T(test_request_id),
+      T(test_absolute_form),
       T(test_post_and_headers),
       T(test_keep_alive),
       T(test_pipelining_in_order),
