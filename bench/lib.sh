@@ -66,11 +66,12 @@ bench_machine() {
   fi
 }
 
-# A TCP port on 127.0.0.1 that nothing listens on now.
+# A TCP port on 127.0.0.1 that nothing listens on now, below the kernel's
+# ephemeral range (from 32768), where the clients' own ports come from.
 bench_free_port() {
   local port tries
   for tries in $(seq 1 100); do
-    port=$((20000 + RANDOM % 20000))
+    port=$((10000 + RANDOM % 22000))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       printf '%s\n' "$port"
       return 0
