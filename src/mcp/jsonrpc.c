@@ -68,9 +68,11 @@ json_t *dg__mcp_error(const json_t *id, int code, const char *fmt, ...) {
                    "message", dg__mcp_text(message));
 }
 
-/* Most replies take a few KiB: reserving that at once spares an empty
- * buffer its chain of doublings from 256 bytes. */
-#define DUMP_RESERVE 4096
+/* An empty reply buffer starts at 1000 bytes instead of growing from 256
+ * by doubling. Not more: glibc serves blocks up to 1032 bytes from its
+ * per-thread cache, and a 4 KiB first block per reply made the small
+ * answers (ping, notifications) a third slower in bench/ws. */
+#define DUMP_RESERVE 1000
 
 int dg__mcp_dump(const json_t *value, dg_buf_t *out) {
   if (out->cap == 0 && out->max >= DUMP_RESERVE)
