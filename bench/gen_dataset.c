@@ -608,7 +608,9 @@ int main(int argc, char **argv) {
   exec(g.db, "COMMIT");
   double t1 = now();
   restore_derived(&g);
-  exec(g.db, "PRAGMA analysis_limit=1000; ANALYZE; PRAGMA journal_mode=WAL");
+  /* A full ANALYZE: a sampled one reads only the first rows of each index
+   * and takes Status (five values) for a selective column. */
+  exec(g.db, "ANALYZE; PRAGMA journal_mode=WAL");
   double t2 = now();
   sqlite3_close(g.db);
   summary(&g, t0, t1, t2);
