@@ -187,6 +187,9 @@ json_t *dg__store_entity(const dg__sql_cols_t *cols, const dg_store_value_t *row
                          dg__store_budget_t *budget, int *rc);
 /* Fills err for a result over the budget. */
 int dg__store_too_big(dg_errctx_t *err, size_t max);
+/* Replaces *result by its JSON text (dg_json_raw), at most max bytes:
+ * written on the worker thread, so that the loop only copies it out. */
+int dg__store_write_out(json_t **result, size_t max, dg_errctx_t *err);
 /* The key of a reference under "expanded" (camelCased). */
 const char *dg__store_ref_key(const dg_property_t *ref);
 

@@ -74,6 +74,20 @@ int dg__store_too_big(dg_errctx_t *err, size_t max) {
                        max);
 }
 
+int dg__store_write_out(json_t **result, size_t max, dg_errctx_t *err) {
+  dg_buf_t text;
+  dg_buf_init(&text, max);
+  int rc = dg_json_write(*result, &text);
+  json_t *raw = rc == 0 ? dg_json_raw(text.data != NULL ? text.data : "", text.len) : NULL;
+  dg_buf_free(&text);
+  if (raw == NULL)
+    return rc == DG_E2BIG ? dg__store_too_big(err, max)
+                          : dg_errctx_set(err, DG_ENOMEM, "", "The result could not be built.");
+  json_decref(*result);
+  *result = raw;
+  return 0;
+}
+
 const char *dg__store_ref_key(const dg_property_t *ref) {
   return ref->json_name;
 }

@@ -611,6 +611,8 @@ int dg__sqlite_run(dg__sqlite_conn_t *conn, dg_store_req_t *r) {
     break;
   }
   dg_arena_destroy(run.arena);
+  if (rc == 0 && r->kind != DG__STORE_WRITE)
+    rc = dg__store_write_out(&r->result, run.budget.max, run.err);
   if (rc != 0) {
     json_decref(r->result);
     r->result = NULL;

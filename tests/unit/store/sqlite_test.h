@@ -37,7 +37,11 @@ static inline void sq_on_result(int status, json_t *result, const dg_errctx_t *e
   r->calls++;
   r->early |= r->starting;
   r->status = status;
-  r->json = result;
+  /* Results come written out (dg_json_raw): read them back as a client would. */
+  const json_t *text = dg_json_raw_text(result);
+  r->json = text != NULL ? json_loads(json_string_value(text), 0, NULL) : result;
+  if (text != NULL)
+    json_decref(result);
   snprintf(r->message, sizeof(r->message), "%s", status != 0 && err ? err->message : "");
 }
 
