@@ -179,9 +179,9 @@ static double percentile_ms(const latencies_t *l, double p) {
 void latencies_report(const char *who, kind_t kind, latencies_t *l, double seconds) {
   qsort(l->us, l->n, sizeof(*l->us), compare_u32);
   printf("RESULT who=%s kind=%s requests=%zu seconds=%.3f rps=%.1f p50_ms=%.3f p99_ms=%.3f "
-         "errors=%" PRIu64 " cpu_s=%.2f\n",
+         "errors=%" PRIu64 " total=%" PRIu64 " cpu_s=%.2f\n",
          who, kind_name(kind), l->n, seconds, (double)l->n / seconds, percentile_ms(l, 0.50),
-         percentile_ms(l, 0.99), l->errors, cpu_seconds());
+         percentile_ms(l, 0.99), l->errors, l->total, cpu_seconds());
   fflush(stdout);
   free(l->us);
   memset(l, 0, sizeof(*l));

@@ -10,7 +10,10 @@
  * Both runners keep CLIENTS requests in flight (closed loop: a client sends
  * its next request when the last one is answered), warm up, then measure
  * for a while and print one line:
- *   RESULT who=raw kind=query requests=N seconds=S rps=R p50_ms=X p99_ms=Y errors=E cpu_s=C
+ *   RESULT who=raw kind=query requests=N seconds=S rps=R p50_ms=X p99_ms=Y errors=E total=T
+ *          cpu_s=C
+ * (requests: measured ones; total: all answered, warm-up included; cpu_s:
+ * this process's CPU time, for the raw runner the database work)
  * so that the gateway's latency can be set against the database's own at
  * the same concurrency. */
 #ifndef ENTITYBENCH_H
@@ -53,6 +56,7 @@ typedef struct latencies {
   uint32_t *us;
   size_t n, cap;
   uint64_t errors;
+  uint64_t total; /* requests answered, warm-up included (for CPU per request) */
 } latencies_t;
 
 const char *kind_name(kind_t kind);

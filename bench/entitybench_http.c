@@ -176,6 +176,7 @@ static void on_response(hclient_t *c, const response_t *resp, const char *body) 
     send_post(c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
     return;
   }
+  r->lat.total += c->state == S_CALL;
   if (c->state == S_INITIALIZED) {
     r->setup_errors += resp->status != 202;
   } else if (c->start >= r->measure_from && t <= r->measure_to) {

@@ -352,6 +352,7 @@ static void on_done(uv_work_t *w, int status) {
   client_t *c = w->data;
   runner_t *r = c->runner;
   uint64_t t = now_ns();
+  r->lat.total++;
   if (c->start >= r->measure_from && t <= r->measure_to) {
     latencies_add(&r->lat, t - c->start);
     r->lat.errors += status != 0 || c->rows < 0;
