@@ -169,6 +169,20 @@ const json_t *dg_json_raw_text(const json_t *value) {
   return json_array_get(value, 1);
 }
 
+int dg_json_write_string(dg_buf_t *out, const char *s, size_t len) {
+  return put_string(out, s, len);
+}
+
+int dg_json_write_real(dg_buf_t *out, double d) {
+  int rc = 0;
+  if (put_hundredths(out, d, &rc))
+    return rc;
+  json_t *v = json_real(d);
+  rc = v != NULL ? put_real(out, v) : DG_EINVAL; /* not finite */
+  json_decref(v);
+  return rc;
+}
+
 static int put_value(dg_buf_t *out, const json_t *value, unsigned depth);
 
 static int put_object(dg_buf_t *out, const json_t *object, unsigned depth) {

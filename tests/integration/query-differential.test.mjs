@@ -17,7 +17,7 @@ import { Gateway, httpClient, makeConfig, writeJson } from './lib/gateway.mjs';
 import { EntityData, expectFetch, expectQuery, isInbound } from './lib/entities.mjs';
 
 const SEED = Number(process.env.DG_DIFF_SEED ?? 20241123);
-const CASES = Number(process.env.DG_DIFF_CASES ?? 400);
+const CASES = Number(process.env.DG_DIFF_CASES ?? 300);
 const FETCHES = Math.ceil(CASES / 8);
 const PARALLEL = 8;
 

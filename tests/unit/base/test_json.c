@@ -227,6 +227,37 @@ static void test_hundredths_as_jansson(void **state) {
   }
 }
 
+/* The pieces for writers of their own give dg_json_write's bytes. */
+static void test_pieces(void **state) {
+  static const char *const strings[] = {"", "plain", "quote \" and \\", "tab\tnl\n\x01",
+                                        "caf\xc3\xa9"};
+  static const double reals[] = {0.0, 1450.1, -2.5, 1e300, 3.14159265358979, 1e-7, 42.0};
+  for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+    dg_buf_t a, b;
+    dg_buf_init(&a, 1024);
+    dg_buf_init(&b, 1024);
+    json_t *v = json_string(strings[i]);
+    assert_int_equal(dg_json_write_string(&a, strings[i], strlen(strings[i])), 0);
+    assert_int_equal(dg_json_write(v, &b), 0);
+    assert_string_equal(a.data, b.data);
+    json_decref(v);
+    dg_buf_free(&a);
+    dg_buf_free(&b);
+  }
+  for (size_t i = 0; i < sizeof(reals) / sizeof(reals[0]); i++) {
+    dg_buf_t a, b;
+    dg_buf_init(&a, 1024);
+    dg_buf_init(&b, 1024);
+    json_t *v = json_real(reals[i]);
+    assert_int_equal(dg_json_write_real(&a, reals[i]), 0);
+    assert_int_equal(dg_json_write(v, &b), 0);
+    assert_string_equal(a.data, b.data);
+    json_decref(v);
+    dg_buf_free(&a);
+    dg_buf_free(&b);
+  }
+}
+
 /* A raw value is written as it is, wherever it sits; a look-alike array is
  * just an array. */
 static void test_raw_values(void **state) {
@@ -266,6 +297,7 @@ int main(void) {
       cmocka_unit_test(test_depth_limit),
       cmocka_unit_test(test_hundredths_as_jansson),
       cmocka_unit_test(test_raw_values),
+      cmocka_unit_test(test_pieces),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
