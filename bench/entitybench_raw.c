@@ -74,7 +74,8 @@ static uv_key_t conn_key;
 static uv_mutex_t conns_lock;
 static conn_t *conns;
 
-/* This thread's connection, opened on first use with the store's settings. */
+/* This thread's connection, opened on first use with the store's settings
+ * (busy timeout and pragmas of src/store/sqlite.c). */
 static conn_t *thread_conn(void) {
   conn_t *c = uv_key_get(&conn_key);
   if (c != NULL)
@@ -83,6 +84,7 @@ static conn_t *thread_conn(void) {
   if (c == NULL || sqlite3_open_v2(db_path, &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
                                    NULL) != SQLITE_OK)
     die("cannot open %s", db_path);
+  sqlite3_busy_timeout(c->db, 10000);
   sqlite3_exec(c->db,
                "PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY; "
                "PRAGMA cache_size=-32768; PRAGMA mmap_size=268435456;",
