@@ -296,20 +296,6 @@ static void check_schema(sqlite3 *db) {
   }
 }
 
-/* Indexes whose keys arrive in ascending order (order numbers, and the
- * ascending order ids that lines, payments and files point at): appending
- * to them as rows go in costs less than building them afterwards. */
-static const char *const appended[] = {"_ix_Orders_OrderNumber", "_ix_OrderLines_Order",
-                                       "_ix_Payments_Order", "_ix_Files_Order"};
-
-static bool is_appended(const char *name) {
-  for (size_t i = 0; i < COUNT(appended); i++) {
-    if (strcmp(name, appended[i]) == 0)
-      return true;
-  }
-  return false;
-}
-
 /* Keeps the migration's index and keyword trigger statements, then drops
  * them: rows go in faster without them. */
 static void drop_derived(gen_t *g) {
@@ -320,8 +306,6 @@ static void drop_derived(gen_t *g) {
   size_t n = 0;
   while (sqlite3_step(st) == SQLITE_ROW && n < DDL_MAX) {
     const char *type = (const char *)sqlite3_column_text(st, 0);
-    if (is_appended((const char *)sqlite3_column_text(st, 1)))
-      continue;
     snprintf(drops[n], TEXT_MAX, "DROP %s \"%s\"", strcmp(type, "index") ? "TRIGGER" : "INDEX",
              (const char *)sqlite3_column_text(st, 1));
     g->ddl[n++] = strdup((const char *)sqlite3_column_text(st, 2));
