@@ -25,6 +25,7 @@
 
 #include "datagate/base.h"
 #include "datagate/catalog.h"
+#include "datagate/extract.h"
 #include "datagate/mcp.h"
 #include "datagate/net.h"
 #include "datagate/tools.h"
@@ -89,6 +90,8 @@ static void print_usage(FILE *out) {
         "      --check-config [DIR]\n"
         "                         validate the configuration, print every problem, and exit\n"
         "      --log-level LEVEL  debug, info, warn or error (overrides server.logLevel)\n"
+        "      --extract FILE [--content-type T] [--offset N] [--chunk-chars N] [--json]\n"
+        "                         print the text of a document (or its chunks as JSON)\n"
         "  -V, --version          print the version and exit\n"
         "  -h, --help             print this help and exit\n"
         "\n"
@@ -921,6 +924,9 @@ static int serve(const options_t *o, dg_catalog_t *cat) {
 }
 
 int main(int argc, char **argv) {
+  /* "datagate --extract FILE ..." extracts one document and exits. */
+  if (argc > 1 && strcmp(argv[1], "--extract") == 0)
+    return dg_extract_main(argc - 1, argv + 1, stdout, stderr);
   options_t opt;
   args_result_t args = parse_args(argc, argv, &opt);
   if (args != ARGS_RUN)

@@ -1,0 +1,449 @@
+/* PDF with MuPDF, one page per step: the page's structured text, its text
+ * blocks put in reading order, each page preceded by "--- Page N ---".
+ *
+ * Reading order is a recursive XY cut over the blocks' boxes: a region is
+ * split into side-by-side columns where a vertical gap runs through it and
+ * both sides are at least half the region's height, else into bands at a
+ * horizontal gap, else into columns at any vertical gap; blocks that
+ * overlap everywhere keep top-to-bottom, left-to-right order. So a title
+ * over two columns reads title, left column, right column.
+ *
+ * Bounds: MuPDF allocates through a counting allocator capped at
+ * limits.max_memory_bytes; the device the page is run through checks the
+ * deadline on every drawing call and aborts the page when it has passed;
+ * a damaged document is repaired by MuPDF where it can be, and a page that
+ * cannot be read is left empty (the whole document failing only when no
+ * page can be read). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <mupdf/fitz.h>
+#include <mupdf/pdf.h>
+
+#include "extract/internal.h"
+
+/* Text blocks put in reading order; more keep MuPDF's order. */
+#define MAX_BLOCKS 4096
+/* MuPDF's cache of decoded objects, inside the memory limit. */
+#define STORE_BYTES ((size_t)32 << 20)
+/* Drawing calls between two looks at the clock. */
+#define CALLS_PER_CHECK 64
+
+typedef struct mem {
+  size_t used;
+  size_t max;
+  bool over;
+} mem_t;
+
+typedef struct pdf_state {
+  dg__xrun_t *run;
+  mem_t mem;
+  fz_alloc_context alloc;
+  fz_context *ctx;
+  pdf_document *doc;
+  int pages;
+  int next;
+  int failed; /* pages that could not be read */
+  char first_failure[256];
+  fz_cookie cookie;
+  unsigned calls;
+  bool late; /* the deadline passed while a page ran */
+  /* The stext device's own drawing functions, called by the wrappers. */
+  fz_device original;
+} pdf_state_t;
+
+/* ---- Memory ------------------------------------------------------------------
+ * Each block carries its size in front so that frees can be counted. */
+
+#define HEADER 16
+
+static void *mem_malloc(void *user, size_t n) {
+  mem_t *m = user;
+  if (n > m->max - m->used) {
+    m->over = true;
+    return NULL;
+  }
+  unsigned char *p = malloc(n + HEADER);
+  if (p == NULL)
+    return NULL;
+  memcpy(p, &n, sizeof(n));
+  m->used += n;
+  return p + HEADER;
+}
+
+static void mem_free(void *user, void *ptr) {
+  mem_t *m = user;
+  if (ptr == NULL)
+    return;
+  unsigned char *p = (unsigned char *)ptr - HEADER;
+  size_t n = 0;
+  memcpy(&n, p, sizeof(n));
+  m->used -= n;
+  free(p);
+}
+
+static void *mem_realloc(void *user, void *ptr, size_t n) {
+  mem_t *m = user;
+  if (ptr == NULL)
+    return mem_malloc(user, n);
+  unsigned char *p = (unsigned char *)ptr - HEADER;
+  size_t old = 0;
+  memcpy(&old, p, sizeof(old));
+  if (n > old && n - old > m->max - m->used) {
+    m->over = true;
+    return NULL;
+  }
+  unsigned char *q = realloc(p, n + HEADER);
+  if (q == NULL)
+    return NULL;
+  memcpy(q, &n, sizeof(n));
+  m->used = m->used - old + n;
+  return q + HEADER;
+}
+
+/* ---- Failures ------------------------------------------------------------------ */
+
+static void quiet(void *user, const char *message) {
+}
+
+/* The error for what MuPDF threw (called inside fz_catch). */
+static int failure(pdf_state_t *st, const char *doing) {
+  dg__xrun_t *run = st->run;
+  if (st->mem.over || fz_caught(st->ctx) == FZ_ERROR_MEMORY)
+    return dg_errctx_set(&run->err, DG_E2BIG, "url",
+                         "%s needs more than the limit of %zu MiB of memory", doing,
+                         run->limits.max_memory_bytes >> 20);
+  int rc = dg__xrun_check(run);
+  if (rc != 0)
+    return rc;
+  return dg_errctx_set(&run->err, DG_EPROTO, "url", "%s failed: the PDF is damaged (%s)", doing,
+                       fz_caught_message(st->ctx));
+}
+
+/* ---- The deadline inside a page -------------------------------------------------
+ * MuPDF stops interpreting a page when the cookie's abort flag is set; the
+ * stext device's drawing functions are wrapped to set it once the deadline
+ * has passed. The context's user pointer leads back to the state. */
+
+static void tick(fz_context *ctx) {
+  pdf_state_t *st = fz_user_context(ctx);
+  if (++st->calls % CALLS_PER_CHECK != 0)
+    return;
+  if (dg__xrun_check(st->run) != 0) {
+    st->late = true;
+    st->cookie.abort = 1;
+  }
+}
+
+static pdf_state_t *state_of(fz_context *ctx) {
+  return fz_user_context(ctx);
+}
+
+static void w_fill_path(fz_context *ctx, fz_device *dev, const fz_path *path, int even_odd,
+                        fz_matrix ctm, fz_colorspace *cs, const float *color, float alpha,
+                        fz_color_params cp) {
+  tick(ctx);
+  if (state_of(ctx)->original.fill_path != NULL)
+    state_of(ctx)->original.fill_path(ctx, dev, path, even_odd, ctm, cs, color, alpha, cp);
+}
+
+static void w_stroke_path(fz_context *ctx, fz_device *dev, const fz_path *path,
+                          const fz_stroke_state *stroke, fz_matrix ctm, fz_colorspace *cs,
+                          const float *color, float alpha, fz_color_params cp) {
+  tick(ctx);
+  if (state_of(ctx)->original.stroke_path != NULL)
+    state_of(ctx)->original.stroke_path(ctx, dev, path, stroke, ctm, cs, color, alpha, cp);
+}
+
+static void w_fill_text(fz_context *ctx, fz_device *dev, const fz_text *text, fz_matrix ctm,
+                        fz_colorspace *cs, const float *color, float alpha, fz_color_params cp) {
+  tick(ctx);
+  if (state_of(ctx)->original.fill_text != NULL)
+    state_of(ctx)->original.fill_text(ctx, dev, text, ctm, cs, color, alpha, cp);
+}
+
+static void w_stroke_text(fz_context *ctx, fz_device *dev, const fz_text *text,
+                          const fz_stroke_state *stroke, fz_matrix ctm, fz_colorspace *cs,
+                          const float *color, float alpha, fz_color_params cp) {
+  tick(ctx);
+  if (state_of(ctx)->original.stroke_text != NULL)
+    state_of(ctx)->original.stroke_text(ctx, dev, text, stroke, ctm, cs, color, alpha, cp);
+}
+
+static void w_ignore_text(fz_context *ctx, fz_device *dev, const fz_text *text, fz_matrix ctm) {
+  tick(ctx);
+  if (state_of(ctx)->original.ignore_text != NULL)
+    state_of(ctx)->original.ignore_text(ctx, dev, text, ctm);
+}
+
+static void w_fill_shade(fz_context *ctx, fz_device *dev, fz_shade *shade, fz_matrix ctm,
+                         float alpha, fz_color_params cp) {
+  tick(ctx);
+  if (state_of(ctx)->original.fill_shade != NULL)
+    state_of(ctx)->original.fill_shade(ctx, dev, shade, ctm, alpha, cp);
+}
+
+static void w_fill_image(fz_context *ctx, fz_device *dev, fz_image *image, fz_matrix ctm,
+                         float alpha, fz_color_params cp) {
+  tick(ctx);
+  if (state_of(ctx)->original.fill_image != NULL)
+    state_of(ctx)->original.fill_image(ctx, dev, image, ctm, alpha, cp);
+}
+
+static void watch(pdf_state_t *st, fz_device *dev) {
+  st->original = *dev;
+  dev->fill_path = w_fill_path;
+  dev->stroke_path = w_stroke_path;
+  dev->fill_text = w_fill_text;
+  dev->stroke_text = w_stroke_text;
+  dev->ignore_text = w_ignore_text;
+  dev->fill_shade = w_fill_shade;
+  dev->fill_image = w_fill_image;
+}
+
+/* ---- Reading order ---------------------------------------------------------------- */
+
+typedef struct item {
+  fz_rect r;
+  fz_stext_block *block;
+} item_t;
+
+static int by_x(const void *a, const void *b) {
+  float d = ((const item_t *)a)->r.x0 - ((const item_t *)b)->r.x0;
+  return (d > 0) - (d < 0);
+}
+
+static int by_y(const void *a, const void *b) {
+  const item_t *p = a, *q = b;
+  float d = p->r.y0 != q->r.y0 ? p->r.y0 - q->r.y0 : p->r.x0 - q->r.x0;
+  return (d > 0) - (d < 0);
+}
+
+static void span(const item_t *a, size_t n, float *top, float *bottom) {
+  *top = a[0].r.y0;
+  *bottom = a[0].r.y1;
+  for (size_t i = 1; i < n; i++) {
+    *top = a[i].r.y0 < *top ? a[i].r.y0 : *top;
+    *bottom = a[i].r.y1 > *bottom ? a[i].r.y1 : *bottom;
+  }
+}
+
+/* Where a vertical gap splits a (sorted by x) into columns; 0 when none.
+ * With tall, both sides must reach half the region's height. */
+static size_t column_cut(const item_t *a, size_t n, bool tall) {
+  float top, bottom, right = a[0].r.x1;
+  span(a, n, &top, &bottom);
+  for (size_t i = 1; i < n; i++) {
+    if (a[i].r.x0 > right) {
+      float t1, b1, t2, b2;
+      span(a, i, &t1, &b1);
+      span(a + i, n - i, &t2, &b2);
+      float half = (bottom - top) / 2;
+      if (!tall || (b1 - t1 >= half && b2 - t2 >= half))
+        return i;
+    }
+    right = a[i].r.x1 > right ? a[i].r.x1 : right;
+  }
+  return 0;
+}
+
+/* Where a horizontal gap splits a (sorted by y) into bands; 0 when none. */
+static size_t band_cut(const item_t *a, size_t n) {
+  float bottom = a[0].r.y1;
+  for (size_t i = 1; i < n; i++) {
+    if (a[i].r.y0 >= bottom)
+      return i;
+    bottom = a[i].r.y1 > bottom ? a[i].r.y1 : bottom;
+  }
+  return 0;
+}
+
+/* Orders a in place, recursively; depth bounds the recursion. */
+static void xy_cut(item_t *a, size_t n, unsigned depth) {
+  if (n < 2)
+    return;
+  size_t cut = 0;
+  if (depth < 64) {
+    qsort(a, n, sizeof(*a), by_x);
+    cut = column_cut(a, n, true);
+    if (cut == 0) {
+      qsort(a, n, sizeof(*a), by_y);
+      cut = band_cut(a, n);
+    }
+    if (cut == 0) {
+      qsort(a, n, sizeof(*a), by_x);
+      cut = column_cut(a, n, false);
+    }
+  }
+  if (cut == 0) {
+    qsort(a, n, sizeof(*a), by_y);
+    return;
+  }
+  xy_cut(a, cut, depth + 1);
+  xy_cut(a + cut, n - cut, depth + 1);
+}
+
+/* ---- Text out ----------------------------------------------------------------------- */
+
+static void emit_block(dg__sink_t *sink, fz_stext_block *b) {
+  for (fz_stext_line *line = b->u.t.first_line; line != NULL; line = line->next) {
+    for (fz_stext_char *ch = line->first_char; ch != NULL; ch = ch->next)
+      dg__sink_rune(sink, ch->c > 0 ? (uint32_t)ch->c : DG__REPLACEMENT);
+    dg__sink_break(sink, DG__BREAK_LINE);
+  }
+  dg__sink_break(sink, DG__BREAK_PARA);
+}
+
+/* Blocks in reading order; MuPDF's own order when there are too many to
+ * sort or no memory for it. */
+static void emit_page(dg__xrun_t *run, fz_stext_page *text) {
+  size_t n = 0, k = 0;
+  for (fz_stext_block *b = text->first_block; b != NULL; b = b->next)
+    n += b->type == FZ_STEXT_BLOCK_TEXT;
+  item_t *items = n <= MAX_BLOCKS ? malloc((n + 1) * sizeof(*items)) : NULL;
+  for (fz_stext_block *b = text->first_block; b != NULL; b = b->next) {
+    if (b->type != FZ_STEXT_BLOCK_TEXT)
+      continue;
+    if (items == NULL)
+      emit_block(&run->sink, b);
+    else
+      items[k++] = (item_t){b->bbox, b};
+  }
+  if (items == NULL)
+    return;
+  xy_cut(items, n, 0);
+  for (size_t i = 0; i < n; i++)
+    emit_block(&run->sink, items[i].block);
+  free(items);
+}
+
+/* ---- Pages --------------------------------------------------------------------------- */
+
+/* Runs page number (0-based) through a watched stext device. */
+static int read_page(pdf_state_t *st, int number, fz_stext_page **out) {
+  fz_context *ctx = st->ctx;
+  fz_page *page = NULL;
+  fz_stext_page *text = NULL;
+  fz_device *dev = NULL;
+  fz_stext_options opts = {.flags = FZ_STEXT_DEHYPHENATE | FZ_STEXT_MEDIABOX_CLIP};
+  fz_var(page);
+  fz_var(text);
+  fz_var(dev);
+  fz_try(ctx) {
+    page = fz_load_page(ctx, &st->doc->super, number);
+    text = fz_new_stext_page(ctx, fz_bound_page(ctx, page));
+    dev = fz_new_stext_device(ctx, text, &opts);
+    watch(st, dev);
+    fz_run_page(ctx, page, dev, fz_identity, &st->cookie);
+    fz_close_device(ctx, dev);
+  }
+  fz_always(ctx) {
+    fz_drop_device(ctx, dev);
+    fz_drop_page(ctx, page);
+  }
+  fz_catch(ctx) {
+    fz_drop_stext_page(ctx, text);
+    return failure(st, "reading a page");
+  }
+  *out = text;
+  return 0;
+}
+
+/* One page; a damaged page is left empty unless memory or time ran out. */
+static int extract_page(dg__xrun_t *run, pdf_state_t *st) {
+  fz_stext_page *text = NULL;
+  char label[48];
+  snprintf(label, sizeof(label), "--- Page %d ---", st->next + 1);
+  dg__sink_label(&run->sink, label, true);
+  int rc = read_page(st, st->next, &text);
+  if (rc == 0 && st->late)
+    rc = dg__xrun_check(run);
+  if (rc == DG_EPROTO) {
+    if (st->failed++ == 0)
+      dg_strlcpy(st->first_failure, run->err.message, sizeof(st->first_failure));
+    dg_errctx_clear(&run->err);
+    return 0;
+  }
+  if (rc == 0)
+    emit_page(run, text);
+  fz_drop_stext_page(st->ctx, text);
+  return rc;
+}
+
+/* ---- The extractor ---------------------------------------------------------------------- */
+
+static int open_document(dg__xrun_t *run, pdf_state_t *st) {
+  fz_context *ctx = st->ctx;
+  fz_stream *stm = NULL;
+  int rc = 0;
+  fz_var(stm);
+  fz_var(rc);
+  fz_try(ctx) {
+    stm = fz_open_memory(ctx, run->in, run->in_len);
+    st->doc = pdf_open_document_with_stream(ctx, stm);
+    if (pdf_needs_password(ctx, st->doc) && !pdf_authenticate_password(ctx, st->doc, ""))
+      rc = DG_ENOTSUP;
+    else
+      st->pages = pdf_count_pages(ctx, st->doc);
+  }
+  fz_always(ctx) {
+    fz_drop_stream(ctx, stm);
+  }
+  fz_catch(ctx) {
+    return failure(st, "opening the PDF");
+  }
+  if (rc != 0)
+    return dg_errctx_set(&run->err, rc, "url", "the PDF is password-protected");
+  if (st->pages <= 0)
+    return dg_errctx_set(&run->err, DG_EPROTO, "url", "the PDF has no pages (it is damaged)");
+  return 0;
+}
+
+static int pdf_open(dg__xrun_t *run) {
+  pdf_state_t *st = run->state;
+  st->run = run;
+  st->mem.max = run->limits.max_memory_bytes;
+  st->alloc = (fz_alloc_context){&st->mem, mem_malloc, mem_realloc, mem_free};
+  size_t store = STORE_BYTES < st->mem.max / 4 ? STORE_BYTES : st->mem.max / 4;
+  st->ctx = fz_new_context(&st->alloc, NULL, store);
+  if (st->ctx == NULL)
+    return dg_errctx_set(&run->err, DG_E2BIG, "url",
+                         "opening the PDF needs more than the limit of %zu MiB of memory",
+                         run->limits.max_memory_bytes >> 20);
+  fz_set_user_context(st->ctx, st);
+  fz_set_warning_callback(st->ctx, quiet, NULL);
+  fz_set_error_callback(st->ctx, quiet, NULL);
+  return open_document(run, st);
+}
+
+static int pdf_step(dg__xrun_t *run, bool *done) {
+  pdf_state_t *st = run->state;
+  int last = st->pages < (int)run->limits.max_units ? st->pages : (int)run->limits.max_units;
+  int rc = st->next < last ? extract_page(run, st) : 0;
+  st->next++;
+  *done = st->next >= last;
+  if (rc == 0 && *done && st->failed == st->next)
+    return dg_errctx_set(&run->err, DG_EPROTO, "url", "no page of the PDF can be read: %s",
+                         st->first_failure);
+  if (rc == 0 && *done && last < st->pages)
+    dg__xrun_cut(run, "only the first %d of %d pages were extracted", last, st->pages);
+  return rc;
+}
+
+static void pdf_close(dg__xrun_t *run) {
+  pdf_state_t *st = run->state;
+  if (st->ctx == NULL)
+    return;
+  pdf_drop_document(st->ctx, st->doc);
+  fz_drop_context(st->ctx);
+  st->ctx = NULL;
+}
+
+const dg__extractor_t dg__extract_pdf = {
+    .name = "pdf",
+    .whole = true,
+    .state_size = sizeof(pdf_state_t),
+    .open = pdf_open,
+    .step = pdf_step,
+    .close = pdf_close,
+};
