@@ -45,12 +45,12 @@ static int level_before(const unsigned char *t, size_t p, size_t start) {
   return -1;
 }
 
-/* The last position in (lo, hi] where each level of boundary occurs; the
+/* The last position in [lo, hi] where each level of boundary occurs; the
  * strongest found wins, else hi. */
 static size_t best_boundary(const char *text, size_t start, size_t lo, size_t hi) {
   const unsigned char *t = (const unsigned char *)text;
   size_t found[LEVELS] = {0};
-  for (size_t p = hi; p > lo; p--) {
+  for (size_t p = hi; p >= lo && p > start; p--) {
     int level = level_before(t, p, start);
     if (level >= 0 && found[level] == 0)
       found[level] = p;

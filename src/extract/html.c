@@ -10,12 +10,13 @@
  * collapses as a browser shows it. Entities are decoded by the parser.
  *
  * Encoding: a byte order mark wins, then the content type's charset, then
- * a <meta charset> or <meta http-equiv="Content-Type"> (libxml2 switches
- * when it meets one), else UTF-8, falling back to Latin-1 for bytes that
- * are not UTF-8. */
+ * a <meta charset> or <meta http-equiv="Content-Type"> in the first
+ * kilobyte (libxml2 switches when it meets one), else UTF-8 when the first
+ * bytes are valid UTF-8 and Windows-1252 when they are not. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <libxml/HTMLparser.h>
 #include <libxml/parserInternals.h>
@@ -23,6 +24,8 @@
 #include "extract/internal.h"
 
 #define SLICE 65536
+/* Bytes of an unfinished tag held back for the next chunk, at most. */
+#define HOLD_MAX 4096
 
 enum { F_SKIP = 1, F_PRE = 2, F_CELL = 4, F_ROW = 8 };
 
@@ -116,8 +119,8 @@ typedef struct html_state {
   unsigned pre_depth;  /* depth of the <pre> whose white space is kept, or 0 */
   unsigned row_cells;  /* cells seen in the current table row */
   int failure;
-  unsigned char head[4];
-  size_t head_len;
+  bool utf16;    /* the input is UTF-16 (from its byte order mark) */
+  dg_buf_t pend; /* bytes waiting to be parsed */
 } html_state_t;
 
 static const tag_rule_t *rule_of(const char *name) {
@@ -229,27 +232,67 @@ static int html_open(dg__xrun_t *run) {
   dg__xml_init();
   st->run = run;
   init_sax(&st->sax);
+  dg_buf_init(&st->pend, SLICE + HOLD_MAX + 8);
   return 0;
 }
 
-/* Chooses the input encoding before any text is parsed; returns the
- * length of the byte order mark to skip. */
+/* True when a <meta> among the first bytes declares a charset, which
+ * libxml2 then applies itself. */
+static bool meta_charset(const unsigned char *p, size_t n) {
+  size_t end = n < DG_EXTRACT_SNIFF_BYTES ? n : DG_EXTRACT_SNIFF_BYTES;
+  for (size_t i = 0; i + 5 <= end; i++) {
+    if (p[i] != '<' || strncasecmp((const char *)p + i + 1, "meta", 4) != 0)
+      continue;
+    for (size_t j = i + 5; j + 7 <= end && p[j] != '>'; j++) {
+      if (strncasecmp((const char *)p + j, "charset", 7) == 0)
+        return true;
+    }
+  }
+  return false;
+}
+
+/* True when p holds only valid UTF-8 (a character cut at the end aside). */
+static bool valid_utf8(const unsigned char *p, size_t n) {
+  for (size_t i = 0; i < n;) {
+    uint32_t cp = 0;
+    int k = dg__utf8_decode(p + i, n - i, &cp);
+    if (k < 0)
+      return false;
+    if (k == 0)
+      return n - i < 4;
+    i += (size_t)k;
+  }
+  return true;
+}
+
+/* Switches the parser to a named encoding; false when it is unknown. */
+static bool switch_to(html_state_t *st, const char *name) {
+  xmlCharEncodingHandlerPtr h = xmlFindCharEncodingHandler(name);
+  if (h == NULL)
+    return false;
+  xmlSwitchToEncoding(st->ctxt, h);
+  return true;
+}
+
+/* Chooses the input encoding before any text is parsed: byte order mark,
+ * content type charset, <meta> (left to libxml2), else UTF-8 when the
+ * first bytes are UTF-8 and Windows-1252 when not. Returns the length of
+ * the byte order mark to skip. */
 static size_t choose_encoding(html_state_t *st, const unsigned char *p, size_t n) {
-  if (n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
+  if (n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0) {
+    switch_to(st, "UTF-8");
     return 3;
-  if (n >= 2 && p[0] == 0xff && p[1] == 0xfe) {
-    xmlSwitchEncoding(st->ctxt, XML_CHAR_ENCODING_UTF16LE);
+  }
+  st->utf16 = n >= 2 && ((p[0] == 0xff && p[1] == 0xfe) || (p[0] == 0xfe && p[1] == 0xff));
+  if (st->utf16) {
+    xmlSwitchEncoding(st->ctxt,
+                      p[0] == 0xff ? XML_CHAR_ENCODING_UTF16LE : XML_CHAR_ENCODING_UTF16BE);
     return 2;
   }
-  if (n >= 2 && p[0] == 0xfe && p[1] == 0xff) {
-    xmlSwitchEncoding(st->ctxt, XML_CHAR_ENCODING_UTF16BE);
-    return 2;
-  }
-  if (st->run->charset[0] != '\0') {
-    xmlCharEncodingHandlerPtr h = xmlFindCharEncodingHandler(st->run->charset);
-    if (h != NULL)
-      xmlSwitchToEncoding(st->ctxt, h);
-  }
+  if (st->run->charset[0] != '\0' && switch_to(st, st->run->charset))
+    return 0;
+  if (!meta_charset(p, n))
+    switch_to(st, valid_utf8(p, n) ? "UTF-8" : "windows-1252");
   return 0;
 }
 
@@ -259,22 +302,50 @@ static int create_parser(html_state_t *st) {
     return dg_errctx_set(&st->run->err, DG_ENOMEM, "url", "out of memory");
   htmlCtxtUseOptions(st->ctxt, HTML_PARSE_NONET | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
                                    HTML_PARSE_RECOVER);
-  size_t skip = choose_encoding(st, st->head, st->head_len);
-  /* Parse problems are not failures: HTML is read the way browsers read it. */
-  htmlParseChunk(st->ctxt, (const char *)st->head + skip, (int)(st->head_len - skip), 0);
+  size_t bom = choose_encoding(st, (const unsigned char *)st->pend.data, st->pend.len);
+  dg_buf_consume(&st->pend, bom);
   return 0;
 }
 
-static size_t take_head(html_state_t *st, const unsigned char *p, size_t n) {
-  size_t k = sizeof(st->head) - st->head_len;
-  k = k < n ? k : n;
-  memcpy(st->head + st->head_len, p, k);
-  st->head_len += k;
-  return k;
+/* Where to end the bytes handed to the parser now. libxml2's push parser
+ * loses an end tag such as </script> cut by a chunk boundary, and falls
+ * back to Latin-1 on a UTF-8 sequence cut by one, so a tag still open at
+ * the end and an incomplete UTF-8 character wait for the next bytes. */
+static size_t safe_cut(const html_state_t *st, const unsigned char *p, size_t n) {
+  size_t cut = n;
+  for (size_t i = n; i > 0 && n - i < HOLD_MAX; i--) {
+    if (p[i - 1] == '>')
+      break;
+    if (p[i - 1] == '<') {
+      cut = i - 1;
+      break;
+    }
+  }
+  if (st->utf16)
+    return cut & ~(size_t)1;
+  for (size_t k = 1; k <= 3 && k <= cut; k++) {
+    uint32_t cp = 0;
+    if ((p[cut - k] & 0xc0) != 0x80)
+      return dg__utf8_decode(p + cut - k, k, &cp) == 0 ? cut - k : cut;
+  }
+  return cut;
 }
 
-static int parse_slice(html_state_t *st, const unsigned char *p, size_t n, bool last) {
-  htmlParseChunk(st->ctxt, (const char *)p, (int)n, last);
+/* Adds bytes to what waits and hands the parser all it safely can. */
+static int push(html_state_t *st, const unsigned char *p, size_t n, bool last) {
+  if (dg_buf_append(&st->pend, p, n) != 0)
+    return dg_errctx_set(&st->run->err, DG_ENOMEM, "url", "out of memory");
+  /* The first kilobyte decides the encoding. */
+  if (st->ctxt == NULL && st->pend.len < DG_EXTRACT_SNIFF_BYTES && !last)
+    return 0;
+  int rc = st->ctxt == NULL ? create_parser(st) : 0;
+  if (rc != 0)
+    return rc;
+  const unsigned char *data = (const unsigned char *)(st->pend.data ? st->pend.data : "");
+  size_t cut = last ? st->pend.len : safe_cut(st, data, st->pend.len);
+  /* Parse problems are not failures: HTML is read the way browsers read it. */
+  htmlParseChunk(st->ctxt, (const char *)data, (int)cut, last);
+  dg_buf_consume(&st->pend, cut);
   if (st->failure != 0)
     return st->failure;
   return dg__xrun_check(st->run);
@@ -283,17 +354,12 @@ static int parse_slice(html_state_t *st, const unsigned char *p, size_t n, bool 
 static int html_step(dg__xrun_t *run, bool *done) {
   html_state_t *st = run->state;
   size_t off = 0;
-  if (st->ctxt == NULL && run->in_len > 0)
-    off = take_head(st, run->in, run->in_len);
-  if (st->ctxt == NULL && st->head_len < sizeof(st->head) && !run->in_last)
-    return 0;
-  int rc = st->ctxt == NULL ? create_parser(st) : 0;
-  rc = rc != 0 ? rc : st->failure;
+  int rc = 0;
   do {
     size_t n = run->in_len - off < SLICE ? run->in_len - off : SLICE;
     bool last = run->in_last && off + n == run->in_len;
-    if (rc == 0 && (n > 0 || last))
-      rc = parse_slice(st, run->in + off, n, last);
+    if (n > 0 || last)
+      rc = push(st, run->in + off, n, last);
     off += n;
   } while (rc == 0 && off < run->in_len && !dg__xrun_full(run));
   *done = run->in_last;
@@ -304,6 +370,7 @@ static void html_close(dg__xrun_t *run) {
   html_state_t *st = run->state;
   if (st->ctxt != NULL)
     htmlFreeParserCtxt(st->ctxt);
+  dg_buf_free(&st->pend);
 }
 
 const dg__extractor_t dg__extract_html = {
