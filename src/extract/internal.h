@@ -114,7 +114,7 @@ int dg__xrun_step(dg__xrun_t *run);
 /* DG_ETIMEDOUT past the deadline, DG_ECANCELED after a cancel, else 0;
  * extractors call it between bounded pieces of work. */
 int dg__xrun_check(dg__xrun_t *run);
-/* True once the output is full or cut: the extractor may stop early. */
+/* True once the output is full: the extractor may stop early. */
 bool dg__xrun_full(const dg__xrun_t *run);
 /* Records why the text stops short (first reason wins). */
 void dg__xrun_cut(dg__xrun_t *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -165,6 +165,7 @@ typedef struct dg__zip_io {
   uint64_t comp_size;
   size_t read;
   int failure;
+  unsigned char tail[2]; /* the last two bytes read, for declarations */
   char name[256];
 } dg__zip_io_t;
 

@@ -54,7 +54,7 @@ int dg__xrun_check(dg__xrun_t *run) {
 }
 
 bool dg__xrun_full(const dg__xrun_t *run) {
-  return run->sink.truncated || run->truncated[0] != '\0';
+  return run->sink.truncated;
 }
 
 void dg__xrun_cut(dg__xrun_t *run, const char *fmt, ...) {

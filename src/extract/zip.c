@@ -110,6 +110,28 @@ static int check_read(dg__zip_t *z, size_t n) {
   return 0;
 }
 
+/* True when "<!" followed by anything but "-" (a comment) or "[" (CDATA)
+ * occurs: a DOCTYPE or another declaration, which OOXML forbids. Looked
+ * for in the bytes as they are inflated, before libxml2 parses them, so
+ * no entity is ever declared. tail holds the last bytes of the previous
+ * read. */
+static bool declaration(dg__zip_io_t *io, const unsigned char *p, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char prev2 = i >= 2 ? p[i - 2] : io->tail[i == 0 ? 0 : 1];
+    unsigned char prev1 = i >= 1 ? p[i - 1] : io->tail[1];
+    if (prev2 == '<' && prev1 == '!' && p[i] != '-' && p[i] != '[')
+      return true;
+  }
+  if (n >= 2) {
+    io->tail[0] = p[n - 2];
+    io->tail[1] = p[n - 1];
+  } else if (n == 1) {
+    io->tail[0] = io->tail[1];
+    io->tail[1] = p[0];
+  }
+  return false;
+}
+
 static int io_read(void *ctx, char *buf, int len) {
   dg__zip_t *z = ctx;
   if (z->io.file == NULL || z->io.failure != 0)
@@ -121,6 +143,8 @@ static int io_read(void *ctx, char *buf, int len) {
     return -1;
   }
   z->io.failure = check_read(z, (size_t)n);
+  if (z->io.failure == 0 && declaration(&z->io, (const unsigned char *)buf, (size_t)n))
+    z->io.failure = zip_failure(z, DG_EPROTO, "part %s has a DTD, which OOXML forbids", z->io.name);
   return z->io.failure != 0 ? -1 : (int)n;
 }
 

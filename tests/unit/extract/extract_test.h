@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <zip.h>
@@ -51,8 +52,8 @@ static inline int xt_fail(dg_extract_format_t format, const char *content_type, 
 }
 
 /* The text of a forced-format extraction, as a malloc'd string. */
-static inline char *xt_text(dg_extract_format_t format, const char *content_type,
-                            const void *data, size_t len) {
+static inline char *xt_text(dg_extract_format_t format, const char *content_type, const void *data,
+                            size_t len) {
   dg_extract_doc_t *doc = xt_extract(format, content_type, data, len, NULL);
   char *text = strdup(dg_extract_doc_text(doc, NULL));
   dg_extract_doc_unref(doc);
@@ -144,15 +145,14 @@ static inline void xt_zip_content_types(xt_zip_t *z) {
 }
 
 /* A relationships part: pairs of (type suffix, target), ids rId1, rId2... */
-static inline void xt_zip_rels(xt_zip_t *z, const char *name, const char *const *pairs,
-                               size_t n) {
+static inline void xt_zip_rels(xt_zip_t *z, const char *name, const char *const *pairs, size_t n) {
   char buf[8192];
-  int k = snprintf(buf, sizeof(buf), "<?xml version=\"1.0\"?><Relationships xmlns=\"%s\">",
-                   XT_RELS_NS);
+  int k =
+      snprintf(buf, sizeof(buf), "<?xml version=\"1.0\"?><Relationships xmlns=\"%s\">", XT_RELS_NS);
   for (size_t i = 0; i < n; i++)
     k += snprintf(buf + k, sizeof(buf) - (size_t)k,
-                  "<Relationship Id=\"rId%zu\" Type=\"%s%s\" Target=\"%s\"/>", i + 1,
-                  XT_REL_TYPE, pairs[2 * i], pairs[2 * i + 1]);
+                  "<Relationship Id=\"rId%zu\" Type=\"%s%s\" Target=\"%s\"/>", i + 1, XT_REL_TYPE,
+                  pairs[2 * i], pairs[2 * i + 1]);
   snprintf(buf + k, sizeof(buf) - (size_t)k, "</Relationships>");
   xt_zip_add_str(z, name, buf);
 }
@@ -188,8 +188,8 @@ static inline void xt_pdf_object(dg_buf_t *out, size_t *offsets, size_t number, 
 
 static inline unsigned char *xt_pdf(const char *const *pages, size_t n, size_t *len) {
   dg_buf_t out, tmp;
-  size_t objects = 3 + 2 * n;
-  size_t *offsets = calloc(objects + 1, sizeof(size_t));
+  size_t objects = 4 + 2 * n; /* object 0 and objects 1 to 3 + 2n */
+  size_t *offsets = calloc(objects, sizeof(size_t));
   dg_buf_init(&out, SIZE_MAX);
   dg_buf_init(&tmp, SIZE_MAX);
   assert_int_equal(dg_buf_append_str(&out, "%PDF-1.4\n"), 0);
@@ -212,9 +212,9 @@ static inline unsigned char *xt_pdf(const char *const *pages, size_t n, size_t *
                      0);
     xt_pdf_object(&out, offsets, 4 + 2 * i, tmp.data, tmp.len);
     dg_buf_reset(&tmp);
-    assert_int_equal(
-        dg_buf_appendf(&tmp, "<< /Length %zu >>\nstream\n%s\nendstream", strlen(pages[i]), pages[i]),
-        0);
+    assert_int_equal(dg_buf_appendf(&tmp, "<< /Length %zu >>\nstream\n%s\nendstream",
+                                    strlen(pages[i]), pages[i]),
+                     0);
     xt_pdf_object(&out, offsets, 5 + 2 * i, tmp.data, tmp.len);
   }
   size_t xref = out.len;

@@ -76,7 +76,8 @@ static void walk_and_check(const char *text, size_t size) {
 }
 
 static void test_offsets_count_characters_over_multibyte_text(void **state) {
-  char *cjk = repeat("\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xe3\x81\xae\xe6\x96\x87\xe3\x80\x82", 40);
+  char *cjk =
+      repeat("\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e\xe3\x81\xae\xe6\x96\x87\xe3\x80\x82", 40);
   char *emoji = repeat("\xf0\x9f\x98\x80 \xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd. ", 50);
   char *mixed = repeat("caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 \xf0\x9f\x98\x80\n", 60);
   walk_and_check(cjk, 16);
@@ -156,8 +157,12 @@ static void test_document_chunks_equal_text_chunks(void **state) {
 }
 
 static void test_envelope(void **state) {
-  dg_extract_chunk_t c = {.text = "caf\xc3\xa9", .len = 5, .offset = 10, .next_offset = 14,
-                          .has_more = true, .format = DG_EXTRACT_PDF};
+  dg_extract_chunk_t c = {.text = "caf\xc3\xa9",
+                          .len = 5,
+                          .offset = 10,
+                          .next_offset = 14,
+                          .has_more = true,
+                          .format = DG_EXTRACT_PDF};
   json_t *j = dg_extract_chunk_json(&c);
   assert_string_equal(json_string_value(json_object_get(j, "text")), "caf\xc3\xa9");
   assert_int_equal(json_integer_value(json_object_get(j, "offset")), 10);

@@ -52,7 +52,11 @@ static void test_extension_then_text(void **state) {
   assert_int_equal(detect(NULL, "just words", "https://example.com"), DG_EXTRACT_TXT);
   assert_int_equal(detect(NULL, "just words", "https://example.com/dir.v2/file"), DG_EXTRACT_TXT);
   assert_int_equal(detect(NULL, NULL, NULL), DG_EXTRACT_TXT);
-  assert_int_equal(detect(NULL, "\xff\xfe" "a\0b\0", NULL), DG_EXTRACT_TXT);
+  assert_int_equal(detect(NULL,
+                          "\xff\xfe"
+                          "a\0b\0",
+                          NULL),
+                   DG_EXTRACT_TXT);
 }
 
 static void refused(const char *type, const void *head, size_t len, const char *name,

@@ -26,7 +26,8 @@ static void test_collapses_white_space(void **state) {
   sink_fixture_t f;
   start(&f, 1024);
   put(&f, "  Hello \t\n  world  ");
-  put(&f, "\xc2\xa0" "again");
+  put(&f, "\xc2\xa0"
+          "again");
   assert_string_equal(text_of(&f), "Hello world again");
   dg_buf_free(&f.buf);
 }
@@ -74,8 +75,16 @@ static void test_invalid_input_is_replaced(void **state) {
   sink_fixture_t f;
   start(&f, 1024);
   dg__sink_preserve(&f.sink, true);
-  dg__sink_text(&f.sink, "a\xff" "b\xe4\xb8" "c\x00" "d\xc3", 9);
-  assert_string_equal(text_of(&f), "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c\xef\xbf\xbd" "d\xef\xbf\xbd");
+  dg__sink_text(&f.sink,
+                "a\xff"
+                "b\xe4\xb8"
+                "c\x00"
+                "d\xc3",
+                9);
+  assert_string_equal(text_of(&f), "a\xef\xbf\xbd"
+                                   "b\xef\xbf\xbd"
+                                   "c\xef\xbf\xbd"
+                                   "d\xef\xbf\xbd");
   dg__sink_rune(&f.sink, 0xdc00);
   assert_int_equal(f.buf.len, 4 + 4 * 3 + 3);
   dg_buf_free(&f.buf);

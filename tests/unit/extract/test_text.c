@@ -48,7 +48,8 @@ static void test_utf16_with_byte_order_marks(void **state) {
   /* A lone surrogate and an odd last byte become U+FFFD. */
   unsigned char bad[] = {0xff, 0xfe, 0x00, 0xd8, 'a', 0, 'b'};
   t = text_of(NULL, bad, sizeof(bad));
-  assert_string_equal(t, "\xef\xbf\xbd" "a\xef\xbf\xbd");
+  assert_string_equal(t, "\xef\xbf\xbd"
+                         "a\xef\xbf\xbd");
   free(t);
 }
 
@@ -117,14 +118,15 @@ static char *split_run(const dg__extractor_t *ext, const char *ct, const unsigne
 }
 
 static void test_split_anywhere_gives_the_same_text(void **state) {
-  const char utf8[] = "\xef\xbb\xbf" "a\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80\r\nb\xff";
+  const char utf8[] = "\xef\xbb\xbf"
+                      "a\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80\r\nb\xff";
   unsigned char u16[64];
   size_t n16 = utf16(false, u16);
   char *whole8 = text_of(NULL, utf8, sizeof(utf8) - 1);
   char *whole16 = text_of(NULL, u16, n16);
   for (size_t pos = 0; pos <= sizeof(utf8) - 1; pos++) {
-    char *t = split_run(&dg__extract_text, NULL, (const unsigned char *)utf8, sizeof(utf8) - 1,
-                        pos);
+    char *t =
+        split_run(&dg__extract_text, NULL, (const unsigned char *)utf8, sizeof(utf8) - 1, pos);
     assert_string_equal(t, whole8);
     free(t);
   }

@@ -35,8 +35,14 @@ static void test_decode_reports_incomplete_and_invalid(void **state) {
   assert_int_equal(decode("\xed\xa0\x80", 3, &cp), -1);
   assert_int_equal(decode("\xf4\x90\x80\x80", 4, &cp), -1);
   /* A valid prefix broken by a non-continuation byte: the maximal subpart. */
-  assert_int_equal(decode("\xe4\xb8" "A", 3, &cp), -2);
-  assert_int_equal(decode("\xf0\x9f\x98" "A", 4, &cp), -3);
+  assert_int_equal(decode("\xe4\xb8"
+                          "A",
+                          3, &cp),
+                   -2);
+  assert_int_equal(decode("\xf0\x9f\x98"
+                          "A",
+                          4, &cp),
+                   -3);
 }
 
 static void test_encode_round_trips_and_replaces(void **state) {
