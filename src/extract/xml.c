@@ -218,6 +218,10 @@ static int xml_step(dg__xrun_t *run, bool *done) {
 
 static void xml_close(dg__xrun_t *run) {
   xml_state_t *st = run->state;
+  /* In SAX mode libxml2 keeps the entity declarations it checks in a
+   * document of its own, which the SAX user frees. */
+  if (st->ctxt != NULL && st->ctxt->myDoc != NULL)
+    xmlFreeDoc(st->ctxt->myDoc);
   if (st->ctxt != NULL)
     xmlFreeParserCtxt(st->ctxt);
   if (st->entities != NULL)
