@@ -352,6 +352,7 @@ static int push(html_state_t *st, const unsigned char *p, size_t n, bool last) {
 }
 
 static int html_step(dg__xrun_t *run, bool *done) {
+  dg__xml_init();
   html_state_t *st = run->state;
   size_t off = 0;
   int rc = 0;

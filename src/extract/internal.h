@@ -146,7 +146,8 @@ void dg__extract_charset(const char *content_type, char *out, size_t size);
 
 struct _xmlError;
 
-/* Initialises libxml2 once per process (thread-safe). */
+/* Initialises libxml2 once per process (thread-safe) and silences its
+ * generic error output on the calling thread: called at every step. */
 void dg__xml_init(void);
 /* Sets run->err to "<what> is not well-formed: line N: <libxml2's message>";
  * returns DG_EPROTO. */

@@ -350,6 +350,7 @@ static int docx_step(dg__xrun_t *run, ooxml_state_t *st, bool *done) {
 }
 
 static int ooxml_step(dg__xrun_t *run, bool *done) {
+  dg__xml_init();
   ooxml_state_t *st = run->state;
   return st->pptx ? pptx_step(run, st, done) : docx_step(run, st, done);
 }

@@ -28,11 +28,19 @@
 #define STORE_BYTES ((size_t)32 << 20)
 /* Drawing calls between two looks at the clock. */
 #define CALLS_PER_CHECK 64
+/* MuPDF's memory: block header, sizes of the blocks kept for reuse (16
+ * bytes to 64 KiB) and how much of them is kept. */
+#define HEADER 16
+#define MIN_SHIFT 4
+#define MAX_SHIFT 16
+#define CACHE_MAX ((size_t)16 << 20)
 
 typedef struct mem {
-  size_t used;
+  size_t used; /* capacity handed to MuPDF */
   size_t max;
   bool over;
+  void *free_list[MAX_SHIFT - MIN_SHIFT + 1]; /* blocks kept for reuse, per size */
+  size_t cached;
 } mem_t;
 
 typedef struct pdf_state {
@@ -53,22 +61,51 @@ typedef struct pdf_state {
 } pdf_state_t;
 
 /* ---- Memory ------------------------------------------------------------------
- * Each block carries its size in front so that frees can be counted. */
+ * Each block carries its capacity in front so that frees can be counted.
+ * Blocks up to 64 KiB come in power-of-two sizes and are kept for reuse
+ * (up to CACHE_MAX bytes) instead of being freed: MuPDF builds and drops a
+ * page's structures for every page, and handing that memory back to the C
+ * library each time made it trim and regrow its heap, costing more than
+ * the extraction itself. Everything is released with the document. */
 
-#define HEADER 16
+/* The capacity for a request of n bytes, and its class (-1 for a large
+ * block that is not kept). */
+static size_t capacity_of(size_t n, int *cls) {
+  size_t cap = (size_t)1 << MIN_SHIFT;
+  *cls = -1;
+  if (n > ((size_t)1 << MAX_SHIFT))
+    return n;
+  for (*cls = 0; cap < n; (*cls)++)
+    cap <<= 1;
+  return cap;
+}
 
 static void *mem_malloc(void *user, size_t n) {
   mem_t *m = user;
-  if (n > m->max - m->used) {
+  int cls = 0;
+  size_t cap = capacity_of(n, &cls);
+  if (cap > m->max - m->used) {
     m->over = true;
     return NULL;
   }
-  unsigned char *p = malloc(n + HEADER);
-  if (p == NULL)
-    return NULL;
-  memcpy(p, &n, sizeof(n));
-  m->used += n;
+  unsigned char *p = cls >= 0 ? m->free_list[cls] : NULL;
+  if (p != NULL) {
+    memcpy(&m->free_list[cls], p + HEADER, sizeof(void *));
+    m->cached -= cap;
+  } else {
+    p = malloc(cap + HEADER);
+    if (p == NULL)
+      return NULL;
+  }
+  memcpy(p, &cap, sizeof(cap));
+  m->used += cap;
   return p + HEADER;
+}
+
+static size_t capacity_at(const void *ptr) {
+  size_t cap = 0;
+  memcpy(&cap, (const unsigned char *)ptr - HEADER, sizeof(cap));
+  return cap;
 }
 
 static void mem_free(void *user, void *ptr) {
@@ -76,29 +113,41 @@ static void mem_free(void *user, void *ptr) {
   if (ptr == NULL)
     return;
   unsigned char *p = (unsigned char *)ptr - HEADER;
-  size_t n = 0;
-  memcpy(&n, p, sizeof(n));
-  m->used -= n;
+  int cls = 0;
+  size_t cap = capacity_of(capacity_at(ptr), &cls);
+  m->used -= cap;
+  if (cls >= 0 && m->cached + cap <= CACHE_MAX) {
+    memcpy(ptr, &m->free_list[cls], sizeof(void *));
+    m->free_list[cls] = p;
+    m->cached += cap;
+    return;
+  }
   free(p);
 }
 
 static void *mem_realloc(void *user, void *ptr, size_t n) {
-  mem_t *m = user;
   if (ptr == NULL)
     return mem_malloc(user, n);
-  unsigned char *p = (unsigned char *)ptr - HEADER;
-  size_t old = 0;
-  memcpy(&old, p, sizeof(old));
-  if (n > old && n - old > m->max - m->used) {
-    m->over = true;
-    return NULL;
-  }
-  unsigned char *q = realloc(p, n + HEADER);
+  size_t old = capacity_at(ptr);
+  if (n <= old && old <= ((size_t)1 << MAX_SHIFT))
+    return ptr;
+  void *q = mem_malloc(user, n);
   if (q == NULL)
     return NULL;
-  memcpy(q, &n, sizeof(n));
-  m->used = m->used - old + n;
-  return q + HEADER;
+  memcpy(q, ptr, old < n ? old : n);
+  mem_free(user, ptr);
+  return q;
+}
+
+static void mem_release(mem_t *m) {
+  for (size_t c = 0; c < DG_ARRAY_SIZE(m->free_list); c++) {
+    while (m->free_list[c] != NULL) {
+      unsigned char *p = m->free_list[c];
+      memcpy(&m->free_list[c], p + HEADER, sizeof(void *));
+      free(p);
+    }
+  }
+  m->cached = 0;
 }
 
 /* ---- Failures ------------------------------------------------------------------ */
@@ -432,11 +481,12 @@ static int pdf_step(dg__xrun_t *run, bool *done) {
 
 static void pdf_close(dg__xrun_t *run) {
   pdf_state_t *st = run->state;
-  if (st->ctx == NULL)
-    return;
-  pdf_drop_document(st->ctx, st->doc);
-  fz_drop_context(st->ctx);
+  if (st->ctx != NULL) {
+    pdf_drop_document(st->ctx, st->doc);
+    fz_drop_context(st->ctx);
+  }
   st->ctx = NULL;
+  mem_release(&st->mem);
 }
 
 const dg__extractor_t dg__extract_pdf = {

@@ -198,6 +198,7 @@ static int parse_slice(xml_state_t *st, const unsigned char *p, size_t n, bool l
 }
 
 static int xml_step(dg__xrun_t *run, bool *done) {
+  dg__xml_init();
   xml_state_t *st = run->state;
   size_t off = 0;
   if (st->ctxt == NULL && run->in_len > 0)

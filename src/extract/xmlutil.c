@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <libxml/parser.h>
+#include <libxml/xmlerror.h>
 
 #include "extract/internal.h"
 
@@ -14,8 +15,16 @@ static void xml_init_once(void) {
   xmlInitParser();
 }
 
+static void quiet(void *ctx, const char *fmt, ...) {
+}
+
 void dg__xml_init(void) {
   pthread_once(&xml_once, xml_init_once);
+  /* Some libxml2 errors (encoding conversion) bypass the parser's handlers
+   * and go to the thread's generic handler, which writes to stderr, where
+   * the gateway's JSON log lines go. The handler is per thread and steps
+   * move between threadpool threads, so every step sets it. */
+  xmlSetGenericErrorFunc(NULL, quiet);
 }
 
 /* libxml2's messages end with a newline; the caller's sentence does not. */
