@@ -98,6 +98,24 @@ static void test_nesting_limit(void **state) {
   dg_buf_free(&b);
 }
 
+static void test_huge_single_line_is_bounded(void **state) {
+  size_t n = (size_t)3 << 20;
+  char *doc = malloc(n + 16);
+  assert_non_null(doc);
+  memcpy(doc, "<p>", 3);
+  memset(doc + 3, 'y', n);
+  dg_extract_limits_t limits;
+  dg_extract_limits_default(&limits);
+  limits.max_text_bytes = (size_t)1 << 20;
+  dg_extract_doc_t *d = xt_extract(DG_EXTRACT_HTML, NULL, doc, n + 3, &limits);
+  size_t len = 0;
+  dg_extract_doc_text(d, &len);
+  assert_int_equal(len, limits.max_text_bytes);
+  assert_non_null(dg_extract_doc_truncated(d));
+  dg_extract_doc_unref(d);
+  free(doc);
+}
+
 static void test_split_anywhere_gives_the_same_text(void **state) {
   const char *doc = "<html><head><meta charset=utf-8><title>x</title></head><body>"
                     "<p>caf\xc3\xa9 &amp; <b>bold</b></p><script>no</script>"
@@ -130,6 +148,7 @@ int main(void) {
       cmocka_unit_test(test_declared_charsets_are_honoured),
       cmocka_unit_test(test_utf16_with_bom),
       cmocka_unit_test(test_nesting_limit),
+      cmocka_unit_test(test_huge_single_line_is_bounded),
       cmocka_unit_test(test_split_anywhere_gives_the_same_text),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
