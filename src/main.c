@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,6 +29,8 @@
 #include "datagate/extract.h"
 #include "datagate/mcp.h"
 #include "datagate/net.h"
+#include "datagate/save.h"
+#include "datagate/store.h"
 #include "datagate/tools.h"
 
 #define EXIT_USAGE 2
@@ -60,11 +63,12 @@ typedef struct options {
   bool check_config;
   bool has_log_level;
   dg_log_level_t log_level;
+  const char *database; /* --database; NULL when not given */
 } options_t;
 
 typedef enum args_result { ARGS_RUN, ARGS_EXIT_OK, ARGS_EXIT_USAGE } args_result_t;
 
-enum { OPT_STDIO = 256, OPT_CHECK_CONFIG, OPT_LOG_LEVEL };
+enum { OPT_STDIO = 256, OPT_CHECK_CONFIG, OPT_LOG_LEVEL, OPT_DATABASE };
 
 static const struct option long_options[] = {
     {"config", required_argument, NULL, 'c'},
@@ -73,6 +77,7 @@ static const struct option long_options[] = {
     {"stdio", no_argument, NULL, OPT_STDIO},
     {"check-config", no_argument, NULL, OPT_CHECK_CONFIG},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"database", required_argument, NULL, OPT_DATABASE},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -90,6 +95,7 @@ static void print_usage(FILE *out) {
         "      --check-config [DIR]\n"
         "                         validate the configuration, print every problem, and exit\n"
         "      --log-level LEVEL  debug, info, warn or error (overrides server.logLevel)\n"
+        "      --database FILE    SQLite database file (overrides server.database)\n"
         "      --extract FILE [--content-type T] [--offset N] [--chunk-chars N] [--json]\n"
         "                         print the text of a document (or its chunks as JSON)\n"
         "  -V, --version          print the version and exit\n"
@@ -157,6 +163,9 @@ static args_result_t apply_option(int c, const char *arg, options_t *o) {
     return ARGS_RUN;
   case OPT_CHECK_CONFIG:
     o->check_config = true;
+    return ARGS_RUN;
+  case OPT_DATABASE:
+    o->database = arg;
     return ARGS_RUN;
   case OPT_LOG_LEVEL:
     o->log_level = dg_log_level_parse(arg, &ok);
@@ -301,6 +310,7 @@ typedef struct app {
   uv_timer_t calls_timer;
   uint64_t deadline_ms; /* when draining gives up on what is still running */
   int exit_code;
+  int fail_code; /* exit code when the start fails */
 } app_t;
 
 static void app_set_state(app_t *app, app_state_t next) {
@@ -326,6 +336,29 @@ static void close_handle(uv_handle_t *handle) {
     uv_close(handle, NULL);
 }
 
+/* Closing a uv_signal handle gives its signal the default action back,
+ * which would turn a clean exit into death by signal when a supervisor
+ * repeats its SIGTERM while the process finishes. The signals are blocked
+ * while the handles close and then ignored, which also discards one that
+ * arrived in between. SIGINT keeps its default so that a second Ctrl-C
+ * still ends an exit that hangs. */
+static void close_signals(app_t *app) {
+  sigset_t late, old;
+  sigemptyset(&late);
+  sigaddset(&late, SIGTERM);
+  sigaddset(&late, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &late, &old);
+  close_handle((uv_handle_t *)&app->sig_term);
+  close_handle((uv_handle_t *)&app->sig_int);
+  close_handle((uv_handle_t *)&app->sig_hup);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 /* Releases everything; the loop then runs out of handles and returns. The
  * HTTP server is closed first: by now it has no connections, so nothing
  * can call into the MCP server while it is freed. */
@@ -339,9 +372,16 @@ static void app_finish(app_t *app) {
   if (app->mcp != NULL)
     dg_mcp_server_free(app->mcp);
   app->mcp = NULL;
-  close_handle((uv_handle_t *)&app->sig_term);
-  close_handle((uv_handle_t *)&app->sig_int);
-  close_handle((uv_handle_t *)&app->sig_hup);
+  /* Upstream calls still running are cancelled; their callbacks follow. */
+  dg_connectors_close(app->env.connectors);
+  app->env.connectors = NULL;
+  dg_http_client_close(app->env.client);
+  app->env.client = NULL;
+  /* After the calls: a request still running is interrupted, and the loop
+   * runs until the store's connections are closed. */
+  dg_store_close(app->env.store, NULL, NULL);
+  app->env.store = NULL;
+  close_signals(app);
   close_handle((uv_handle_t *)&app->calls_timer);
   dg_log_json(DG_LOG_INFO, "stopped",
               json_pack("{s:i,s:i,s:i}", "pid", (int)getpid(), "canceled_calls", (int)left,
@@ -351,6 +391,8 @@ static void app_finish(app_t *app) {
 static void check_calls(uv_timer_t *timer) {
   app_t *app = timer->data;
   unsigned inflight = dg_mcp_server_inflight(app->mcp);
+  if (app->env.client != NULL)
+    inflight += dg_http_client_active(app->env.client);
   if (inflight > 0 && dg_now_ms() < app->deadline_ms)
     return;
   uv_timer_stop(timer);
@@ -421,6 +463,20 @@ static void check_restart_settings(const options_t *o, const dg_server_settings_
     log_restart_required("server.tlsCertFile");
   if (str_changed(old->tls_key_file, cur->tls_key_file))
     log_restart_required("server.tlsKeyFile");
+  if (str_changed(old->upstream_ca_file, cur->upstream_ca_file))
+    log_restart_required("server.upstreamCaFile");
+  if (o->database == NULL && str_changed(old->database, cur->database))
+    log_restart_required("server.database");
+}
+
+/* Connector limits and CA files follow the configuration; a failure is
+ * logged and the connectors keep their previous limits. */
+static void configure_connectors(app_t *app, const dg_catalog_t *cat) {
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  if (app->env.connectors != NULL && dg_connectors_configure(app->env.connectors, cat, &err) != 0)
+    dg_log_json(DG_LOG_ERROR, "connectors_failed",
+                json_pack("{s:s,s:s}", "param", err.param, "msg", err.message));
 }
 
 /* A bad configuration never replaces a good one: the old snapshot stays. */
@@ -436,6 +492,7 @@ static void app_reload(app_t *app) {
   dg_config_errors_free(&errors);
   check_restart_settings(app->opt, &app->boot->server, &next->server);
   dg_mcp_server_set_catalog(app->mcp, next);
+  configure_connectors(app, next);
   if (app->http != NULL) {
     dg_http_limits_t limits;
     limits_from_settings(&next->server, &limits);
@@ -487,7 +544,7 @@ static void log_listening(const app_t *app, bool tls) {
   char url[HOST_MAX + 64];
   int port = dg_http_server_port(app->http);
   format_url(url, sizeof(url), app->plan->host, port, tls);
-  dg_log_json(DG_LOG_INFO, "listening",
+  dg_log_json(DG_LOG_NOTICE, "listening",
               json_pack("{s:s,s:i,s:i,s:i}", "url", url, "port", port, "pid", (int)getpid(),
                         "worker", app->plan->worker));
 }
@@ -529,6 +586,20 @@ static int start_stdio(app_t *app, dg_errctx_t *err) {
   return 0;
 }
 
+/* The connector client for upstream calls (saved queries, save actions,
+ * document downloads). */
+static int start_client(app_t *app, dg_errctx_t *err) {
+  dg_http_client_config_t config;
+  dg_http_client_config_default(&config);
+  config.ca_file = app->boot->server.upstream_ca_file;
+  int rc = dg_http_client_new(&app->loop, &config, &app->env.client, err);
+  if (rc == 0)
+    rc = dg_connectors_new(&app->loop, app->env.client, &app->env.connectors, err);
+  if (rc == 0)
+    rc = dg_connectors_configure(app->env.connectors, app->cat, err);
+  return rc;
+}
+
 static int start_mcp(app_t *app, dg_errctx_t *err) {
   dg_mcp_config_t config = {
       .server_name = "datagate",
@@ -544,7 +615,9 @@ static int start_mcp(app_t *app, dg_errctx_t *err) {
 static int app_start(app_t *app) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  int rc = start_mcp(app, &err);
+  int rc = start_client(app, &err);
+  if (rc == 0)
+    rc = start_mcp(app, &err);
   if (rc == 0)
     rc = app->opt->stdio ? start_stdio(app, &err) : start_http(app, &err);
   if (rc != 0) {
@@ -557,6 +630,29 @@ static int app_start(app_t *app) {
   start_signal(app, &app->sig_int, SIGINT);
   start_signal(app, &app->sig_hup, SIGHUP);
   return 0;
+}
+
+/* The store opens (and migrates) on the threadpool; serving starts once it
+ * is ready, so that no call finds it missing. */
+static void on_store_open(dg_store_t *store, int status, const dg_errctx_t *err, void *data) {
+  app_t *app = data;
+  app->env.store = store;
+  if (status != 0)
+    dg_log_json(DG_LOG_ERROR, "start_failed",
+                json_pack("{s:s,s:s,s:s}", "error", dg_err_name(status), "param", err->param, "msg",
+                          err->message[0] ? err->message : dg_strerror(status)));
+  if (status != 0 || app_start(app) != 0) {
+    app->exit_code = app->fail_code;
+    app_finish(app);
+  }
+}
+
+static int app_open_store(app_t *app) {
+  dg_store_options_t options = {.path = app->opt->database};
+  int rc = dg_store_open(&app->loop, app->boot, &options, on_store_open, app);
+  if (rc != 0)
+    dg_logf(DG_LOG_ERROR, "start_failed", "cannot open the entity store: %s", dg_strerror(rc));
+  return rc;
 }
 
 /* A handle still open here is a bug elsewhere: it is reported and closed so
@@ -580,7 +676,12 @@ static void close_loop(uv_loop_t *loop) {
 /* Serves until stopped; takes over the references in cat and boot. */
 static int app_run(const options_t *opt, const listen_plan_t *plan, dg_catalog_t *cat,
                    dg_catalog_t *boot, int fail_code) {
-  app_t app = {.opt = opt, .plan = plan, .state = APP_RUNNING, .cat = cat, .boot = boot};
+  app_t app = {.opt = opt,
+               .plan = plan,
+               .state = APP_RUNNING,
+               .cat = cat,
+               .boot = boot,
+               .fail_code = fail_code};
   app.calls_timer.data = &app;
   int rc = uv_loop_init(&app.loop);
   if (rc != 0) {
@@ -592,7 +693,7 @@ static int app_run(const options_t *opt, const listen_plan_t *plan, dg_catalog_t
   uv_signal_init(&app.loop, &app.sig_int);
   uv_signal_init(&app.loop, &app.sig_hup);
   uv_timer_init(&app.loop, &app.calls_timer);
-  if (app_start(&app) != 0) {
+  if (app_open_store(&app) != 0) {
     app.exit_code = fail_code;
     app_finish(&app);
   }

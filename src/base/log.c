@@ -11,7 +11,7 @@ static int log_fd = 2;
 static dg_log_level_t log_min = DG_LOG_INFO;
 static json_t *log_common;
 
-static const char *const level_names[] = {"debug", "info", "warn", "error"};
+static const char *const level_names[] = {"debug", "info", "warn", "error", "notice"};
 
 void dg_log_init(int fd, dg_log_level_t min_level) {
   log_fd = fd;
@@ -28,7 +28,7 @@ bool dg_log_enabled(dg_log_level_t level) {
 }
 
 dg_log_level_t dg_log_level_parse(const char *name, bool *ok) {
-  for (size_t i = 0; i < DG_ARRAY_SIZE(level_names); i++) {
+  for (size_t i = 0; i <= DG_LOG_ERROR; i++) {
     if (strcmp(name, level_names[i]) == 0) {
       *ok = true;
       return (dg_log_level_t)i;

@@ -48,6 +48,7 @@ static const dg__cfg_field_t server_fields[] = {
     {"publicUrl", DG__CFG_STRING, false, NULL, 0, 1, 2048, NULL, S(public_url), 0, NULL},
     {"tlsCertFile", DG__CFG_PATH, false, NULL, 0, 1, 4096, NULL, S(tls_cert_file), 0, NULL},
     {"tlsKeyFile", DG__CFG_PATH, false, NULL, 0, 1, 4096, NULL, S(tls_key_file), 0, NULL},
+    {"upstreamCaFile", DG__CFG_PATH, false, NULL, 0, 1, 4096, NULL, S(upstream_ca_file), 0, NULL},
     {"maxHeaderBytes", DG__CFG_SIZE, false, NULL, 16 * KIB, KIB, MIB, NULL, S(max_header_bytes), 0,
      NULL},
     {"maxHeaders", DG__CFG_UINT, false, NULL, 64, 8, 1000, NULL, S(max_headers), 0, NULL},

@@ -121,7 +121,8 @@ static void unlink_session(dg_tool_call_t *call) {
 /* ---- Tool results ------------------------------------------------------------ */
 
 static json_t *error_result(const char *text) {
-  return json_pack("{s:[{s:s,s:s}],s:b}", "content", "type", "text", "text", text, "isError", 1);
+  return json_pack("{s:[{s:s,s:o}],s:b}", "content", "type", "text", "text", dg__mcp_text(text),
+                   "isError", 1);
 }
 
 static size_t result_limit(const dg_tool_call_t *call) {
@@ -344,7 +345,9 @@ static dg_tool_call_t *call_new(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot,
     free(call);
     return NULL;
   }
-  dg_uuid_v4(uuid);
+  /* A call without an HTTP request id (WebSocket, stdio) gets its own. */
+  if (ex->request_id == NULL)
+    dg_uuid_v4(uuid);
   call->request_id = dg_arena_strdup(arena, ex->request_id ? ex->request_id : uuid);
   call->arena = arena;
   call->ex = ex;

@@ -38,9 +38,7 @@ struct dg__mcp_sse {
 
 /* ---- Header checks ------------------------------------------------------------ */
 
-/* True when a comma-separated header lists the media type (parameters and
- * case ignored). */
-static bool lists_type(const char *header, const char *type) {
+bool dg__mcp_lists_token(const char *header, const char *type) {
   size_t tlen = strlen(type);
   for (const char *p = header; p != NULL && *p != '\0';) {
     p += strspn(p, " \t,");
@@ -234,7 +232,7 @@ static void on_post_drain(dg_http_request_t *req, void *data) {
 
 static bool post_checks(dg_http_request_t *req) {
   const char *type = dg_http_request_header(req, "Content-Type");
-  if (type == NULL || !lists_type(type, "application/json")) {
+  if (type == NULL || !dg__mcp_lists_token(type, "application/json")) {
     rpc_error(req, 415, DG__RPC_SERVER_BUSY,
               "Unsupported Media Type: the body must be application/json");
     return false;
@@ -302,7 +300,8 @@ static void post_start(dg__mcp_exchange_t *ex, dg_http_request_t *req, dg__mcp_s
   hx->created_session = created;
   dg__mcp_exchange_bind(ex, ss, &dg__mcp_http_transport, hx);
   const char *accept = dg_http_request_header(req, "Accept");
-  if (accept != NULL && lists_type(accept, "text/event-stream") && dg__mcp_wants_progress(msg)) {
+  if (accept != NULL && dg__mcp_lists_token(accept, "text/event-stream") &&
+      dg__mcp_wants_progress(msg)) {
     int rc = begin_stream(ss, req);
     if (rc == DG_ECLOSED) { /* the client is gone and the request released */
       hx->req = NULL;
@@ -400,7 +399,7 @@ static void sse_open(dg_mcp_server_t *s, dg_http_request_t *req, dg__mcp_session
 
 static void http_get(dg_mcp_server_t *s, dg_http_request_t *req) {
   const char *accept = dg_http_request_header(req, "Accept");
-  if (accept == NULL || !lists_type(accept, "text/event-stream")) {
+  if (accept == NULL || !dg__mcp_lists_token(accept, "text/event-stream")) {
     dg_http_header_t headers[] = {ct_json, {"Allow", "GET, POST, DELETE"}};
     static const char body[] = "{\"error\":\"GET /mcp needs Accept: text/event-stream\"}";
     dg_http_respond(req, 405, headers, DG_ARRAY_SIZE(headers), body, sizeof(body) - 1);
@@ -439,7 +438,10 @@ void dg__mcp_http_mcp(dg_mcp_server_t *s, dg_http_request_t *req) {
     dg__mcp_http_error(req, 403, "Forbidden: this Origin is not in server.allowedOrigins");
     return;
   }
-  if (dg_ws_is_upgrade(req)) {
+  /* A request that asks for a WebSocket is refused as a bad handshake when
+   * it is not a valid one, rather than answered as a plain GET. */
+  const char *upgrade = dg_http_request_header(req, "Upgrade");
+  if (dg_ws_is_upgrade(req) || (upgrade != NULL && dg__mcp_lists_token(upgrade, "websocket"))) {
     dg__mcp_ws_upgrade(s, req);
     return;
   }

@@ -78,6 +78,10 @@ struct dg_mcp_server {
   dg_mcp_config_t config;
   dg__mcp_tool_t *tools;
   size_t ntools;
+  /* The tools/list array without and with outputSchema, built on first use
+   * and shared by every answer: the tools do not change while the server
+   * lives. */
+  json_t *tool_list[2];
   dg_catalog_t *cat; /* the snapshot new exchanges use; one reference */
   dg_http_server_t *http;
   unsigned refs; /* the owner, sessions, closing handles */
@@ -165,6 +169,8 @@ struct dg__mcp_exchange {
   size_t nslots;
   size_t open; /* slots not yet done */
   unsigned refs;
+  const char *refusal; /* set: every request is answered with this error */
+  int refusal_code;
   bool batch;
   bool running; /* dispatch in progress: the reply waits */
   bool queued;
@@ -182,6 +188,12 @@ void dg__mcp_exchange_bind(dg__mcp_exchange_t *ex, dg__mcp_session_t *ss,
 void dg__mcp_exchange_run_text(dg__mcp_exchange_t *ex, const char *text, size_t len);
 /* Dispatches an already parsed message (stolen). */
 void dg__mcp_exchange_run(dg__mcp_exchange_t *ex, json_t *msg);
+/* Parses text as dg__mcp_exchange_run_text does, but answers every request
+ * in it with this error (carrying the request's id, so that the client can
+ * match it) and drops notifications: for a caller that may no longer use
+ * the server, such as a token that a reload removed. */
+void dg__mcp_exchange_refuse_text(dg__mcp_exchange_t *ex, int code, const char *message,
+                                  const char *text, size_t len);
 /* Answers exchange ex with a single error (id null) without dispatching. */
 void dg__mcp_exchange_fail(dg__mcp_exchange_t *ex, int code, const char *message);
 /* The client of the exchange went away: its calls are canceled, nothing
@@ -198,6 +210,10 @@ void dg__mcp_exchange_unref(dg__mcp_exchange_t *ex);
 json_t *dg__mcp_result(const json_t *id, json_t *result);
 json_t *dg__mcp_error(const json_t *id, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A JSON string of text for a message to the client. A message cut by a
+ * length limit may end inside a UTF-8 sequence, which jansson refuses:
+ * such bytes become U+FFFD, so that an answer is never lost to them. */
+json_t *dg__mcp_text(const char *text);
 /* True when some request of msg carries params._meta.progressToken. */
 bool dg__mcp_wants_progress(const json_t *msg);
 /* True when msg is one request (not a batch) whose method is m. */
@@ -229,8 +245,12 @@ extern const dg__mcp_transport_t dg__mcp_http_transport;
 void dg__mcp_http_mcp(dg_mcp_server_t *s, dg_http_request_t *req);
 /* The GET stream of a session ends (session ended or server closing). */
 void dg__mcp_sse_close(dg__mcp_sse_t *sse);
-/* WebSocket upgrade at /mcp (ws.c). */
+/* WebSocket upgrade at /mcp (ws.c): also answers a request that asks for
+ * a WebSocket but is not a valid upgrade (400, 426). */
 void dg__mcp_ws_upgrade(dg_mcp_server_t *s, dg_http_request_t *req);
+/* True when a comma-separated header lists token (parameters after ';'
+ * and case ignored), as Accept lists media types (http.c). */
+bool dg__mcp_lists_token(const char *header, const char *token);
 /* Checks the Origin header against server.allowed_origins. */
 bool dg__mcp_origin_allowed(const dg_catalog_t *cat, const char *origin);
 /* Answers 401 with WWW-Authenticate and {error: message}. */

@@ -20,6 +20,43 @@ json_t *dg__mcp_result(const json_t *id, json_t *result) {
                    result ? result : json_object());
 }
 
+/* Bytes of the UTF-8 sequence that starts with lead, or 0 for a byte that
+ * cannot start one. */
+static size_t utf8_seq_len(unsigned char lead) {
+  if (lead < 0x80)
+    return 1;
+  if (lead >= 0xc2 && lead <= 0xdf)
+    return 2;
+  if (lead >= 0xe0 && lead <= 0xef)
+    return 3;
+  return lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+}
+
+static json_t *repaired_text(const char *text, size_t n) {
+  static const char replacement[] = "\xef\xbf\xbd";
+  dg_buf_t out;
+  dg_buf_init(&out, n * 3 + 1);
+  for (size_t i = 0; i < n;) {
+    const unsigned char *p = (const unsigned char *)text + i;
+    size_t len = utf8_seq_len(*p);
+    if (len > 0 && i + len <= n && dg_utf8_valid(p, len)) {
+      dg_buf_append(&out, p, len);
+      i += len;
+    } else {
+      dg_buf_append(&out, replacement, sizeof(replacement) - 1);
+      i++;
+    }
+  }
+  json_t *s = json_stringn(out.data ? out.data : "", out.len);
+  dg_buf_free(&out);
+  return s;
+}
+
+json_t *dg__mcp_text(const char *text) {
+  json_t *s = json_string(text ? text : "");
+  return s != NULL ? s : repaired_text(text, strlen(text));
+}
+
 json_t *dg__mcp_error(const json_t *id, int code, const char *fmt, ...) {
   char message[1024];
   va_list ap;
@@ -27,18 +64,20 @@ json_t *dg__mcp_error(const json_t *id, int code, const char *fmt, ...) {
   vsnprintf(message, sizeof(message), fmt, ap);
   va_end(ap);
   json_t *id_copy = id != NULL ? json_copy((json_t *)id) : json_null();
-  return json_pack("{s:s,s:o,s:{s:i,s:s}}", "jsonrpc", "2.0", "id", id_copy, "error", "code", code,
-                   "message", message);
+  return json_pack("{s:s,s:o,s:{s:i,s:o}}", "jsonrpc", "2.0", "id", id_copy, "error", "code", code,
+                   "message", dg__mcp_text(message));
 }
 
-static int dump_cb(const char *buffer, size_t size, void *data) {
-  return dg_buf_append(data, buffer, size) == 0 ? 0 : -1;
-}
+/* An empty reply buffer starts at 1000 bytes instead of growing from 256
+ * by doubling. Not more: glibc serves blocks up to 1032 bytes from its
+ * per-thread cache, and a 4 KiB first block per reply made the small
+ * answers (ping, notifications) a third slower in bench/ws. */
+#define DUMP_RESERVE 1000
 
 int dg__mcp_dump(const json_t *value, dg_buf_t *out) {
-  if (json_dump_callback(value, dump_cb, out, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0)
-    return DG_E2BIG;
-  return 0;
+  if (out->cap == 0 && out->max >= DUMP_RESERVE)
+    (void)dg_buf_reserve(out, DUMP_RESERVE); /* a failure shows again below */
+  return dg_json_write(value, out) == 0 ? 0 : DG_E2BIG;
 }
 
 const char *dg__mcp_method_label(const char *method) {
@@ -295,6 +334,11 @@ static void dispatch_one(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *m
     return;
   }
   count_message(ex, json_string_value(method));
+  if (ex->refusal != NULL) {
+    dg__mcp_exchange_answer(
+        ex, slot, id != NULL ? dg__mcp_error(id, ex->refusal_code, "%s", ex->refusal) : NULL);
+    return;
+  }
   json_t *params = json_object_get(msg, "params");
   if (id == NULL) {
     dg__mcp_handle_notification(ex, json_string_value(method), params);
@@ -356,4 +400,15 @@ void dg__mcp_exchange_run_text(dg__mcp_exchange_t *ex, const char *text, size_t 
     return;
   }
   dg__mcp_exchange_run(ex, msg);
+}
+
+void dg__mcp_exchange_refuse_text(dg__mcp_exchange_t *ex, int code, const char *message,
+                                  const char *text, size_t len) {
+  ex->refusal = dg_arena_strdup(ex->arena, message);
+  ex->refusal_code = code;
+  if (ex->refusal == NULL) {
+    dg__mcp_exchange_fail(ex, code, message);
+    return;
+  }
+  dg__mcp_exchange_run_text(ex, text, len);
 }

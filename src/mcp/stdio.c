@@ -246,8 +246,9 @@ static void run_line(stdio_conn_t *c, const char *text, size_t len, bool too_lon
   }
   const char *user = ex->cat->server.stdio_user;
   if (user == NULL || dg_auth_principal_for_user(ex->cat, user, ex->arena, &ex->principal) != 0) {
-    dg__mcp_exchange_fail(ex, DG__RPC_UNAUTHORIZED,
-                          "the stdio user (server.stdioUser) is not a configured user");
+    dg__mcp_exchange_refuse_text(ex, DG__RPC_UNAUTHORIZED,
+                                 "the stdio user (server.stdioUser) is not a configured user", text,
+                                 len);
     return;
   }
   dg__mcp_exchange_run_text(ex, text, len);

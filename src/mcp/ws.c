@@ -76,7 +76,7 @@ static void on_message(dg_ws_t *ws, const char *data, size_t len, void *user) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   if (dg_auth_authenticate(ex->cat, conn->authorization, ex->arena, &ex->principal, &err) != 0) {
-    dg__mcp_exchange_fail(ex, DG__RPC_UNAUTHORIZED, err.message);
+    dg__mcp_exchange_refuse_text(ex, DG__RPC_UNAUTHORIZED, err.message, data, len);
     return;
   }
   dg__mcp_exchange_run_text(ex, data, len);
@@ -166,6 +166,13 @@ static ws_conn_t *conn_new(dg_mcp_server_t *s, const char *authorization) {
   return conn;
 }
 
+/* The frames carry MCP only for a client that asked for it: one that offers
+ * no subprotocol, or another one, would not understand them. */
+static bool offers_mcp(const dg_http_request_t *req) {
+  const char *offered = dg_http_request_header(req, "Sec-WebSocket-Protocol");
+  return offered != NULL && dg__mcp_lists_token(offered, "mcp");
+}
+
 void dg__mcp_ws_upgrade(dg_mcp_server_t *s, dg_http_request_t *req) {
   dg_arena_t *arena = dg_http_request_arena(req);
   const char *authz = dg_http_request_header(req, "Authorization");
@@ -176,6 +183,12 @@ void dg__mcp_ws_upgrade(dg_mcp_server_t *s, dg_http_request_t *req) {
   dg_errctx_clear(&err);
   if (dg_auth_authenticate(s->cat, authz, arena, &p, &err) != 0) {
     dg__mcp_http_unauthorized(s, req, err.message[0] ? err.message : "authentication required");
+    return;
+  }
+  if (!offers_mcp(req)) {
+    dg__mcp_http_error(req, 400,
+                       "Bad Request: a WebSocket at /mcp needs the subprotocol 'mcp' "
+                       "(Sec-WebSocket-Protocol: mcp)");
     return;
   }
   ws_conn_t *conn = conn_new(s, authz);

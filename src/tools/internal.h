@@ -8,6 +8,8 @@
 
 #include "datagate/auth.h"
 #include "datagate/catalog.h"
+#include "datagate/mcp.h"
+#include "datagate/store.h"
 
 /* The model with the given id that p may read, or NULL with err saying
  * "Invalid argument '<param>': no Data Model with id '<given>'; ...". A
@@ -26,5 +28,106 @@ json_t *dg__tools_model_properties_json(const dg_model_t *model, const dg_princi
 /* The seed's reference object of a Reference property, as p sees it
  * (expandable false when p cannot read the target). */
 json_t *dg__tools_reference_json(const dg_reference_t *ref, const dg_principal_t *p);
+
+/* ---- Entity tools (entities.c) ------------------------------------------------ */
+typedef enum dg__tools_store_op {
+  DG__TOOLS_QUERY,
+  DG__TOOLS_FETCH,
+  DG__TOOLS_LOOKUP,
+} dg__tools_store_op_t;
+
+/* JSON Schema fragments the entity tools share. */
+#define DG__TOOLS_PROPERTIES_SCHEMA                                                                \
+  "{\"type\":\"array\",\"maxItems\":256,\"items\":{\"type\":\"string\",\"minLength\":1,"           \
+  "\"maxLength\":128},\"description\":\"Only these properties (plus id) are returned; omit for "   \
+  "all. Names from get_data_model_properties, in any case.\"}"
+
+#define DG__TOOLS_EXPAND_SCHEMA                                                                    \
+  "{\"type\":\"array\",\"maxItems\":64,\"description\":\"Related entities to load inline, under "  \
+  "properties.expanded.<reference>: an object or null for an Outbound reference, an array (at "    \
+  "most 100, else properties.expandedTruncated names the reference) for an Inbound one. "          \
+  "Shallow: expanded entities are not expanded.\",\"items\":{\"type\":\"object\","                 \
+  "\"required\":[\"reference\"],\"additionalProperties\":false,\"properties\":{"                   \
+  "\"reference\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":"          \
+  "\"Name of a property whose dataType is Reference\"},"                                           \
+  "\"properties\":" DG__TOOLS_PROPERTIES_SCHEMA "}}}"
+
+#define DG__TOOLS_ENTITY_SCHEMA                                                                    \
+  "{\"type\":\"object\",\"required\":[\"id\",\"properties\"],\"properties\":{"                     \
+  "\"id\":{\"type\":\"string\"},\"properties\":{\"type\":\"object\",\"properties\":{"              \
+  "\"expanded\":{\"type\":\"object\"},\"expandedTruncated\":{\"type\":\"array\",\"items\":"        \
+  "{\"type\":\"string\"}}}}}}"
+
+/* The parser context of a call: its catalog, principal and arena. */
+void dg__tools_parse_ctx(dg_tool_call_t *call, dg_errctx_t *err, dg_store_parse_t *out);
+/* The running store, or NULL after failing the call with a clear error. */
+dg_store_t *dg__tools_store(dg_tool_call_t *call);
+/* Starts op with desc (allocated in the call's arena) and ends the call
+ * with the store's result, or its error. A cancelled call cancels the
+ * store request; the call still ends from the store's completion. */
+void dg__tools_run_store(dg_tool_call_t *call, dg_store_t *store, dg__tools_store_op_t op,
+                         const void *desc);
+
+/* ---- Saved Queries ------------------------------------------------------ */
+struct dg_connector_request;
+
+/* JSON Schema properties of a get_saved_queries entry, which
+ * get_saved_query_details extends. */
+#define DG__TOOLS_SAVED_QUERY_ENTRY_SCHEMA                                                         \
+  "\"savedQueryId\":{\"type\":\"string\",\"format\":\"uuid\"},"                                    \
+  "\"name\":{\"type\":\"string\"},"                                                                \
+  "\"description\":{\"type\":\"string\"},"                                                         \
+  "\"connector\":{\"type\":\"object\",\"required\":[\"connectorId\",\"name\",\"description\"],"    \
+  "\"properties\":{\"connectorId\":{\"type\":\"string\",\"format\":\"uuid\"},"                     \
+  "\"name\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"}}},"                        \
+  "\"dataModel\":{\"type\":\"object\","                                                            \
+  "\"required\":[\"dataModelId\",\"name\",\"entityType\",\"entitySubType\"],"                      \
+  "\"properties\":{\"dataModelId\":{\"type\":\"string\",\"format\":\"uuid\"},"                     \
+  "\"name\":{\"type\":\"string\"},\"entityType\":{\"type\":\"string\"},"                           \
+  "\"entitySubType\":{\"type\":[\"string\",\"null\"]}}},"                                          \
+  "\"DeclaredInputs\":{\"type\":\"array\",\"items\":{\"type\":\"object\","                         \
+  "\"required\":[\"name\",\"type\",\"required\",\"default\",\"description\"],"                     \
+  "\"properties\":{\"name\":{\"type\":\"string\"},"                                                \
+  "\"type\":{\"type\":\"string\",\"enum\":[\"String\",\"Int\",\"Long\",\"Double\",\"Decimal\","    \
+  "\"Boolean\",\"Date\",\"DateTime\",\"Guid\"]},"                                                  \
+  "\"required\":{\"type\":\"boolean\"},\"default\":{\"type\":[\"string\",\"null\"]},"              \
+  "\"description\":{\"type\":\"string\"}}}}"
+
+/* True when p may list and run q: the role grants the query and p may
+ * read its Data Model. */
+bool dg__tools_may_use_saved_query(const dg_principal_t *p, const dg_saved_query_t *q);
+/* The Saved Query with the given id that p may use, or NULL with err
+ * saying "Invalid argument '<param>': no Saved Query with id ..." (one p
+ * may not use is reported exactly like an unknown one). */
+const dg_saved_query_t *dg__tools_find_saved_query(const dg_catalog_t *cat, const dg_principal_t *p,
+                                                   const char *param, const char *given,
+                                                   dg_errctx_t *err);
+/* get_saved_queries: {"savedQueries": [...]}; NULL when out of memory. */
+json_t *dg__tools_saved_queries_json(const dg_catalog_t *cat, const dg_principal_t *p);
+/* get_saved_query_details: the entry plus the fields p may see. */
+json_t *dg__tools_saved_query_details_json(const dg_saved_query_t *q, const dg_principal_t *p);
+/* Checks execute_saved_query's inputs ([{key, value}], already shaped by
+ * the schema) against q's DeclaredInputs. On success *values (in arena)
+ * holds one value per declared input, in order: the given one, else the
+ * default, else NULL; the values point into inputs and the catalog. On
+ * failure err names the item, what was given and what is allowed. */
+int dg__tools_saved_inputs(const dg_saved_query_t *q, const json_t *inputs, dg_arena_t *arena,
+                           const char ***values, dg_errctx_t *err);
+/* Checks the properties selection (NULL: every field) and fills *selected
+ * (in arena), one flag per field of q, false for fields p may not see. */
+int dg__tools_saved_selection(const dg_saved_query_t *q, const dg_principal_t *p,
+                              const json_t *properties, dg_arena_t *arena, bool **selected,
+                              dg_errctx_t *err);
+/* Builds the connector request of q from the values (path and query
+ * URL-encoded, body JSON-encoded, headers); strings live in arena. */
+int dg__tools_saved_request(const dg_saved_query_t *q, const char *const *values, dg_arena_t *arena,
+                            struct dg_connector_request *req, dg_errctx_t *err);
+/* Maps a response body onto entities of q's model: {"savedQueryId", "name",
+ * "dataModelId", "entities": [{"id", "properties"}], "count", "truncated",
+ * "warnings"?}. Stops at q->max_results items or when the entities pass
+ * max_bytes (truncated true). NULL with err when the body is not JSON or
+ * a GraphQL API answered only errors. Safe on a worker thread. */
+json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, const char *body,
+                            size_t len, size_t max_bytes, dg_errctx_t *err);
 
 #endif

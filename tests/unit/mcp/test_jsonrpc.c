@@ -137,6 +137,74 @@ static void test_message_metrics(void **state) {
   dg_buf_free(&out);
 }
 
+/* Sends text on the session as a caller that may not use the server. */
+static json_t *refused_call(mt_env_t *env, const char *text) {
+  size_t before = json_array_size(mt_sink.replies);
+  dg__mcp_exchange_t *ex = dg__mcp_exchange_new(env->server);
+  assert_non_null(ex);
+  dg__mcp_exchange_bind(ex, env->session, &mt_transport, NULL);
+  mt_sink.dispatching = true;
+  dg__mcp_exchange_refuse_text(ex, -32001, "the token is no longer valid", text, strlen(text));
+  mt_sink.dispatching = false;
+  mt_wait_replies(env, before + 1);
+  assert_int_equal(json_array_size(mt_sink.replies), before + 1);
+  return json_array_get(mt_sink.replies, before);
+}
+
+/* A refused request is answered with its own id, so that a client waiting
+ * for it hears the refusal instead of timing out; notifications get
+ * nothing and a malformed message still gets its own error. */
+static void test_refusal_carries_the_id(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-03-26");
+  json_t *r = refused_call(env, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/list\"}");
+  assert_int_equal(mt_error_code(r), -32001);
+  assert_int_equal(json_integer_value(json_object_get(r, "id")), 7);
+  assert_string_equal(mt_error_message(r), "the token is no longer valid");
+  r = refused_call(env, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+  assert_true(json_is_null(r));
+  r = refused_call(env, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+                        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"},"
+                        "{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"tools/call\"}]");
+  assert_int_equal(json_array_size(r), 2);
+  assert_int_equal(json_integer_value(json_object_get(json_array_get(r, 0), "id")), 1);
+  assert_string_equal(json_string_value(json_object_get(json_array_get(r, 1), "id")), "b");
+  assert_int_equal(mt_error_code(json_array_get(r, 1)), -32001);
+  assert_int_equal(mt_error_code(refused_call(env, "{oops")), -32700);
+}
+
+/* A message cut inside a UTF-8 sequence still becomes a JSON string: the
+ * partial bytes turn into U+FFFD and the rest is kept. */
+static void test_text_repairs_cut_utf8(void **state) {
+  json_t *s = dg__mcp_text("ok \xe2\x82\xac");
+  assert_string_equal(json_string_value(s), "ok \xe2\x82\xac");
+  json_decref(s);
+  s = dg__mcp_text("cut \xe2\x82");
+  assert_string_equal(json_string_value(s), "cut \xef\xbf\xbd\xef\xbf\xbd");
+  json_decref(s);
+  s = dg__mcp_text("\xff\xc0\xafx");
+  assert_string_equal(json_string_value(s), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdx");
+  json_decref(s);
+}
+
+/* An unknown method whose name the error message cuts mid-character is
+ * still answered (it used to get no answer at all). */
+static void test_error_for_long_multibyte_method(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-06-18");
+  dg_buf_t text;
+  dg_buf_init(&text, 1024);
+  dg_buf_append_str(&text, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"");
+  for (int i = 0; i < 100; i++)
+    dg_buf_append_str(&text, "\xe2\x82\xac");
+  dg_buf_append_str(&text, "\"}");
+  json_t *r = mt_call(env, text.data);
+  dg_buf_free(&text);
+  assert_int_equal(mt_error_code(r), -32601);
+  assert_int_equal(json_integer_value(json_object_get(r, "id")), 8);
+  assert_non_null(strstr(mt_error_message(r), "\xef\xbf\xbd"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_parse_error, mt_setup, mt_teardown),
@@ -149,6 +217,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_batch_refused_before_initialize, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_replies_are_deferred, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_message_metrics, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_refusal_carries_the_id, mt_setup, mt_teardown),
+      cmocka_unit_test(test_text_repairs_cut_utf8),
+      cmocka_unit_test_setup_teardown(test_error_for_long_multibyte_method, mt_setup, mt_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

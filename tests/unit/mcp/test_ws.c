@@ -150,6 +150,46 @@ static void test_query_token_and_refusals(void **state) {
   close(fd);
 }
 
+/* Sends an upgrade with the given handshake headers; fills the head. */
+static void upgrade_head(int port, const char *headers, char *head, size_t size) {
+  int fd = hc_connect(port);
+  char req[1024];
+  snprintf(req, sizeof(req),
+           "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+           "Connection: Upgrade\r\n" HC_ALICE "%s\r\n",
+           headers);
+  hc_send(fd, req, strlen(req));
+  assert_true(hc_recv_until(fd, head, size, "\r\n\r\n"));
+  close(fd);
+}
+
+#define KEY "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+#define V13 "Sec-WebSocket-Version: 13\r\n"
+
+/* A handshake that is not MCP over RFC 6455 is refused as one, never
+ * answered as a plain GET of the event stream (405). */
+static void test_handshake_refusals(void **state) {
+  ht_t *t = *state;
+  char head[2048];
+  static const char *const refused[] = {
+      KEY V13,                                          /* no subprotocol */
+      KEY V13 "Sec-WebSocket-Protocol: graphql-ws\r\n", /* another one */
+      "Sec-WebSocket-Key: short\r\n" V13 "Sec-WebSocket-Protocol: mcp\r\n",
+      V13 "Sec-WebSocket-Protocol: mcp\r\n", /* no key */
+  };
+  for (size_t i = 0; i < DG_ARRAY_SIZE(refused); i++) {
+    upgrade_head(t->port, refused[i], head, sizeof(head));
+    assert_non_null(strstr(head, "HTTP/1.1 400"));
+  }
+  upgrade_head(t->port, KEY "Sec-WebSocket-Version: 8\r\nSec-WebSocket-Protocol: mcp\r\n", head,
+               sizeof(head));
+  assert_non_null(strstr(head, "HTTP/1.1 426"));
+  assert_non_null(strstr(head, "Sec-WebSocket-Version: 13"));
+  upgrade_head(t->port, KEY V13 "Sec-WebSocket-Protocol: chat, mcp\r\n", head, sizeof(head));
+  assert_non_null(strstr(head, "101 Switching Protocols"));
+  assert_non_null(strstr(head, "Sec-WebSocket-Protocol: mcp\r\n"));
+}
+
 static void test_progress_messages(void **state) {
   ht_t *t = *state;
   char head[2048];
@@ -240,6 +280,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_session_over_header_auth, setup, teardown),
       cmocka_unit_test_setup_teardown(test_query_token_and_refusals, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_handshake_refusals, setup, teardown),
       cmocka_unit_test_setup_teardown(test_progress_messages, setup, teardown),
       cmocka_unit_test_setup_teardown(test_close_cancels_calls, setup, teardown),
       cmocka_unit_test_setup_teardown(test_server_closes_open_connection, setup, teardown),

@@ -1,0 +1,299 @@
+/* store: the entity store behind lookup_by_keyword, query_entities,
+ * get_entities_by_ids (and later aggregate_entities and form submissions).
+ *
+ * Two halves:
+ *
+ * 1. The argument parser (loop thread, pure): turns a tool's JSON
+ *    arguments into a checked description (dg_store_query_t and friends).
+ *    Every model and property name is resolved against the catalog and the
+ *    caller's permissions; operators, values, GUIDs and paging are checked.
+ *    A failure fills a dg_errctx_t whose param is the argument path
+ *    ("queryParameterGroups[0].parameters[1].value") and whose message
+ *    names what was given and what is allowed. Only a checked description
+ *    reaches SQL: names as catalog identifiers, values as bound parameters.
+ *
+ * 2. The store (asynchronous): a driver (SQLite now, one database file in
+ *    WAL mode, a connection per threadpool thread) runs a description on
+ *    the libuv threadpool, builds the result JSON there and hands it back
+ *    to the loop. Every operation completes exactly once, on the loop
+ *    thread, never from inside the call that started it.
+ *
+ * Result shapes (the tools' structuredContent; docs/query.md has them all):
+ *   query   {"entities": [E...], "pageNumber": n, "pageSize": n,
+ *            "hasMore": b, "nextPage": n|null}      or {"count": n}
+ *   fetch   {"entities": [E...]}                     (in the order asked)
+ *   lookup  {"entities": [L...]}                     (best match first)
+ *   write   {"id": "...", "created": b}
+ * where E is {"id": "...", "properties": {...}} with camelCased keys, and
+ * with expansion properties.expanded.<reference> (Outbound: an object or
+ * null; Inbound: an array, possibly []), each expanded entity a flat object
+ * with its "id"; properties.expandedTruncated lists the references cut at
+ * DG_STORE_EXPAND_MAX. L is E plus dataModelId, dataModelName, entityType
+ * and entitySubType. */
+#ifndef DATAGATE_STORE_H
+#define DATAGATE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "datagate/auth.h"
+#include "datagate/base.h"
+#include "datagate/catalog.h"
+
+/* ---- Limits (the seed's Limits table, and bounds of our own) ------------- */
+#define DG_STORE_PAGE_SIZE_DEFAULT 25
+#define DG_STORE_PAGE_SIZE_MAX 100
+#define DG_STORE_PAGE_NUMBER_MAX 1000000
+#define DG_STORE_IDS_MAX 50
+#define DG_STORE_LOOKUP_LIMIT_DEFAULT 10
+#define DG_STORE_LOOKUP_LIMIT_MAX 100
+#define DG_STORE_EXPAND_MAX 100      /* related entities per parent and reference */
+#define DG_STORE_GROUPS_MAX 20       /* queryParameterGroups */
+#define DG_STORE_PARAMETERS_MAX 50   /* parameters per group */
+#define DG_STORE_VALUE_MAX 4096      /* bytes of one filter value */
+#define DG_STORE_SEARCH_MAX 256      /* bytes of a lookup searchValue */
+#define DG_STORE_SEARCH_TERMS_MAX 16 /* words of a searchValue */
+
+/* ---- Operators -------------------------------------------------------------- */
+#define DG_STORE_OP_MAP(XX)                                                                        \
+  XX(EQ, "EqualTo")                                                                                \
+  XX(NE, "NotEqualTo")                                                                             \
+  XX(GT, "GreaterThan")                                                                            \
+  XX(GE, "GreaterThanEqualTo")                                                                     \
+  XX(LT, "LessThan")                                                                               \
+  XX(LE, "LessThanEqualTo")                                                                        \
+  XX(CONTAINS, "Contains")                                                                         \
+  XX(STARTS, "StartsWith")                                                                         \
+  XX(NOT_STARTS, "NotStartsWith")                                                                  \
+  XX(ENDS, "EndsWith")                                                                             \
+  XX(NOT_ENDS, "NotEndsWith")
+
+typedef enum dg_store_op {
+#define XX(name, text) DG_STORE_OP_##name,
+  DG_STORE_OP_MAP(XX)
+#undef XX
+      DG_STORE_OP__COUNT
+} dg_store_op_t;
+
+const char *dg_store_op_name(dg_store_op_t op);
+/* Exact names as the seed spells them; false otherwise. */
+bool dg_store_op_parse(const char *name, dg_store_op_t *out);
+/* Whether op may compare a property of this type (the string operators
+ * only String; order operators not Boolean, Guid or Reference). */
+bool dg_store_op_allowed(dg_store_op_t op, dg_data_type_t type);
+
+/* ---- Values ------------------------------------------------------------------ */
+typedef enum dg_store_vkind {
+  DG_STORE_NULL,
+  DG_STORE_INT,  /* Int, Long */
+  DG_STORE_REAL, /* Double, Decimal */
+  DG_STORE_TEXT, /* String; Date "YYYY-MM-DD"; DateTime "YYYY-MM-DDTHH:MM:SS.mmmZ";
+                    Guid and Reference as lower-case GUIDs */
+  DG_STORE_BOOL,
+} dg_store_vkind_t;
+
+typedef struct dg_store_value {
+  dg_store_vkind_t kind;
+  int64_t i;
+  double d;
+  bool b;
+  const char *text; /* DG_STORE_TEXT: len bytes, NUL-terminated */
+  size_t len;
+} dg_store_value_t;
+
+/* Converts a JSON value into a value of prop's type, normalised the way the
+ * store keeps it (dates in UTC ISO-8601, GUIDs in lower case). A string is
+ * parsed per the type ("12.5", "true", "2024-03-01"); a JSON number or
+ * boolean is taken as is when the type fits; JSON null is DG_STORE_NULL.
+ * Text is copied into arena. On failure err names param, the value given
+ * and what the type allows. Inbound references have no value (DG_EINVAL). */
+int dg_store_value_parse(const dg_property_t *prop, const json_t *value, const char *param,
+                         dg_arena_t *arena, dg_store_value_t *out, dg_errctx_t *err);
+
+/* ---- Checked descriptions ------------------------------------------------------ */
+
+/* One filter parameter. prop NULL stands for the entity's id (a Guid). */
+typedef struct dg_store_filter {
+  dg_store_op_t op;
+  const dg_property_t *reference; /* base model's Reference property, or NULL */
+  const dg_model_t *model;        /* the model prop belongs to (the target when reference) */
+  const dg_property_t *prop;
+  bool compare_property;      /* comparisonPropertyName given: other instead of value */
+  const dg_property_t *other; /* NULL with compare_property: the id */
+  dg_store_value_t value;     /* DG_STORE_NULL: a null test (EqualTo or NotEqualTo) */
+} dg_store_filter_t;
+
+typedef struct dg_store_group {
+  bool any; /* andOrOperator Or */
+  dg_store_filter_t *filters;
+  size_t nfilters;
+} dg_store_group_t;
+
+/* Groups combine with And. */
+typedef struct dg_store_filters {
+  dg_store_group_t *groups;
+  size_t ngroups;
+} dg_store_filters_t;
+
+/* Properties to return: never Inbound references (they hold no value), never
+ * a property the caller may not see. The id is always returned as well. */
+typedef struct dg_store_select {
+  const dg_property_t **props;
+  size_t nprops;
+} dg_store_select_t;
+
+typedef struct dg_store_expand {
+  const dg_property_t *reference; /* of the base model; its target has a model */
+  const dg_model_t *target;
+  dg_store_select_t select;
+} dg_store_expand_t;
+
+typedef struct dg_store_sort {
+  const dg_property_t *prop; /* NULL: the id */
+  bool descending;
+} dg_store_sort_t;
+
+typedef struct dg_store_query {
+  const dg_model_t *model;
+  dg_store_filters_t filters;
+  bool has_sort; /* without it entities come in id order */
+  dg_store_sort_t sort;
+  int64_t page_number; /* 1-based */
+  int64_t page_size;
+  bool count_only;
+  dg_store_select_t select;
+  dg_store_expand_t *expand;
+  size_t nexpand;
+} dg_store_query_t;
+
+typedef struct dg_store_fetch {
+  const dg_model_t *model;
+  const char **ids; /* lower case, without duplicates, in the order given */
+  size_t nids;
+  dg_store_select_t select;
+  dg_store_expand_t *expand;
+  size_t nexpand;
+} dg_store_fetch_t;
+
+/* Keyword search over the keyword properties the caller may see. */
+typedef struct dg_store_lookup_model {
+  const dg_model_t *model;
+  const dg_property_t **keywords; /* searched */
+  size_t nkeywords;
+  dg_store_select_t select; /* returned */
+} dg_store_lookup_model_t;
+
+typedef struct dg_store_lookup {
+  const char *const *terms; /* words of the search value; each matches a word prefix */
+  size_t nterms;
+  dg_store_lookup_model_t *models;
+  size_t nmodels;
+  int64_t limit;
+} dg_store_lookup_t;
+
+typedef enum dg_store_write_mode {
+  DG_STORE_CREATE, /* a new entity; DG_EEXIST when the id is taken */
+  DG_STORE_UPDATE, /* changes the given properties; DG_ENOENT when the id is unknown */
+  DG_STORE_UPSERT, /* creates or replaces the given properties */
+} dg_store_write_mode_t;
+
+typedef struct dg_store_write {
+  const dg_model_t *model;
+  dg_store_write_mode_t mode;
+  const char *id;              /* lower-case GUID; NULL with DG_STORE_CREATE picks a new one */
+  const dg_property_t **props; /* stored properties (no Inbound references) */
+  dg_store_value_t *values;
+  size_t nvalues;
+} dg_store_write_t;
+
+/* ---- The parser ------------------------------------------------------------------ *
+ * Everything is allocated in arena and refers into cat, which must outlive
+ * the description (a tool call holds both until it ends). */
+typedef struct dg_store_parse {
+  const dg_catalog_t *cat;
+  const dg_principal_t *principal;
+  dg_arena_t *arena;
+  dg_errctx_t *err;
+} dg_store_parse_t;
+
+/* query_entities: queryParameterGroups, sortCondition, paging, countOnly,
+ * properties and expand of args (other keys are ignored) against model,
+ * which the caller may read. */
+int dg_store_parse_query(const dg_store_parse_t *ps, const dg_model_t *model, const json_t *args,
+                         dg_store_query_t *out);
+/* queryParameterGroups alone (also for aggregate_entities); groups may be
+ * NULL (no filter). param is the argument's name in messages. */
+int dg_store_parse_filters(const dg_store_parse_t *ps, const dg_model_t *model,
+                           const json_t *groups, const char *param, dg_store_filters_t *out);
+/* A properties array (NULL: every property the caller may see). */
+int dg_store_parse_select(const dg_store_parse_t *ps, const dg_model_t *model,
+                          const json_t *properties, const char *param, dg_store_select_t *out);
+/* An expand array (NULL: none). */
+int dg_store_parse_expand(const dg_store_parse_t *ps, const dg_model_t *model, const json_t *expand,
+                          const char *param, dg_store_expand_t **out, size_t *nout);
+/* get_entities_by_ids: entityIds, properties and expand. */
+int dg_store_parse_fetch(const dg_store_parse_t *ps, const dg_model_t *model, const json_t *args,
+                         dg_store_fetch_t *out);
+/* lookup_by_keyword: searchValue, entityType, entitySubType and limit, over
+ * the models the caller may read. */
+int dg_store_parse_lookup(const dg_store_parse_t *ps, const json_t *args, dg_store_lookup_t *out);
+
+/* ---- The store ---------------------------------------------------------------------- */
+typedef struct dg_store dg_store_t;
+typedef struct dg_store_req dg_store_req_t;
+
+typedef struct dg_store_options {
+  const char *path;        /* database file; NULL: cat->server.database */
+  const char *sample_dir;  /* sample data; NULL: "<cat->dir>/data"; "": none */
+  size_t max_result_bytes; /* result budget; 0: cat->server.max_result_bytes */
+} dg_store_options_t;
+
+/* store is NULL when status is not 0 (err says why). */
+typedef void (*dg_store_open_cb)(dg_store_t *store, int status, const dg_errctx_t *err, void *data);
+
+/* Opens the store on the threadpool: creates the database file (and its
+ * directory) when missing, creates or migrates one table per Data Model of
+ * cat (columns, indexes, keyword search), and loads the sample data when
+ * the database is new and empty. A reference to cat is kept: it is the
+ * schema the store serves. cb runs once on loop. Returns 0, or DG_ENOMEM
+ * (cb is then never called). */
+int dg_store_open(uv_loop_t *loop, dg_catalog_t *cat, const dg_store_options_t *options,
+                  dg_store_open_cb cb, void *data);
+
+/* Closes the store: operations not started end with DG_ECANCELED, running
+ * ones are interrupted; when all have ended, the connections are closed on
+ * the threadpool, then cb (may be NULL) runs on the loop and the store is
+ * freed. Operations started after this fail with DG_ECLOSED. */
+void dg_store_close(dg_store_t *store, void (*cb)(void *data), void *data);
+
+/* The driver's name ("sqlite"). */
+const char *dg_store_driver(const dg_store_t *store);
+
+/* Completion of an operation: status 0 with result (the callee owns it), or
+ * a DG_E* code with err (message for the caller). DG_ECANCELED after
+ * dg_store_cancel or dg_store_close. */
+typedef void (*dg_store_cb)(int status, json_t *result, const dg_errctx_t *err, void *data);
+
+/* Starts an operation. The description (and the catalog and principal it
+ * refers to) must stay valid until cb runs. Returns 0 and sets *req (may be
+ * NULL) to a handle valid until cb runs; or DG_ECLOSED, DG_ENOTSUP (the
+ * description names a model or property the database does not have: the
+ * configuration changed since start-up) or DG_ENOMEM, with cb never called
+ * and err filled. */
+int dg_store_query(dg_store_t *store, const dg_store_query_t *q, dg_store_cb cb, void *data,
+                   dg_store_req_t **req, dg_errctx_t *err);
+int dg_store_fetch(dg_store_t *store, const dg_store_fetch_t *f, dg_store_cb cb, void *data,
+                   dg_store_req_t **req, dg_errctx_t *err);
+int dg_store_lookup(dg_store_t *store, const dg_store_lookup_t *l, dg_store_cb cb, void *data,
+                    dg_store_req_t **req, dg_errctx_t *err);
+/* Writes with synchronous=FULL: when cb reports 0 the change is durable. */
+int dg_store_write(dg_store_t *store, const dg_store_write_t *w, dg_store_cb cb, void *data,
+                   dg_store_req_t **req, dg_errctx_t *err);
+
+/* Asks an operation to stop: cb still runs once, with DG_ECANCELED unless
+ * the operation had already finished. */
+void dg_store_cancel(dg_store_req_t *req);
+
+#endif

@@ -1,0 +1,428 @@
+/* Upstream connections and their keep-alive pool. A connection goes
+ * CONNECTING -> (HANDSHAKE for https) -> ACTIVE, carrying one call's
+ * request and response at a time; when the response leaves it reusable it
+ * goes IDLE into its origin's pool (newest first, at most
+ * pool_max_per_origin, closed after pool_idle_ms or when the peer closes),
+ * from where the next call to that origin takes it back to ACTIVE. Every
+ * state ends in CLOSED, and memory is freed in the close callbacks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/internal.h"
+
+struct dg__pool {
+  dg__pool_t *prev, *next; /* the client's pools, most recently used first */
+  char origin[300];
+  dg__uconn_t *idle; /* newest first */
+  unsigned nidle;
+};
+
+typedef struct write_block {
+  uv_write_t req;
+  dg__uconn_t *conn;
+  char data[];
+} write_block_t;
+
+static bool transition_ok(dg__uconn_state_t from, dg__uconn_state_t to) {
+  switch (from) {
+  case DG__UCONN_CONNECTING:
+    return to == DG__UCONN_HANDSHAKE || to == DG__UCONN_ACTIVE || to == DG__UCONN_CLOSED;
+  case DG__UCONN_HANDSHAKE:
+    return to == DG__UCONN_ACTIVE || to == DG__UCONN_CLOSED;
+  case DG__UCONN_ACTIVE:
+    return to == DG__UCONN_IDLE || to == DG__UCONN_CLOSED;
+  case DG__UCONN_IDLE:
+    return to == DG__UCONN_ACTIVE || to == DG__UCONN_CLOSED;
+  default:
+    return false;
+  }
+}
+
+static void set_state(dg__uconn_t *c, dg__uconn_state_t to) {
+  if (!transition_ok(c->state, to)) {
+    dg_logf(DG_LOG_ERROR, "upstream_conn_state", "illegal connection state change %d -> %d",
+            c->state, to);
+    abort();
+  }
+  c->state = to;
+}
+
+/* ---- the pool -------------------------------------------------------------- */
+
+static dg__pool_t *pool_find(dg_http_client_t *client, const char *origin) {
+  for (dg__pool_t *p = client->pools; p != NULL; p = p->next) {
+    if (strcmp(p->origin, origin) == 0)
+      return p;
+  }
+  return NULL;
+}
+
+static void pool_unlink(dg_http_client_t *client, dg__pool_t *p) {
+  if (p->prev != NULL)
+    p->prev->next = p->next;
+  else
+    client->pools = p->next;
+  if (p->next != NULL)
+    p->next->prev = p->prev;
+  p->prev = p->next = NULL;
+}
+
+static void pool_push_front(dg_http_client_t *client, dg__pool_t *p) {
+  p->next = client->pools;
+  if (client->pools != NULL)
+    client->pools->prev = p;
+  client->pools = p;
+}
+
+/* Takes c out of its pool; an empty pool is freed. */
+static void pool_remove(dg__uconn_t *c) {
+  dg__pool_t *p = c->pool;
+  dg_http_client_t *client = c->client;
+  if (c->prev != NULL)
+    c->prev->next = c->next;
+  else
+    p->idle = c->next;
+  if (c->next != NULL)
+    c->next->prev = c->prev;
+  c->prev = c->next = NULL;
+  c->pool = NULL;
+  p->nidle--;
+  client->nidle--;
+  uv_timer_stop(&c->idle_timer);
+  if (p->nidle == 0) {
+    pool_unlink(client, p);
+    client->npools--;
+    free(p);
+  }
+}
+
+static void evict_oldest_pool(dg_http_client_t *client) {
+  dg__pool_t *last = client->pools;
+  while (last != NULL && last->next != NULL)
+    last = last->next;
+  while (last != NULL && last->nidle > 0) {
+    bool gone = last->nidle == 1;
+    dg__uconn_close(last->idle);
+    if (gone)
+      break;
+  }
+}
+
+static void on_idle_timeout(uv_timer_t *t) {
+  dg__uconn_close(t->data);
+}
+
+static dg__pool_t *pool_for(dg_http_client_t *client, const char *origin) {
+  dg__pool_t *p = pool_find(client, origin);
+  if (p != NULL) {
+    pool_unlink(client, p);
+    pool_push_front(client, p);
+    return p;
+  }
+  if (client->npools >= client->cfg.max_origins)
+    evict_oldest_pool(client);
+  p = calloc(1, sizeof(*p));
+  if (p == NULL)
+    return NULL;
+  dg_strlcpy(p->origin, origin, sizeof(p->origin));
+  pool_push_front(client, p);
+  client->npools++;
+  return p;
+}
+
+static void park(dg__uconn_t *c) {
+  dg_http_client_t *client = c->client;
+  dg__pool_t *p = pool_find(client, c->origin);
+  /* Idle sockets are bounded per origin and in all, whatever the settings. */
+  if (client->cfg.pool_max_per_origin == 0 || client->nidle >= DG__CLIENT_MAX_IDLE ||
+      (p != NULL && p->nidle >= client->cfg.pool_max_per_origin)) {
+    dg__uconn_close(c);
+    return;
+  }
+  p = pool_for(client, c->origin);
+  if (p == NULL) {
+    dg__uconn_close(c);
+    return;
+  }
+  set_state(c, DG__UCONN_IDLE);
+  c->pool = p;
+  c->prev = NULL;
+  c->next = p->idle;
+  if (p->idle != NULL)
+    p->idle->prev = c;
+  p->idle = c;
+  p->nidle++;
+  client->nidle++;
+  c->idle_since_ms = dg_now_ms();
+  uv_timer_start(&c->idle_timer, on_idle_timeout, client->cfg.pool_idle_ms, 0);
+}
+
+dg__uconn_t *dg__pool_checkout(dg_http_client_t *client, const char *origin, dg_http_call_t *call) {
+  dg__pool_t *p = pool_find(client, origin);
+  if (p == NULL)
+    return NULL;
+  dg__uconn_t *c = p->idle;
+  pool_remove(c);
+  set_state(c, DG__UCONN_ACTIVE);
+  c->call = call;
+  return c;
+}
+
+unsigned dg__pool_idle_total(const dg_http_client_t *client) {
+  return client->nidle;
+}
+
+void dg__pool_close_all(dg_http_client_t *client) {
+  dg__uconn_t *c = client->conns;
+  while (c != NULL) {
+    dg__uconn_t *next = c->all_next;
+    dg__uconn_close(c);
+    c = next;
+  }
+}
+
+/* ---- closing ----------------------------------------------------------------- */
+
+static void on_closed(uv_handle_t *h) {
+  dg__uconn_t *c = h->data;
+  if (--c->handles > 0)
+    return;
+  dg_http_client_t *client = c->client;
+  if (c->all_prev != NULL)
+    c->all_prev->all_next = c->all_next;
+  else
+    client->conns = c->all_next;
+  if (c->all_next != NULL)
+    c->all_next->all_prev = c->all_prev;
+  dg__ctls_free(c->tls);
+  free(c);
+  dg__client_handle_gone(client);
+}
+
+void dg__uconn_close(dg__uconn_t *c) {
+  if (c == NULL || c->state == DG__UCONN_CLOSED)
+    return;
+  if (c->state == DG__UCONN_IDLE)
+    pool_remove(c);
+  set_state(c, DG__UCONN_CLOSED);
+  c->call = NULL;
+  uv_close((uv_handle_t *)&c->tcp, on_closed);
+  uv_close((uv_handle_t *)&c->idle_timer, on_closed);
+}
+
+void dg__uconn_release(dg__uconn_t *c, bool reusable) {
+  c->call = NULL;
+  if (!reusable || c->broken || c->client->state != DG__CLIENT_RUNNING)
+    dg__uconn_close(c);
+  else
+    park(c);
+}
+
+/* ---- writing ------------------------------------------------------------------ */
+
+static void on_write(uv_write_t *req, int status) {
+  write_block_t *b = req->data;
+  dg__uconn_t *c = b->conn;
+  free(b);
+  if (status == 0 || c->state == DG__UCONN_CLOSED)
+    return;
+  c->broken = true;
+  if (c->call != NULL) {
+    char why[128];
+    snprintf(why, sizeof(why), "sending the request failed: %s", uv_strerror(status));
+    dg__call_conn_failed(c->call, DG_HTTP_FAIL_CONNECT, why);
+  }
+}
+
+static int send_raw(void *ctx, const void *data, size_t len) {
+  dg__uconn_t *c = ctx;
+  if (c->state == DG__UCONN_CLOSED)
+    return DG_ECLOSED;
+  write_block_t *b = malloc(sizeof(*b) + len);
+  if (b == NULL)
+    return DG_ENOMEM;
+  memcpy(b->data, data, len);
+  b->conn = c;
+  b->req.data = b;
+  uv_buf_t buf = uv_buf_init(b->data, (unsigned)len);
+  if (uv_write(&b->req, (uv_stream_t *)&c->tcp, &buf, 1, on_write) != 0) {
+    free(b);
+    return DG_EIO;
+  }
+  return 0;
+}
+
+int dg__uconn_write(dg__uconn_t *c, const void *data, size_t len) {
+  if (c->tls != NULL)
+    return dg__ctls_write(c->tls, data, len);
+  return send_raw(c, data, len);
+}
+
+/* ---- reading ------------------------------------------------------------------ */
+
+static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
+  dg__uconn_t *c = handle->data;
+  dg_http_client_t *client = c->client;
+  /* As on the server: alloc and read come back to back, so one buffer per
+   * client serves every connection. */
+  if (!client->rbuf_busy) {
+    client->rbuf_busy = true;
+    *buf = uv_buf_init(client->rbuf, sizeof(client->rbuf));
+    return;
+  }
+  char *p = malloc(DG__READ_BUF_SIZE);
+  *buf = uv_buf_init(p, p != NULL ? DG__READ_BUF_SIZE : 0);
+}
+
+static void release_buf(dg_http_client_t *client, const uv_buf_t *buf) {
+  if (buf->base == client->rbuf)
+    client->rbuf_busy = false;
+  else
+    free(buf->base);
+}
+
+/* Plaintext for the call; an idle connection must stay silent. */
+static int on_plain(void *ctx, const char *data, size_t len) {
+  dg__uconn_t *c = ctx;
+  if (c->state == DG__UCONN_IDLE) {
+    dg__uconn_close(c);
+    return DG_ECLOSED;
+  }
+  if (c->state != DG__UCONN_ACTIVE || c->call == NULL)
+    return DG_ECLOSED;
+  dg__call_conn_data(c->call, data, len);
+  return c->state == DG__UCONN_CLOSED ? DG_ECLOSED : 0;
+}
+
+static void tls_failed(dg__uconn_t *c, int rc, const char *why) {
+  c->broken = true;
+  if (c->state == DG__UCONN_CLOSED)
+    return;
+  if (c->call == NULL) {
+    dg__uconn_close(c);
+    return;
+  }
+  if (rc == DG_ECLOSED)
+    dg__call_conn_eof(c->call);
+  else
+    dg__call_conn_failed(
+        c->call, c->state == DG__UCONN_HANDSHAKE ? DG_HTTP_FAIL_TLS : DG_HTTP_FAIL_CONNECT, why);
+}
+
+static void feed_tls(dg__uconn_t *c, const char *data, size_t len) {
+  char why[320] = "";
+  bool opened = false;
+  int rc = dg__ctls_feed(c->tls, data, len, &opened, on_plain, c, why, sizeof(why));
+  if (rc == 0 && opened) {
+    set_state(c, DG__UCONN_ACTIVE);
+    dg__call_conn_ready(c->call);
+    /* Anything that came with the last handshake flight follows. */
+    if (c->state == DG__UCONN_ACTIVE)
+      rc = dg__ctls_feed(c->tls, NULL, 0, &opened, on_plain, c, why, sizeof(why));
+  }
+  if (rc != 0)
+    tls_failed(c, rc, why);
+}
+
+static void on_eof(dg__uconn_t *c, int status) {
+  c->broken = true;
+  if (c->state == DG__UCONN_IDLE || c->call == NULL) {
+    dg__uconn_close(c);
+    return;
+  }
+  if (status == UV_EOF) {
+    dg__call_conn_eof(c->call);
+    return;
+  }
+  char why[128];
+  snprintf(why, sizeof(why), "%s",
+           status == UV_ECONNRESET ? "the connection was reset" : uv_strerror(status));
+  dg__call_conn_failed(
+      c->call, c->state == DG__UCONN_HANDSHAKE ? DG_HTTP_FAIL_TLS : DG_HTTP_FAIL_CONNECT, why);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+  dg__uconn_t *c = stream->data;
+  dg_http_client_t *client = c->client;
+  if (nread > 0 && c->state != DG__UCONN_CLOSED) {
+    if (c->tls != NULL)
+      feed_tls(c, buf->base, (size_t)nread);
+    else
+      on_plain(c, buf->base, (size_t)nread);
+  } else if (nread < 0 && c->state != DG__UCONN_CLOSED) {
+    on_eof(c, (int)nread);
+  }
+  if (buf->base != NULL)
+    release_buf(client, buf);
+}
+
+/* ---- connecting --------------------------------------------------------------- */
+
+static void on_connect(uv_connect_t *req, int status) {
+  dg__uconn_t *c = req->data;
+  if (c->state == DG__UCONN_CLOSED)
+    return;
+  if (status < 0) {
+    char why[128];
+    c->broken = true;
+    snprintf(why, sizeof(why), "%s",
+             status == UV_ECONNREFUSED ? "connection refused" : uv_strerror(status));
+    dg__call_conn_failed(c->call, DG_HTTP_FAIL_CONNECT, why);
+    return;
+  }
+  uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+  if (c->tls == NULL) {
+    set_state(c, DG__UCONN_ACTIVE);
+    dg__call_conn_ready(c->call);
+    return;
+  }
+  set_state(c, DG__UCONN_HANDSHAKE);
+  dg__call_conn_connected(c->call);
+  char why[320] = "";
+  if (c->state == DG__UCONN_HANDSHAKE && dg__ctls_start(c->tls, why, sizeof(why)) != 0)
+    tls_failed(c, DG_EUPSTREAM, why);
+}
+
+static dg__uconn_t *conn_new(dg_http_client_t *client, dg_http_call_t *call) {
+  dg__uconn_t *c = calloc(1, sizeof(*c));
+  if (c == NULL)
+    return NULL;
+  c->client = client;
+  c->call = call;
+  c->state = DG__UCONN_CONNECTING;
+  dg_strlcpy(c->origin, call->url.origin, sizeof(c->origin));
+  uv_tcp_init(client->loop, &c->tcp);
+  uv_timer_init(client->loop, &c->idle_timer);
+  c->tcp.data = c;
+  c->idle_timer.data = c;
+  c->connect_req.data = c;
+  c->handles = 2;
+  c->all_next = client->conns;
+  if (client->conns != NULL)
+    client->conns->all_prev = c;
+  client->conns = c;
+  client->handles++;
+  return c;
+}
+
+int dg__uconn_open(dg_http_client_t *client, dg_http_call_t *call, const struct sockaddr *addr,
+                   dg__uconn_t **out, const char **why) {
+  dg__uconn_t *c = conn_new(client, call);
+  if (c == NULL)
+    return DG_ENOMEM;
+  int rc = 0;
+  if (call->url.https)
+    rc = dg__ctls_new(client->tls, call->url.host, send_raw, c, &c->tls);
+  if (rc == 0)
+    uv_tcp_nodelay(&c->tcp, 1);
+  if (rc == 0)
+    rc = uv_tcp_connect(&c->connect_req, &c->tcp, addr, on_connect);
+  if (rc != 0) {
+    *why = rc == DG_ENOMEM ? "out of memory" : uv_strerror(rc);
+    dg__uconn_close(c);
+    return rc == DG_ENOMEM ? rc : DG_EIO;
+  }
+  *out = c;
+  return 0;
+}

@@ -1,0 +1,429 @@
+/* Small pure pieces of the HTTP client: URL parsing and redirect
+ * resolution, the W3C trace id, Retry-After, header checks, the address
+ * policy and text helpers for messages. Nothing here touches the loop. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "net/internal.h"
+
+/* ---- URLs ---------------------------------------------------------------- */
+
+static bool host_char_ok(char c) {
+  return isalnum((unsigned char)c) || c == '-' || c == '.' || c == '_';
+}
+
+/* Printable ASCII without spaces: callers encode anything else. */
+static bool target_ok(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c <= 0x20 || c >= 0x7f)
+      return false;
+  }
+  return true;
+}
+
+static int parse_scheme(const char *text, dg__url_t *out, const char **rest) {
+  if (strncasecmp(text, "https://", 8) == 0) {
+    out->https = true;
+    out->port = 443;
+    *rest = text + 8;
+    return 0;
+  }
+  if (strncasecmp(text, "http://", 7) == 0) {
+    out->https = false;
+    out->port = 80;
+    *rest = text + 7;
+    return 0;
+  }
+  return DG_EINVAL;
+}
+
+static int parse_ipv6(const char *p, size_t n, dg__url_t *out, const char **why) {
+  struct in6_addr a;
+  if (n < 2 || p[n - 1] != ']' || n - 2 >= sizeof(out->host)) {
+    *why = "the IPv6 address is not closed with ']'";
+    return DG_EINVAL;
+  }
+  memcpy(out->host, p + 1, n - 2);
+  out->host[n - 2] = '\0';
+  if (inet_pton(AF_INET6, out->host, &a) != 1) {
+    *why = "the IPv6 address in brackets is not valid";
+    return DG_EINVAL;
+  }
+  out->ipv6 = true;
+  return 0;
+}
+
+static int parse_hostname(const char *p, size_t n, dg__url_t *out, const char **why) {
+  if (n == 0 || n > 253) {
+    *why = n == 0 ? "the host is empty" : "the host is longer than 253 characters";
+    return DG_EINVAL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (!host_char_ok(p[i])) {
+      *why = "the host may hold only letters, digits, '-', '.' and '_'";
+      return DG_EINVAL;
+    }
+    out->host[i] = (char)tolower((unsigned char)p[i]);
+  }
+  out->host[n] = '\0';
+  out->ipv6 = false;
+  return 0;
+}
+
+static int parse_port(const char *p, size_t n, dg__url_t *out, const char **why) {
+  char digits[8];
+  int64_t port = 0;
+  if (n == 0 || n >= sizeof(digits)) {
+    *why = "the port is not a number from 1 to 65535";
+    return DG_EINVAL;
+  }
+  memcpy(digits, p, n);
+  digits[n] = '\0';
+  if (!dg_parse_int64(digits, 1, 65535, &port)) {
+    *why = "the port is not a number from 1 to 65535";
+    return DG_EINVAL;
+  }
+  out->port = (uint16_t)port;
+  return 0;
+}
+
+/* host[:port] or [v6][:port]; userinfo is refused so that credentials
+ * never travel in a URL that may be logged. */
+static int parse_authority(const char *p, size_t n, dg__url_t *out, const char **why) {
+  if (memchr(p, '@', n) != NULL) {
+    *why = "user names and passwords in URLs are not allowed (use the connector's authentication)";
+    return DG_EINVAL;
+  }
+  const char *colon = NULL;
+  size_t hostlen = n;
+  if (n > 0 && p[0] == '[') {
+    const char *close = memchr(p, ']', n);
+    hostlen = close != NULL ? (size_t)(close - p) + 1 : n;
+    colon = hostlen < n && p[hostlen] == ':' ? p + hostlen : NULL;
+    if (hostlen < n && colon == NULL) {
+      *why = "unexpected characters after the IPv6 address";
+      return DG_EINVAL;
+    }
+  } else {
+    colon = memchr(p, ':', n);
+    hostlen = colon != NULL ? (size_t)(colon - p) : n;
+  }
+  int rc = p[0] == '[' ? parse_ipv6(p, hostlen, out, why) : parse_hostname(p, hostlen, out, why);
+  if (rc == 0 && colon != NULL)
+    rc = parse_port(colon + 1, n - hostlen - 1, out, why);
+  return rc;
+}
+
+static void set_origin(dg__url_t *u) {
+  snprintf(u->origin, sizeof(u->origin), "%s://%s%s%s:%u", u->https ? "https" : "http",
+           u->ipv6 ? "[" : "", u->host, u->ipv6 ? "]" : "", (unsigned)u->port);
+}
+
+static int set_target(dg_arena_t *arena, const char *p, size_t n, dg__url_t *out,
+                      const char **why) {
+  const char *hash = memchr(p, '#', n);
+  if (hash != NULL)
+    n = (size_t)(hash - p);
+  if (!target_ok(p, n)) {
+    *why = "the path and query may hold only printable ASCII without spaces (percent-encode "
+           "the rest)";
+    return DG_EINVAL;
+  }
+  bool slash = n > 0 && p[0] == '/';
+  char *t = dg_arena_sprintf(arena, "%s%.*s", slash ? "" : "/", (int)n, p);
+  if (t == NULL)
+    return DG_ENOMEM;
+  out->target = t;
+  const char *q = strchr(t, '?');
+  out->path_len = q != NULL ? (size_t)(q - t) : strlen(t);
+  return 0;
+}
+
+int dg__url_parse(dg_arena_t *arena, const char *text, dg__url_t *out, const char **why) {
+  const char *p = NULL;
+  memset(out, 0, sizeof(*out));
+  *why = NULL;
+  if (text == NULL || strlen(text) > DG__CLIENT_MAX_URL) {
+    *why = text == NULL ? "no URL was given" : "the URL is longer than 8192 characters";
+    return DG_EINVAL;
+  }
+  if (parse_scheme(text, out, &p) != 0) {
+    *why = "the URL must start with http:// or https://";
+    return DG_EINVAL;
+  }
+  size_t n = strcspn(p, "/?#");
+  int rc = parse_authority(p, n, out, why);
+  if (rc == 0)
+    rc = set_target(arena, p + n, strlen(p + n), out, why);
+  if (rc == 0)
+    set_origin(out);
+  return rc;
+}
+
+/* A relative reference: "//host/x", "/x", "?q" or "x" against base. */
+static int resolve_relative(dg_arena_t *arena, const dg__url_t *base, const char *loc,
+                            dg__url_t *out, const char **why) {
+  char prefix[320];
+  snprintf(prefix, sizeof(prefix), "%s://%s%s%s:%u", base->https ? "https" : "http",
+           base->ipv6 ? "[" : "", base->host, base->ipv6 ? "]" : "", (unsigned)base->port);
+  const char *full = NULL;
+  if (loc[0] == '/' && loc[1] == '/')
+    full = dg_arena_sprintf(arena, "%s:%s", base->https ? "https" : "http", loc);
+  else if (loc[0] == '/')
+    full = dg_arena_sprintf(arena, "%s%s", prefix, loc);
+  else if (loc[0] == '?')
+    full = dg_arena_sprintf(arena, "%s%.*s%s", prefix, (int)base->path_len, base->target, loc);
+  else {
+    const char *slash = memrchr(base->target, '/', base->path_len);
+    int dir = slash != NULL ? (int)(slash - base->target) + 1 : 1;
+    full = dg_arena_sprintf(arena, "%s%.*s%s", prefix, dir, base->target, loc);
+  }
+  if (full == NULL)
+    return DG_ENOMEM;
+  return dg__url_parse(arena, full, out, why);
+}
+
+int dg__url_resolve(dg_arena_t *arena, const dg__url_t *base, const char *location, dg__url_t *out,
+                    const char **why) {
+  while (*location == ' ' || *location == '\t')
+    location++;
+  if (*location == '\0') {
+    *why = "the Location header is empty";
+    return DG_EINVAL;
+  }
+  const char *colon = strchr(location, ':');
+  size_t scheme_end = strcspn(location, ":/?#");
+  if (colon != NULL && location + scheme_end == colon) {
+    if (strncasecmp(location, "http:", 5) != 0 && strncasecmp(location, "https:", 6) != 0) {
+      *why = "the redirect target is not an http or https URL";
+      return DG_EINVAL;
+    }
+    return dg__url_parse(arena, location, out, why);
+  }
+  return resolve_relative(arena, base, location, out, why);
+}
+
+void dg__url_display(const dg__url_t *url, char *out, size_t size) {
+  bool default_port = url->port == (url->https ? 443 : 80);
+  char port[8] = "";
+  if (!default_port)
+    snprintf(port, sizeof(port), ":%u", (unsigned)url->port);
+  snprintf(out, size, "%s://%s%s%s%s%.*s", url->https ? "https" : "http", url->ipv6 ? "[" : "",
+           url->host, url->ipv6 ? "]" : "", port, (int)url->path_len,
+           url->target != NULL ? url->target : "/");
+}
+
+char *dg__url_full(dg_arena_t *arena, const dg__url_t *url) {
+  bool default_port = url->port == (url->https ? 443 : 80);
+  char port[8] = "";
+  if (!default_port)
+    snprintf(port, sizeof(port), ":%u", (unsigned)url->port);
+  return dg_arena_sprintf(arena, "%s://%s%s%s%s%s", url->https ? "https" : "http",
+                          url->ipv6 ? "[" : "", url->host, url->ipv6 ? "]" : "", port,
+                          url->target != NULL ? url->target : "/");
+}
+
+/* ---- traceparent --------------------------------------------------------- */
+
+static void hex(const unsigned char *in, size_t n, char *out) {
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++) {
+    out[2 * i] = digits[in[i] >> 4];
+    out[2 * i + 1] = digits[in[i] & 15];
+  }
+  out[2 * n] = '\0';
+}
+
+static bool all_hex(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (!isxdigit((unsigned char)s[i]))
+      return false;
+  }
+  return true;
+}
+
+void dg__trace_id(const char *request_id, char out[33]) {
+  unsigned char bytes[32];
+  if (request_id != NULL && dg_uuid_valid(request_id)) {
+    size_t k = 0;
+    for (const char *p = request_id; *p != '\0'; p++) {
+      if (*p != '-')
+        out[k++] = (char)tolower((unsigned char)*p);
+    }
+    out[32] = '\0';
+  } else if (request_id != NULL && strlen(request_id) == 32 && all_hex(request_id, 32)) {
+    for (size_t i = 0; i < 32; i++)
+      out[i] = (char)tolower((unsigned char)request_id[i]);
+    out[32] = '\0';
+  } else if (request_id != NULL && request_id[0] != '\0') {
+    dg_sha256(request_id, strlen(request_id), bytes);
+    hex(bytes, 16, out);
+  } else {
+    dg_random_bytes(bytes, 16);
+    hex(bytes, 16, out);
+  }
+  /* An all-zero trace id is invalid in W3C Trace Context. */
+  if (strspn(out, "0") == 32)
+    out[31] = '1';
+}
+
+/* ---- Retry-After --------------------------------------------------------- */
+
+bool dg__retry_after_ms(const char *value, int64_t now_sec, uint64_t *out) {
+  int64_t secs = 0;
+  while (value != NULL && (*value == ' ' || *value == '\t'))
+    value++;
+  if (value == NULL || *value == '\0')
+    return false;
+  if (isdigit((unsigned char)value[0])) {
+    if (!dg_parse_int64(value, 0, INT32_MAX, &secs))
+      return false;
+    *out = (uint64_t)secs * 1000;
+    return true;
+  }
+  struct tm tm;
+  memset(&tm, 0, sizeof(tm));
+  const char *end = strptime(value, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  if (end == NULL || *end != '\0')
+    return false;
+  int64_t at = (int64_t)timegm(&tm);
+  *out = at > now_sec ? (uint64_t)(at - now_sec) * 1000 : 0;
+  return true;
+}
+
+/* ---- methods and headers ------------------------------------------------- */
+
+bool dg__method_idempotent(const char *method) {
+  static const char *const idempotent[] = {"GET", "HEAD", "PUT", "DELETE", "OPTIONS"};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(idempotent); i++) {
+    if (strcmp(method, idempotent[i]) == 0)
+      return true;
+  }
+  return false;
+}
+
+bool dg__header_name_ok(const char *name) {
+  static const char specials[] = "!#$%&'*+-.^_`|~";
+  if (name == NULL || name[0] == '\0' || strlen(name) > 256)
+    return false;
+  for (const char *p = name; *p != '\0'; p++) {
+    if (!isalnum((unsigned char)*p) && strchr(specials, *p) == NULL)
+      return false;
+  }
+  return true;
+}
+
+bool dg__header_value_ok(const char *value) {
+  if (value == NULL || strlen(value) > 8192)
+    return false;
+  for (const unsigned char *p = (const unsigned char *)value; *p != '\0'; p++) {
+    if (*p == '\r' || *p == '\n' || (*p < 0x20 && *p != '\t') || *p == 0x7f)
+      return false;
+  }
+  return true;
+}
+
+/* ---- messages ------------------------------------------------------------ */
+
+void dg__excerpt(const char *body, size_t len, char *out, size_t size) {
+  size_t n = 0;
+  size_t keep = size > 4 ? size - 4 : 0;
+  for (size_t i = 0; i < len && n < keep; i++) {
+    unsigned char c = (unsigned char)body[i];
+    out[n++] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
+  }
+  if (len > n && size > 4) {
+    memcpy(out + n, "...", 3);
+    n += 3;
+  }
+  if (size > 0)
+    out[n < size ? n : size - 1] = '\0';
+}
+
+void dg__addr_text(const struct sockaddr *sa, char *out, size_t size) {
+  const void *raw = sa->sa_family == AF_INET6
+                        ? (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr
+                        : (const void *)&((const struct sockaddr_in *)sa)->sin_addr;
+  if (inet_ntop(sa->sa_family, raw, out, (socklen_t)size) == NULL)
+    dg_strlcpy(out, "?", size);
+}
+
+/* ---- address policy ------------------------------------------------------ */
+
+typedef enum addr_class {
+  ADDR_PUBLIC,
+  ADDR_LOOPBACK,
+  ADDR_LINK_LOCAL,
+  ADDR_PRIVATE,
+  ADDR_NEVER /* unspecified, multicast, broadcast */
+} addr_class_t;
+
+static addr_class_t classify_v4(uint32_t a) {
+  if ((a >> 24) == 127)
+    return ADDR_LOOPBACK;
+  if ((a >> 16) == 0xa9fe)
+    return ADDR_LINK_LOCAL;
+  if ((a >> 24) == 10 || (a >> 20) == 0xac1 || (a >> 16) == 0xc0a8 || (a >> 22) == 0x191)
+    return ADDR_PRIVATE; /* 10/8, 172.16/12, 192.168/16, 100.64/10 */
+  if ((a >> 24) == 0 || (a >> 28) == 0xe || a == 0xffffffffu)
+    return ADDR_NEVER;
+  return ADDR_PUBLIC;
+}
+
+static addr_class_t classify_v6(const unsigned char *b) {
+  static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  static const unsigned char zero[15] = {0};
+  if (memcmp(b, mapped, 12) == 0)
+    return classify_v4((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 |
+                       b[15]);
+  if (memcmp(b, zero, 15) == 0)
+    return b[15] == 1 ? ADDR_LOOPBACK : ADDR_NEVER;
+  if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
+    return ADDR_LINK_LOCAL;
+  if ((b[0] & 0xfe) == 0xfc)
+    return ADDR_PRIVATE;
+  if (b[0] == 0xff)
+    return ADDR_NEVER;
+  return ADDR_PUBLIC;
+}
+
+static addr_class_t classify(const struct sockaddr *sa) {
+  if (sa->sa_family == AF_INET)
+    return classify_v4(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+  if (sa->sa_family == AF_INET6)
+    return classify_v6(((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr);
+  return ADDR_NEVER;
+}
+
+bool dg_http_address_allowed(const dg_http_address_policy_t *policy, const struct sockaddr *addr) {
+  if (policy == NULL || !policy->enforce)
+    return true;
+  bool ok = false;
+  switch (classify(addr)) {
+  case ADDR_PUBLIC:
+    ok = true;
+    break;
+  case ADDR_LOOPBACK:
+    ok = policy->allow_loopback;
+    break;
+  case ADDR_LINK_LOCAL:
+    ok = policy->allow_link_local;
+    break;
+  case ADDR_PRIVATE:
+    ok = policy->allow_private;
+    break;
+  case ADDR_NEVER:
+    ok = false;
+    break;
+  }
+  if (ok && policy->allow != NULL)
+    ok = policy->allow(addr, policy->data);
+  return ok;
+}

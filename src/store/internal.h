@@ -1,0 +1,226 @@
+/* store internals: the request and store objects, the driver interface,
+ * the SQL generator shared by the drivers, the result builder, and the
+ * helpers shared by the parser's files. Never included from outside
+ * src/store (unit tests and the fuzz harness excepted). */
+#ifndef DATAGATE_STORE_INTERNAL_H
+#define DATAGATE_STORE_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "datagate/store.h"
+
+/* ---- Requests and the store -------------------------------------------------- */
+typedef enum dg__store_kind {
+  DG__STORE_QUERY,
+  DG__STORE_FETCH,
+  DG__STORE_LOOKUP,
+  DG__STORE_WRITE,
+} dg__store_kind_t;
+
+struct dg_store_req {
+  dg_store_t *store;
+  dg__store_kind_t kind;
+  union {
+    const dg_store_query_t *query;
+    const dg_store_fetch_t *fetch;
+    const dg_store_lookup_t *lookup;
+    const dg_store_write_t *write;
+  } in;
+  dg_store_cb cb;
+  void *data;
+  atomic_bool canceled; /* read by the thread running the request */
+  bool started;         /* the driver began running it (loop thread) */
+  int status;
+  json_t *result;
+  dg_errctx_t err;
+  char *sql; /* the main statement, for the debug log (malloc'd) */
+  size_t rows;
+  uint64_t start_ns;
+  dg_store_req_t *prev, *next; /* the store's requests */
+  uv_work_t work;              /* for drivers that run on the threadpool */
+};
+
+/* OPENING -> OPEN -> CLOSING -> CLOSED; a failed open goes OPENING -> CLOSED. */
+typedef enum dg__store_state {
+  DG__STORE_OPENING,
+  DG__STORE_OPEN,
+  DG__STORE_CLOSING,
+  DG__STORE_CLOSED,
+} dg__store_state_t;
+
+typedef struct dg__store_driver dg__store_driver_t;
+
+struct dg_store {
+  uv_loop_t *loop;
+  dg_catalog_t *cat; /* the schema the database was migrated to */
+  const dg__store_driver_t *driver;
+  void *drv; /* driver state, driver->state_size bytes */
+  char *path;
+  char *sample_dir; /* NULL: no sample data */
+  size_t max_result_bytes;
+  dg__store_state_t state;
+  bool driver_closing; /* the driver's close has been started */
+  dg_store_req_t *reqs;
+  unsigned inflight;
+  dg_store_open_cb open_cb;
+  void *open_data;
+  void (*close_cb)(void *data);
+  void *close_data;
+  dg_errctx_t open_err;
+  json_t *open_notes; /* warnings found while migrating, logged on the loop */
+  uv_work_t work;     /* open and close on the threadpool */
+};
+
+/* A driver: one file (or a few sqlite*.c), listed in dg__store_drivers.
+ * Every entry point is called on the loop thread; completions come back
+ * through dg__store_opened, dg__store_done and dg__store_closed, always on
+ * the loop thread and on a later turn than the call that started them. */
+struct dg__store_driver {
+  const char *name;
+  size_t state_size;
+  /* Whether this driver serves a database path ("postgresql://..." later). */
+  bool (*accepts)(const char *path);
+  /* Opens, migrates and loads sample data; then dg__store_opened. */
+  void (*open)(dg_store_t *store);
+  /* Starts req; 0 (dg__store_done follows) or a DG_E* code. */
+  int (*submit)(dg_store_req_t *req);
+  /* Asks a submitted request to stop early. */
+  void (*cancel)(dg_store_req_t *req);
+  /* Nothing is in flight: releases connections; then dg__store_closed. */
+  void (*close)(dg_store_t *store);
+};
+
+extern const dg__store_driver_t dg__store_sqlite;
+
+void dg__store_opened(dg_store_t *store, int status);
+void dg__store_done(dg_store_req_t *req);
+void dg__store_closed(dg_store_t *store);
+
+/* ---- SQL generation (sql.c) -----------------------------------------------------
+ * Statements are built from checked descriptions only: identifiers are
+ * catalog names (letters, digits, _) in double quotes, values are bound. */
+typedef struct dg__sql_dialect {
+  const char *name;
+  bool numbered;     /* $1, $2 ... instead of ? */
+  const char *like;  /* case-insensitive LIKE operator */
+  const char *instr; /* position of a substring: instr(a, b) */
+} dg__sql_dialect_t;
+
+extern const dg__sql_dialect_t dg__sql_sqlite;
+
+#define DG__SQL_TEXT_MAX (256 * 1024)
+#define DG__SQL_BINDS_MAX 2048
+
+typedef struct dg__sql {
+  const dg__sql_dialect_t *dialect;
+  dg_buf_t text;
+  dg_store_value_t *binds;
+  size_t nbinds;
+  size_t cap;
+  int rc;         /* the first failure; appends after it do nothing */
+  unsigned alias; /* counter for subquery aliases */
+  char **owned;   /* strings that binds point at (LIKE patterns) */
+  size_t nowned;
+} dg__sql_t;
+
+void dg__sql_init(dg__sql_t *sql, const dg__sql_dialect_t *dialect);
+void dg__sql_free(dg__sql_t *sql);
+void dg__sql_reset(dg__sql_t *sql);
+void dg__sql_put(dg__sql_t *sql, const char *text);
+void dg__sql_putf(dg__sql_t *sql, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "name" as a quoted identifier, optionally qualified: alias."name". */
+void dg__sql_ident(dg__sql_t *sql, const char *alias, const char *name);
+/* A placeholder bound to value (copied; text is borrowed). */
+void dg__sql_bind(dg__sql_t *sql, const dg_store_value_t *value);
+void dg__sql_bind_text(dg__sql_t *sql, const char *text);
+void dg__sql_bind_int(dg__sql_t *sql, int64_t i);
+
+/* A column of a result: a property (NULL: the id) and whether it is part of
+ * the entity (false: read only to load an expansion). */
+typedef struct dg__sql_col {
+  const dg_property_t *prop;
+  bool emit;
+} dg__sql_col_t;
+
+typedef struct dg__sql_cols {
+  dg__sql_col_t *cols;
+  size_t n;
+} dg__sql_cols_t;
+
+/* The columns of a page or fetch: id, the selection, then the foreign keys
+ * that Outbound expansions need. Allocated in arena. */
+int dg__sql_entity_cols(const dg_store_select_t *select, const dg_store_expand_t *expand,
+                        size_t nexpand, dg_arena_t *arena, dg__sql_cols_t *out);
+/* The column of cols that reads prop, or -1. */
+int dg__sql_col_of(const dg__sql_cols_t *cols, const dg_property_t *prop);
+
+/* " FROM ... [LEFT JOIN ...] [WHERE ...]" of model with filters (t0 is the
+ * model's alias). */
+void dg__sql_from_where(dg__sql_t *sql, const dg_model_t *model, const dg_store_filters_t *f);
+/* The page of a query: SELECT cols ... ORDER BY ... LIMIT page_size + 1
+ * OFFSET (page - 1) * page_size; the extra row tells whether there is more. */
+void dg__sql_page(dg__sql_t *sql, const dg_store_query_t *q, const dg__sql_cols_t *cols);
+/* SELECT count(*) of a query. */
+void dg__sql_count(dg__sql_t *sql, const dg_store_query_t *q);
+/* SELECT cols FROM model WHERE id IN (ids). */
+void dg__sql_by_ids(dg__sql_t *sql, const dg_model_t *model, const dg__sql_cols_t *cols,
+                    const char *const *ids, size_t nids);
+/* An Inbound expansion: the related rows of the parents keys, at most cap
+ * + 1 per parent (the extra one marks truncation): columns are the parent
+ * key, then cols, then the row's position under its parent (1-based). */
+void dg__sql_expand_many(dg__sql_t *sql, const dg_store_expand_t *e, const dg__sql_cols_t *cols,
+                         const char *const *keys, size_t nkeys, int64_t cap);
+/* A write: INSERT, UPDATE or INSERT ... ON CONFLICT (id) DO UPDATE. */
+void dg__sql_write(dg__sql_t *sql, const dg_store_write_t *w, const char *id);
+
+/* ---- Results (result.c) ----------------------------------------------------------- */
+typedef struct dg__store_budget {
+  size_t used;
+  size_t max;
+} dg__store_budget_t;
+
+/* The JSON of one value of prop (NULL prop: the id). */
+json_t *dg__store_json_value(const dg_property_t *prop, const dg_store_value_t *v);
+/* An entity from one row: {"id", "properties": {...}} or, flat, {..., "id"}.
+ * Counts its size against budget; NULL with *rc DG_E2BIG or DG_ENOMEM. */
+json_t *dg__store_entity(const dg__sql_cols_t *cols, const dg_store_value_t *row, bool flat,
+                         dg__store_budget_t *budget, int *rc);
+/* Fills err for a result over the budget. */
+int dg__store_too_big(dg_errctx_t *err, size_t max);
+/* The key of a reference under "expanded" (camelCased). */
+const char *dg__store_ref_key(const dg_property_t *ref);
+
+/* ---- Parsing helpers shared by parse*.c --------------------------------------------- */
+typedef struct dg__path {
+  char s[128];
+} dg__path_t;
+
+/* "base.key" and "base[i]" (base may be empty). */
+const char *dg__path_key(dg__path_t *p, const char *base, const char *key);
+const char *dg__path_index(dg__path_t *p, const char *base, size_t i);
+
+/* Appends the names of model's properties that p may see and that pass
+ * keep (NULL: all), comma-separated, cut to fit size. */
+void dg__store_names(char *out, size_t size, const dg_principal_t *p, const dg_model_t *model,
+                     bool (*keep)(const dg_property_t *prop), bool with_id);
+/* The property called name that p may see, or NULL. "id" is reported with
+ * *is_id set (and NULL returned) when allow_id. */
+const dg_property_t *dg__store_visible(const dg_principal_t *p, const dg_model_t *model,
+                                       const char *name, bool allow_id, bool *is_id);
+/* Fills err with DG_EINVAL, param, and "Invalid argument '<param>': " and
+ * the formatted rest; returns DG_EINVAL. */
+int dg__store_invalid(dg_errctx_t *err, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A short JSON rendering of a given value for messages. */
+void dg__store_show(char *out, size_t size, const json_t *value);
+bool dg__store_is_stored(const dg_property_t *prop);
+bool dg__store_is_inbound(const dg_property_t *prop);
+
+/* ---- Sample data (sample.c) --------------------------------------------------------- *
+ * Reads every *.json file of dir ({"model": name, "entities": [...]}) into
+ * writes (DG_STORE_CREATE, allocated in arena), in file name order. A
+ * missing dir is no data. Problems name the file and the entity path. */
+int dg__store_sample_read(const dg_catalog_t *cat, const char *dir, dg_arena_t *arena,
+                          dg_store_write_t **writes, size_t *nwrites, dg_errctx_t *err);
+
+#endif

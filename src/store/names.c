@@ -1,0 +1,149 @@
+/* Names as the caller sees them: operators, argument paths for messages,
+ * and the properties a principal may see, listed when a name is wrong. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "store/internal.h"
+
+#define SHOW_CHARS 80
+
+static const char *const op_names[] = {
+#define XX(name, text) text,
+    DG_STORE_OP_MAP(XX)
+#undef XX
+};
+
+const char *dg_store_op_name(dg_store_op_t op) {
+  return (unsigned)op < DG_STORE_OP__COUNT ? op_names[op] : "Unknown";
+}
+
+bool dg_store_op_parse(const char *name, dg_store_op_t *out) {
+  for (int i = 0; name != NULL && i < DG_STORE_OP__COUNT; i++) {
+    if (strcmp(name, op_names[i]) == 0) {
+      *out = (dg_store_op_t)i;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool dg_store_op_allowed(dg_store_op_t op, dg_data_type_t type) {
+  if (type == DG_TYPE_STRING)
+    return true;
+  if (op >= DG_STORE_OP_CONTAINS)
+    return false;
+  if (op == DG_STORE_OP_EQ || op == DG_STORE_OP_NE)
+    return true;
+  return type != DG_TYPE_BOOLEAN && type != DG_TYPE_GUID && type != DG_TYPE_REFERENCE;
+}
+
+/* ---- Argument paths ------------------------------------------------------------------ */
+
+const char *dg__path_key(dg__path_t *p, const char *base, const char *key) {
+  snprintf(p->s, sizeof(p->s), "%s%s%s", base, base[0] ? "." : "", key);
+  return p->s;
+}
+
+const char *dg__path_index(dg__path_t *p, const char *base, size_t i) {
+  snprintf(p->s, sizeof(p->s), "%s[%zu]", base, i);
+  return p->s;
+}
+
+/* ---- Properties ------------------------------------------------------------------------ */
+
+bool dg__store_is_inbound(const dg_property_t *prop) {
+  return prop != NULL && prop->reference != NULL && prop->reference->direction == DG_REF_INBOUND;
+}
+
+bool dg__store_is_stored(const dg_property_t *prop) {
+  return !dg__store_is_inbound(prop);
+}
+
+const dg_property_t *dg__store_visible(const dg_principal_t *p, const dg_model_t *model,
+                                       const char *name, bool allow_id, bool *is_id) {
+  if (is_id != NULL)
+    *is_id = false;
+  if (name == NULL)
+    return NULL;
+  if (allow_id && strcasecmp(name, "id") == 0) {
+    *is_id = true;
+    return NULL;
+  }
+  const dg_property_t *prop = dg_model_property(model, name);
+  return prop != NULL && dg_auth_can_see_property(p, model, prop) ? prop : NULL;
+}
+
+static void append(char *out, size_t size, size_t *len, const char *name) {
+  int n = snprintf(out + *len, size - *len, "%s%s", *len ? ", " : "", name);
+  if (n < 0 || (size_t)n >= size - *len) {
+    /* Cut at the last whole name and say the list goes on. */
+    out[*len] = '\0';
+    if (*len + 6 < size)
+      snprintf(out + *len, size - *len, ", ...");
+    *len = size - 1;
+    return;
+  }
+  *len += (size_t)n;
+}
+
+void dg__store_names(char *out, size_t size, const dg_principal_t *p, const dg_model_t *model,
+                     bool (*keep)(const dg_property_t *prop), bool with_id) {
+  size_t len = 0;
+  out[0] = '\0';
+  if (with_id)
+    append(out, size, &len, "id");
+  for (size_t i = 0; i < model->nproperties && len < size - 1; i++) {
+    const dg_property_t *prop = &model->properties[i];
+    if (dg_auth_can_see_property(p, model, prop) && (keep == NULL || keep(prop)))
+      append(out, size, &len, prop->name);
+  }
+  if (out[0] == '\0')
+    snprintf(out, size, "(none)");
+}
+
+int dg__store_invalid(dg_errctx_t *err, const char *param, const char *fmt, ...) {
+  char rest[sizeof(err->message)];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rest, sizeof(rest), fmt, ap);
+  va_end(ap);
+  return dg_errctx_set(err, DG_EINVAL, param, "Invalid argument '%s': %s", param, rest);
+}
+
+/* ---- Values in messages ------------------------------------------------------------------ */
+
+typedef struct show_sink {
+  char s[SHOW_CHARS * 4 + 8];
+  size_t len;
+} show_sink_t;
+
+static int show_collect(const char *buffer, size_t size, void *data) {
+  show_sink_t *d = data;
+  size_t room = sizeof(d->s) - 1 - d->len;
+  size_t n = size < room ? size : room;
+  memcpy(d->s + d->len, buffer, n);
+  d->len += n;
+  return n < size ? -1 : 0;
+}
+
+void dg__store_show(char *out, size_t size, const json_t *value) {
+  show_sink_t d = {.len = 0};
+  if (value == NULL) {
+    snprintf(out, size, "nothing");
+    return;
+  }
+  json_dump_callback(value, show_collect, &d, JSON_ENCODE_ANY | JSON_COMPACT);
+  size_t chars = 0, i = 0;
+  for (; i < d.len; i++) {
+    /* Count characters, not bytes, and keep control bytes out. */
+    if (((unsigned char)d.s[i] & 0xc0) != 0x80 && chars++ == SHOW_CHARS)
+      break;
+    if ((unsigned char)d.s[i] < 0x20)
+      d.s[i] = '?';
+  }
+  bool cut = i < d.len || d.len == sizeof(d.s) - 1;
+  d.s[i] = '\0';
+  snprintf(out, size, "%s%s", d.s, cut ? "..." : "");
+}

@@ -1,0 +1,73 @@
+/* The SQLite driver's own declarations, shared by src/store/sqlite*.c:
+ * connections (one per threadpool thread, each with a cache of prepared
+ * statements), the schema migration and the statements that answer
+ * requests. Everything here runs on a threadpool thread. */
+#ifndef DATAGATE_STORE_SQLITE_INTERNAL_H
+#define DATAGATE_STORE_SQLITE_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "store/internal.h"
+
+#define DG__SQLITE_STMT_CACHE 64
+
+typedef struct dg__sqlite_stmt {
+  char *sql;
+  uint64_t hash;
+  sqlite3_stmt *stmt;
+  uint64_t used; /* tick of the last use, for eviction */
+} dg__sqlite_stmt_t;
+
+typedef struct dg__sqlite_conn {
+  sqlite3 *db;
+  dg__sqlite_stmt_t cache[DG__SQLITE_STMT_CACHE];
+  uint64_t tick;
+  dg_store_req_t *current; /* the request running on this connection */
+  struct dg__sqlite_conn *next;
+} dg__sqlite_conn_t;
+
+/* Driver state: the thread-local key that finds a thread's connection and
+ * the list of every connection, for closing. */
+typedef struct dg__sqlite {
+  uv_key_t key;
+  uv_mutex_t lock;
+  dg__sqlite_conn_t *conns;
+  bool ready; /* key and lock exist */
+  int open_status;
+} dg__sqlite_t;
+
+/* Opens a connection with the gateway's settings (WAL, synchronous=FULL,
+ * busy timeout, cancellation through conn->current). */
+int dg__sqlite_connect(const char *path, int flags, dg__sqlite_conn_t **out, dg_errctx_t *err);
+void dg__sqlite_disconnect(dg__sqlite_conn_t *conn);
+
+/* A prepared statement for sql from the connection's cache, with the
+ * statement's values bound; give it back with dg__sqlite_release. */
+int dg__sqlite_prepare(dg__sqlite_conn_t *conn, const dg__sql_t *sql, sqlite3_stmt **out,
+                       dg_errctx_t *err);
+void dg__sqlite_release(sqlite3_stmt *stmt);
+/* Runs a statement without results (DDL, BEGIN, COMMIT). */
+int dg__sqlite_exec(dg__sqlite_conn_t *conn, const char *sql, dg_errctx_t *err);
+/* Steps a statement: SQLITE_ROW, SQLITE_DONE, or a failure in err. */
+int dg__sqlite_step(dg__sqlite_conn_t *conn, sqlite3_stmt *stmt, dg_errctx_t *err);
+/* The DG_E* code and message of a failed SQLite call. */
+int dg__sqlite_fail(dg__sqlite_conn_t *conn, int code, dg_errctx_t *err);
+/* Reads columns [first, first + n) of the current row. Text stays valid
+ * until the next step. */
+void dg__sqlite_row(sqlite3_stmt *stmt, int first, size_t n, dg_store_value_t *out);
+
+/* Creates or migrates the schema for cat; warnings go to notes. */
+int dg__sqlite_migrate(dg__sqlite_conn_t *conn, const dg_catalog_t *cat, json_t *notes,
+                       dg_errctx_t *err);
+/* Loads the sample data of dir when the database is new and empty. */
+int dg__sqlite_load_sample(dg__sqlite_conn_t *conn, const dg_catalog_t *cat, const char *dir,
+                           dg_errctx_t *err);
+
+/* Statements run for requests since the process started (tests use it to
+ * show that expansions are batched). */
+extern atomic_ulong dg__sqlite_statements;
+
+/* Answers one request on conn: r->result or r->err. */
+int dg__sqlite_run(dg__sqlite_conn_t *conn, dg_store_req_t *r);
+
+#endif

@@ -1,0 +1,55 @@
+/* get_entities_by_ids: up to 50 entities of one Data Model by id, with
+ * property selection and expansion; ids that do not exist are left out. */
+#include "datagate/tools.h"
+#include "tools/internal.h"
+
+static const char input_schema[] =
+    "{\"type\":\"object\",\"required\":[\"dataModelId\",\"entityIds\"],"
+    "\"additionalProperties\":false,\"properties\":{"
+    "\"dataModelId\":{\"type\":\"string\",\"format\":\"uuid\","
+    "\"description\":\"Identifier of a Data Model, from get_data_models\"},"
+    "\"entityIds\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":50,"
+    "\"items\":{\"type\":\"string\",\"format\":\"uuid\"},"
+    "\"description\":\"1 to 50 entity ids; one id is an array of one\"},"
+    "\"properties\":" DG__TOOLS_PROPERTIES_SCHEMA ","
+    "\"expand\":" DG__TOOLS_EXPAND_SCHEMA "}}";
+
+static const char output_schema[] =
+    "{\"type\":\"object\",\"required\":[\"entities\"],\"properties\":{"
+    "\"entities\":{\"type\":\"array\",\"items\":" DG__TOOLS_ENTITY_SCHEMA "}}}";
+
+static void run(dg_tool_call_t *call) {
+  dg_errctx_t err;
+  dg_store_parse_t ps;
+  dg_errctx_clear(&err);
+  dg__tools_parse_ctx(call, &err, &ps);
+  const dg_model_t *model = dg_tools_model_arg(call, "dataModelId", &err);
+  dg_store_fetch_t *f = dg_arena_calloc(ps.arena, 1, sizeof(*f));
+  if (model == NULL || f == NULL ||
+      dg_store_parse_fetch(&ps, model, dg_tool_call_args(call), f) != 0) {
+    dg_tool_call_fail(call, &err);
+    return;
+  }
+  dg_store_t *store = dg__tools_store(call);
+  if (store != NULL)
+    dg__tools_run_store(call, store, DG__TOOLS_FETCH, f);
+}
+
+const dg_tool_t dg_tool_get_entities_by_ids = {
+    .name = "get_entities_by_ids",
+    .title = "Get entities by id",
+    .description =
+        "Fetches entities of one Data Model by id: 1 to 50 ids (one id is an array of one), "
+        "returned in the order given. Ids that do not exist are silently left out of the "
+        "results. Call get_data_models first for the dataModelId; the ids come from "
+        "query_entities, lookup_by_keyword or a Reference property's value. properties chooses "
+        "the fields returned (id always); expand loads related entities inline under "
+        "properties.expanded.<reference>, exactly as in query_entities.",
+    .input_schema = input_schema,
+    .output_schema = output_schema,
+    .read_only = true,
+    .destructive = false,
+    .idempotent = true,
+    .open_world = false,
+    .run = run,
+};

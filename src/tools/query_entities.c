@@ -1,0 +1,111 @@
+/* query_entities: filters, sorting, paging, property selection and inline
+ * expansion over the entities of one Data Model. The arguments become a
+ * checked dg_store_query_t (store.h); the store answers on the threadpool. */
+#include "datagate/tools.h"
+#include "tools/internal.h"
+
+static const char input_schema[] =
+    "{\"type\":\"object\",\"required\":[\"dataModelId\"],\"additionalProperties\":false,"
+    "\"properties\":{"
+    "\"dataModelId\":{\"type\":\"string\",\"format\":\"uuid\","
+    "\"description\":\"Identifier of a Data Model, from get_data_models\"},"
+    "\"queryParameterGroups\":{\"type\":\"array\",\"maxItems\":20,"
+    "\"description\":\"Filter groups, combined with And. Inside a group the parameters combine "
+    "with the group's andOrOperator.\","
+    "\"items\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"andOrOperator\":{\"type\":\"string\",\"enum\":[\"And\",\"Or\"],\"default\":\"And\"},"
+    "\"parameters\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"object\","
+    "\"required\":[\"operator\",\"propertyName\"],\"additionalProperties\":false,\"properties\":{"
+    "\"operator\":{\"type\":\"string\",\"enum\":[\"EqualTo\",\"NotEqualTo\",\"GreaterThan\","
+    "\"GreaterThanEqualTo\",\"LessThan\",\"LessThanEqualTo\",\"Contains\",\"StartsWith\","
+    "\"NotStartsWith\",\"EndsWith\",\"NotEndsWith\"],\"description\":\"Contains, StartsWith, "
+    "NotStartsWith, EndsWith and NotEndsWith apply to String properties; string comparisons "
+    "ignore case\"},"
+    "\"propertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"
+    "\"description\":\"A property from get_data_model_properties (or id); with reference, a "
+    "property of the related entity\"},"
+    "\"value\":{\"type\":[\"string\",\"number\",\"boolean\",\"null\"],\"maxLength\":4096,"
+    "\"description\":\"Comparison value: the related entity's GUID for a Reference; the string "
+    "null (with valueType null) to test for null; dates as YYYY-MM-DD. Leave out with "
+    "comparisonPropertyName\"},"
+    "\"valueType\":{\"type\":\"string\",\"enum\":[\"boolean\",\"string\",\"number\",\"null\"],"
+    "\"description\":\"How value is written; null when testing for null\"},"
+    "\"comparisonPropertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"
+    "\"description\":\"Compare propertyName with this property of the same entity instead of a "
+    "value\"},"
+    "\"reference\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"
+    "\"description\":\"A Reference property: the filter applies to the related entity\"},"
+    "\"match\":{\"type\":\"string\",\"enum\":[\"Any\"],\"description\":\"For an Inbound "
+    "reference: true when at least one related entity matches\"}}}}}}},"
+    "\"paging\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+    "\"pageNumber\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000000,\"default\":1,"
+    "\"description\":\"1-based; pass the previous response's nextPage\"},"
+    "\"pageSize\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"default\":25}}},"
+    "\"sortCondition\":{\"type\":\"object\",\"required\":[\"propertyName\"],"
+    "\"additionalProperties\":false,\"properties\":{"
+    "\"propertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128},"
+    "\"sortOrder\":{\"type\":\"string\",\"enum\":[\"Ascending\",\"Descending\"],"
+    "\"default\":\"Ascending\"}}},"
+    "\"countOnly\":{\"type\":\"boolean\",\"default\":false,"
+    "\"description\":\"When true only {count} is returned\"},"
+    "\"properties\":" DG__TOOLS_PROPERTIES_SCHEMA ","
+    "\"expand\":" DG__TOOLS_EXPAND_SCHEMA "}}";
+
+static const char output_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"entities\":{\"type\":\"array\",\"items\":" DG__TOOLS_ENTITY_SCHEMA "},"
+    "\"pageNumber\":{\"type\":\"integer\"},"
+    "\"pageSize\":{\"type\":\"integer\"},"
+    "\"hasMore\":{\"type\":\"boolean\"},"
+    "\"nextPage\":{\"type\":[\"integer\",\"null\"]},"
+    "\"count\":{\"type\":\"integer\"}},"
+    "\"anyOf\":[{\"required\":[\"entities\",\"pageNumber\",\"pageSize\",\"hasMore\",\"nextPage\"]},"
+    "{\"required\":[\"count\"]}]}";
+
+static void run(dg_tool_call_t *call) {
+  dg_errctx_t err;
+  dg_store_parse_t ps;
+  dg_errctx_clear(&err);
+  dg__tools_parse_ctx(call, &err, &ps);
+  const dg_model_t *model = dg_tools_model_arg(call, "dataModelId", &err);
+  dg_store_query_t *q = dg_arena_calloc(ps.arena, 1, sizeof(*q));
+  if (model == NULL || q == NULL ||
+      dg_store_parse_query(&ps, model, dg_tool_call_args(call), q) != 0) {
+    dg_tool_call_fail(call, &err);
+    return;
+  }
+  dg_store_t *store = dg__tools_store(call);
+  if (store != NULL)
+    dg__tools_run_store(call, store, DG__TOOLS_QUERY, q);
+}
+
+const dg_tool_t dg_tool_query_entities = {
+    .name = "query_entities",
+    .title = "Query entities",
+    .description =
+        "Queries the entities of one Data Model with filters, sorting, paging, property "
+        "selection and inline expansion of related entities. Call get_data_models first for the "
+        "dataModelId and get_data_model_properties for property names, data types and "
+        "references; to compare a foreign key, find the related entity's id with "
+        "lookup_by_keyword and compare the Reference property with it. Filters: "
+        "queryParameterGroups is a list of groups, all of which must hold (And); inside a group "
+        "the parameters combine with andOrOperator (And or Or). A parameter compares "
+        "propertyName with value (valueType string, number or boolean; valueType null with the "
+        "value \"null\" tests for null) or, with comparisonPropertyName, with another property "
+        "of the same entity. With reference (a Reference property) it tests a property of the "
+        "related entity; for an Inbound reference it holds when at least one related entity "
+        "matches. String comparisons ignore case; dates compare chronologically (YYYY-MM-DD). "
+        "sortCondition orders the results (ties broken by id). paging is 1-based (pageSize 1 to "
+        "100, default 25): while hasMore is true, pass nextPage as pageNumber. countOnly returns "
+        "only {count}. properties chooses the fields returned (id always). expand loads related "
+        "entities under properties.expanded.<reference>: an object or null for an Outbound "
+        "reference, an array of at most 100 for an Inbound one (properties.expandedTruncated "
+        "then names the references that were cut).",
+    .input_schema = input_schema,
+    .output_schema = output_schema,
+    .read_only = true,
+    .destructive = false,
+    .idempotent = true,
+    .open_world = false,
+    .run = run,
+};

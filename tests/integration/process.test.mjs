@@ -1,0 +1,359 @@
+// The process: command line, --check-config, graceful drain on SIGTERM,
+// configuration reload on SIGHUP (good and bad), and --workers.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+
+import { authHeaders, CONF_DIR, Gateway, httpClient, makeConfig, readJson, runBinary, SOURCE_DIR, TOKENS, writeJson, wsClient } from './lib/gateway.mjs';
+import { closePayload, json, RawConn, RawWs, request } from './lib/raw.mjs';
+
+const PROBLEM_LINE = /^([\w.-]+\.json): (\/[^:]*): (.+)$/;
+
+describe('command line', () => {
+  it('--version prints the project version', async () => {
+    const version = /project\(datagate VERSION (\S+)/.exec(fs.readFileSync(path.join(SOURCE_DIR, 'CMakeLists.txt'), 'utf8'))[1];
+    for (const flag of ['--version', '-V']) {
+      const r = await runBinary([flag]);
+      assert.equal(r.code, 0);
+      assert.equal(r.stdout, `datagate ${version}\n`);
+    }
+  });
+
+  it('--help lists every option', async () => {
+    const r = await runBinary(['--help']);
+    assert.equal(r.code, 0);
+    for (const opt of ['--config', '--listen', '--workers', '--stdio', '--check-config', '--log-level', '--version', '--help'])
+      assert.ok(r.stdout.includes(opt), `--help mentions ${opt}`);
+  });
+
+  it('refuses bad options with status 2 and a hint', async () => {
+    for (const args of [['--workers', '0'], ['--listen', 'nohost'], ['--log-level', 'loud'], ['--bogus'], ['extra']]) {
+      const r = await runBinary(args);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /--help/);
+      assert.equal(r.stdout, '');
+    }
+  });
+});
+
+describe('--check-config', () => {
+  it('accepts conf/ and counts what it holds', async () => {
+    const r = await runBinary(['--check-config', CONF_DIR]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const conf = readJson(path.join(CONF_DIR, 'datagate.json'));
+    const { models } = readJson(path.join(CONF_DIR, 'models.json'));
+    assert.match(r.stdout, /: OK\n$/);
+    for (const part of [`${models.length} models`, `${conf.roles.length} roles`, `${conf.users.length} users`])
+      assert.ok(r.stdout.includes(part), `${part} in ${r.stdout}`);
+  });
+
+  it('reports every problem of a broken copy as file: json/path: message', async () => {
+    let broken;
+    const cfg = makeConfig({ server: { maxBodyByte: 5, maxHeaders: 3 }, edit: (dir) => (broken = breakModels(dir)) });
+    try {
+      const r = await runBinary(['--check-config', cfg.dir]);
+      assert.notEqual(r.code, 0);
+      const lines = r.stdout.trim().split('\n');
+      const summary = lines.pop();
+      assert.ok(summary.endsWith(`: ${lines.length} problems found`), summary);
+      for (const line of lines) assert.match(line, PROBLEM_LINE);
+      const paths = lines.map((l) => PROBLEM_LINE.exec(l).slice(1, 3).join(' '));
+      for (const want of ['datagate.json /server/maxBodyByte', 'datagate.json /server/maxHeaders', ...broken.map((p) => `models.json ${p}`)])
+        assert.ok(paths.includes(want), `${want} reported in:\n${r.stdout}`);
+      assert.match(lines.find((l) => l.includes('maxBodyByte')), /maxBodyBytes/, 'suggests the right name');
+    } finally {
+      cfg.remove();
+    }
+  });
+
+  it('refuses to start on a broken configuration', async () => {
+    let broken;
+    const cfg = makeConfig({ edit: (dir) => (broken = breakModels(dir)) });
+    try {
+      const r = await runBinary(['--config', cfg.dir, '--listen', '127.0.0.1:0']);
+      assert.equal(r.code, 1);
+      for (const p of broken) assert.ok(r.stderr.includes(`models.json: ${p}: `), r.stderr);
+    } finally {
+      cfg.remove();
+    }
+  });
+});
+
+// Two problems in models.json: a misspelt data type and an unknown
+// reference target. Returns their JSON paths.
+function breakModels(dir) {
+  const file = path.join(dir, 'models.json');
+  const m = readJson(file);
+  m.models[1].properties[0].dataType = 'Strin';
+  const mi = m.models.findIndex((model) => model.properties.some((p) => p.reference?.target));
+  const pi = m.models[mi].properties.findIndex((p) => p.reference?.target);
+  m.models[mi].properties[pi].reference.target = 'Custmers';
+  writeJson(file, m);
+  return ['/models/1/properties/0/dataType', `/models/${mi}/properties/${pi}/reference/target`];
+}
+
+const INIT = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+
+function mcpHeaders(extra = {}) {
+  return { ...authHeaders(), 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...extra };
+}
+
+function refused(port) {
+  return new Promise((resolve) => {
+    const s = net.connect({ port, host: '127.0.0.1' });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(false);
+    });
+    s.once('error', (err) => resolve(err.code === 'ECONNREFUSED'));
+  });
+}
+
+describe('SIGTERM', () => {
+  it('drains: finishes the request in flight, closes idle connections and WebSockets, exits 0', async () => {
+    const gw = await Gateway.start();
+    try {
+      // An idle keep-alive connection.
+      const idle = await RawConn.connect(gw.port);
+      await idle.write(request('GET', '/healthz'));
+      assert.equal((await idle.readResponse()).status, 200);
+      // A WebSocket.
+      const ws = await RawWs.open(gw.port, '/mcp', { headers: authHeaders() });
+      // A request whose headers the server has read (100 Continue says so)
+      // and whose body has not arrived yet.
+      const body = INIT;
+      const busy = await RawConn.connect(gw.port);
+      await busy.write(request('POST', '/mcp', { headers: mcpHeaders({ Expect: '100-continue', 'Content-Length': Buffer.byteLength(body) }) }));
+      assert.equal((await busy.readResponse()).status, 100);
+
+      gw.signal('SIGTERM');
+      const draining = await gw.waitForLog((l) => l.event === 'draining');
+      assert.equal(draining.reason, 'SIGTERM');
+      assert.equal(draining.connections, 3);
+
+      assert.ok(await refused(gw.port), 'no new connection is accepted');
+      assert.ok((await idle.waitClosed()).clean, 'the idle connection is closed cleanly');
+      const close = await ws.readUntil(8);
+      assert.equal(close.code, 1001);
+      await ws.send(8, closePayload(1001));
+      assert.ok((await ws.conn.waitClosed()).clean);
+
+      await busy.write(body);
+      const res = await busy.readResponse();
+      assert.equal(res.status, 200, res.text);
+      assert.equal(json(res).result.protocolVersion, '2025-06-18');
+      assert.equal(res.headers.connection?.toLowerCase(), 'close');
+      assert.ok((await busy.waitClosed()).clean);
+
+      const stopped = await gw.waitForLog((l) => l.event === 'stopped');
+      assert.equal(stopped.canceled_calls, 0);
+    } finally {
+      await gw.stop();
+    }
+  });
+
+  it('a second SIGTERM during the drain changes nothing', async () => {
+    const gw = await Gateway.start();
+    const busy = await RawConn.connect(gw.port);
+    try {
+      await busy.write(request('POST', '/mcp', { headers: mcpHeaders({ Expect: '100-continue', 'Content-Length': Buffer.byteLength(INIT) }) }));
+      assert.equal((await busy.readResponse()).status, 100);
+      gw.signal('SIGTERM');
+      await gw.waitForLog((l) => l.event === 'draining');
+      gw.signal('SIGTERM');
+      gw.signal('SIGINT');
+      gw.signal('SIGHUP');
+      await busy.write(INIT);
+      assert.equal((await busy.readResponse()).status, 200);
+      // A supervisor that keeps sending SIGTERM while the process finishes
+      // must not turn its clean exit into death by signal.
+      while (!gw.exit) {
+        try {
+          gw.signal('SIGTERM');
+        } catch {
+          break; // gone already
+        }
+        await new Promise((r) => setImmediate(r));
+      }
+      assert.equal(gw.logs.filter((l) => l.event === 'draining').length, 1);
+      assert.ok(!gw.logs.some((l) => l.event === 'reloaded'), 'no reload while draining');
+    } finally {
+      busy.destroy();
+      await gw.stop();
+    }
+  });
+});
+
+describe('drain deadline', () => {
+  it('closes a server stream at drainTimeoutMs and still exits 0', async () => {
+    const cfg = makeConfig({ server: { drainTimeoutMs: 300 } });
+    const gw = await Gateway.start({ config: cfg });
+    try {
+      const init = await fetch(gw.url, { method: 'POST', headers: mcpHeaders(), body: INIT });
+      const sid = init.headers.get('mcp-session-id');
+      await init.arrayBuffer();
+      const stream = await fetch(gw.url, { headers: { ...authHeaders(), Accept: 'text/event-stream', 'Mcp-Session-Id': sid } });
+      assert.equal(stream.status, 200);
+      gw.signal('SIGTERM');
+      // At the deadline the connection is closed, as for any other request.
+      const reader = stream.body.getReader();
+      await (async () => {
+        while (!(await reader.read()).done);
+      })().catch((err) => assert.match(String(err.cause ?? err), /closed|terminated/));
+      const stopped = await gw.waitForLog((l) => l.event === 'stopped');
+      assert.equal(stopped.exit_code, 0);
+    } finally {
+      await gw.stop();
+      cfg.remove();
+    }
+  });
+});
+
+// Rewrites the first model's description in a configuration directory.
+function describeFirstModel(dir, text) {
+  const file = path.join(dir, 'models.json');
+  const m = readJson(file);
+  m.models[0].description = text;
+  writeJson(file, m);
+  return m.models[0].id;
+}
+
+async function firstDescription(client, id) {
+  const r = await client.callTool({ name: 'get_data_models', arguments: {} });
+  return r.structuredContent.dataModels.find((m) => m.dataModelId.toLowerCase() === id.toLowerCase()).description;
+}
+
+describe('SIGHUP', () => {
+  it('picks up a good configuration without dropping connections', async () => {
+    const cfg = makeConfig();
+    const gw = await Gateway.start({ config: cfg });
+    const raw = await RawConn.connect(gw.port);
+    const http = await httpClient(gw);
+    const ws = await wsClient(gw);
+    const auditor = await wsClient(gw, { token: TOKENS.auditor });
+    try {
+      await raw.write(request('GET', '/healthz'));
+      assert.equal((await raw.readResponse()).status, 200);
+      const before = await firstDescription(http.client, readJson(cfg.file('models.json')).models[0].id);
+
+      const text = `Reloaded at ${Date.now()}`;
+      const id = describeFirstModel(cfg.dir, text);
+      // New limits apply to new requests; the auditor loses its token.
+      const conf = readJson(cfg.file('datagate.json'));
+      conf.server.maxBodyBytes = 2048;
+      conf.users.find((u) => u.name === 'auditor').tokenEnv = 'DATAGATE_IT_UNSET_TOKEN';
+      writeJson(cfg.file('datagate.json'), conf);
+      gw.signal('SIGHUP');
+      const done = await gw.waitForLog((l) => l.event === 'reloaded');
+      assert.equal(done.models, readJson(cfg.file('models.json')).models.length);
+
+      assert.notEqual(before, text);
+      assert.equal(await firstDescription(http.client, id), text, 'the HTTP session sees the new snapshot');
+      assert.equal(await firstDescription(ws.client, id), text, 'the WebSocket sees the new snapshot');
+      await assert.rejects(auditor.client.callTool({ name: 'get_data_models', arguments: {} }), /-32001|token|auth/i);
+
+      await raw.write(request('GET', '/healthz'));
+      assert.equal((await raw.readResponse()).status, 200, 'the open connection still serves');
+      await raw.write(request('POST', '/mcp', { headers: mcpHeaders(), body: INIT + ' '.repeat(3000) }));
+      assert.equal((await raw.readResponse()).status, 413, 'the new body limit applies');
+      assert.ok(!gw.logs.some((l) => l.event === 'reload_failed'));
+    } finally {
+      raw.destroy();
+      await http.client.close();
+      await ws.client.close();
+      await auditor.client.close();
+      await gw.stop();
+      cfg.remove();
+    }
+  });
+
+  it('refuses a bad configuration, logs every problem and keeps the old one', async () => {
+    const cfg = makeConfig();
+    const gw = await Gateway.start({ config: cfg });
+    const http = await httpClient(gw);
+    const raw = await RawConn.connect(gw.port);
+    try {
+      const { id, description } = readJson(cfg.file('models.json')).models[0];
+      await raw.write(request('GET', '/healthz'));
+      assert.equal((await raw.readResponse()).status, 200);
+
+      describeFirstModel(cfg.dir, 'never served');
+      const broken = breakModels(cfg.dir);
+      const conf = readJson(cfg.file('datagate.json'));
+      conf.server.maxBodyByte = 5;
+      writeJson(cfg.file('datagate.json'), conf);
+      // The reload reports what --check-config reports, line for line.
+      const check = await runBinary(['--check-config', cfg.dir]);
+      const expected = check.stdout.trim().split('\n').slice(0, -1);
+      assert.ok(expected.length >= 3, check.stdout);
+      gw.signal('SIGHUP');
+      const problems = await gw.waitForLogs((l) => l.event === 'reload_failed', expected.length);
+      assert.deepEqual(problems.map((p) => p.problem).sort(), [...expected].sort());
+      assert.ok(problems.every((p) => p.level === 'error'));
+      const paths = problems.map((p) => PROBLEM_LINE.exec(p.problem)[2]);
+      for (const p of [...broken, '/server/maxBodyByte']) assert.ok(paths.includes(p), p);
+
+      assert.equal(await firstDescription(http.client, id), description ?? '', 'the old snapshot is kept');
+      await raw.write(request('GET', '/healthz'));
+      assert.equal((await raw.readResponse()).status, 200, 'the open connection still serves');
+      assert.ok(!gw.logs.some((l) => l.event === 'reloaded'));
+    } finally {
+      raw.destroy();
+      await http.client.close();
+      await gw.stop();
+      cfg.remove();
+    }
+  });
+});
+
+describe('--workers', () => {
+  it('serves from two processes on one port and stops them all', async () => {
+    const gw = await Gateway.start({ args: ['--workers', '2'], listening: 2 });
+    try {
+      assert.equal(new Set(gw.pids).size, 2);
+      assert.ok(!gw.pids.includes(gw.pid), 'the master serves nothing');
+      const seen = new Set();
+      for (let i = 0; i < 400 && seen.size < 2; i++) {
+        const c = await RawConn.connect(gw.port);
+        await c.write(request('GET', '/healthz', { headers: { Connection: 'close' } }));
+        seen.add(json(await c.readResponse()).pid);
+        c.destroy();
+      }
+      assert.deepEqual([...seen].sort(), [...gw.pids].sort());
+
+      gw.signal('SIGHUP');
+      await gw.waitForLogs((l) => l.event === 'reloaded', 2);
+    } finally {
+      await gw.stop();
+    }
+    const exited = gw.logs.filter((l) => l.event === 'worker_exited');
+    assert.equal(exited.length, 2);
+    assert.ok(exited.every((l) => l.clean === true));
+  });
+
+  it('restarts a worker that dies and keeps serving on the port', async () => {
+    const gw = await Gateway.start({ args: ['--workers', '2'], listening: 2 });
+    try {
+      process.kill(gw.pids[0], 'SIGKILL');
+      const died = await gw.waitForLog((l) => l.event === 'worker_died');
+      assert.equal(died.pid, gw.pids[0]);
+      assert.equal(died.signal, 9);
+      const again = (await gw.waitForLogs((l) => l.event === 'listening', 3))[2];
+      assert.equal(again.port, gw.port);
+      assert.equal(again.worker, died.worker);
+      const live = new Set([again.pid, gw.pids[1]]);
+      const seen = new Set();
+      for (let i = 0; i < 400 && seen.size < 2; i++) {
+        const c = await RawConn.connect(gw.port);
+        await c.write(request('GET', '/healthz', { headers: { Connection: 'close' } }));
+        seen.add(json(await c.readResponse()).pid);
+        c.destroy();
+      }
+      assert.deepEqual([...seen].sort(), [...live].sort());
+    } finally {
+      await gw.stop();
+    }
+  });
+});
