@@ -117,6 +117,7 @@ export class Upstream {
     this.tokenTtl = 3600;
     this.tokenCount = 0;
     this.files = new Map(); // path -> {body, type, etag}
+    this.held = new Map(); // path -> release() of a body held back part way
     for (const f of SAMPLE_FILES) {
       const body = f.make();
       this.addFile(sampleFilePath(f), body, f.type);
@@ -125,10 +126,11 @@ export class Upstream {
   }
 
   // Serves body at path (a path starting with /files/ or /erp/documents/)
-  // with this Content-Type (null: none).
-  addFile(path, body, type) {
+  // with this Content-Type (null: none) and any other headers given (a
+  // Content-Encoding for a body that is already compressed, say).
+  addFile(path, body, type, headers = {}) {
     const etag = `"${createHash('sha1').update(body).digest('hex').slice(0, 16)}"`;
-    this.files.set(path, { body: Buffer.isBuffer(body) ? body : Buffer.from(body), type, etag });
+    this.files.set(path, { body: Buffer.isBuffer(body) ? body : Buffer.from(body), type, etag, headers });
   }
 
   // The next requests to path (without query) get these behaviours in turn.
@@ -174,7 +176,7 @@ export class Upstream {
     }
     if (b.malformed) return send(res, 200, '{"order": {"number": "SO-1001", "status": ');
     if (b.stall) { // the head and the first bytes, then nothing more
-      res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': 1000000 });
+      res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': 100000 });
       return res.write('The beginning of a document that never ends. ');
     }
     const headers = { ...(b.headers || {}) };
@@ -271,13 +273,20 @@ export class Upstream {
     return send(res, 404, { error: `no route for ${req.method} ${p}` });
   }
 
+  // Lets the rest of a held body go (see the hold behaviour).
+  release(path) {
+    const go = this.held.get(path);
+    this.held.delete(path);
+    go?.();
+  }
+
   // A document: 304 to a matching If-None-Match; ?type= replaces the
-  // Content-Type (empty: none); the trickle behaviour sends the body in
-  // small pieces that many milliseconds apart.
+  // Content-Type (empty: none); the hold behaviour sends that many bytes
+  // of the body, then the rest once a test calls release(path).
   file(req, res, url, shape = {}) {
     const f = this.files.get(url.pathname);
     if (!f) return send(res, 404, { error: `no document at ${url.pathname}` });
-    const headers = { ETag: f.etag, 'Last-Modified': 'Wed, 01 Jan 2025 00:00:00 GMT' };
+    const headers = { ETag: f.etag, 'Last-Modified': 'Wed, 01 Jan 2025 00:00:00 GMT', ...f.headers };
     if (req.headers['if-none-match'] === f.etag) {
       res.writeHead(304, headers);
       return res.end();
@@ -286,15 +295,10 @@ export class Upstream {
     if (type) headers['Content-Type'] = type;
     headers['Content-Length'] = f.body.length;
     res.writeHead(200, headers);
-    if (!shape.trickle) return res.end(f.body);
-    let at = 0;
-    const next = () => {
-      if (at >= f.body.length || res.destroyed) return res.end();
-      res.write(f.body.subarray(at, at + 64));
-      at += 64;
-      setTimeout(next, shape.trickle);
-    };
-    next();
+    if (!shape.hold) return res.end(f.body);
+    res.write(f.body.subarray(0, shape.hold));
+    this.held.set(url.pathname, () => res.end(f.body.subarray(shape.hold)));
+    res.on('close', () => this.held.delete(url.pathname));
   }
 
   erp(req, res, url, body, shape) {
