@@ -121,6 +121,37 @@ static void test_too_many_pages_are_cut(void **state) {
   free(d);
 }
 
+/* Long enough for two threads: every page in order, each with its own
+ * text, an odd count so that the last page is read alone, and a damaged
+ * page on either side left empty. */
+static void test_pages_read_two_at_a_time_stay_in_order(void **state) {
+  char texts[11][64];
+  const char *pages[11];
+  for (int i = 0; i < 11; i++) {
+    snprintf(texts[i], sizeof(texts[i]), "BT /F1 12 Tf 72 700 Td (page %d) Tj ET", i + 1);
+    pages[i] = texts[i];
+  }
+  pages[4] = "BT /F1 12 Tf 72 700 Td (unclosed"; /* page 5, a damaged stream */
+  size_t len = 0;
+  unsigned char *d = xt_pdf(pages, 11, &len);
+  dg_extract_doc_t *doc = xt_extract(DG_EXTRACT_PDF, NULL, d, len, NULL);
+  const char *t = dg_extract_doc_text(doc, NULL);
+  size_t at = 0;
+  for (int i = 0; i < 11; i++) {
+    char marker[32], body[32];
+    snprintf(marker, sizeof(marker), "--- Page %d ---\n", i + 1);
+    snprintf(body, sizeof(body), "page %d", i + 1);
+    size_t m = xt_find(t, marker);
+    assert_true(m >= at);
+    at = m;
+    if (i != 4)
+      assert_int_equal(xt_find(t, body), m + strlen(marker));
+  }
+  assert_null(strstr(t, "page 5"));
+  dg_extract_doc_unref(doc);
+  free(d);
+}
+
 static void test_memory_limit(void **state) {
   size_t len = 0;
   unsigned char *d = one_page("BT /F1 12 Tf 72 700 Td (x) Tj ET", &len);
@@ -157,6 +188,7 @@ int main(void) {
       cmocka_unit_test(test_reading_order_title_then_columns),
       cmocka_unit_test(test_damaged_pdfs),
       cmocka_unit_test(test_too_many_pages_are_cut),
+      cmocka_unit_test(test_pages_read_two_at_a_time_stay_in_order),
       cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_time_limit_stops_a_heavy_page),
   };
