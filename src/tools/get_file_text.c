@@ -43,6 +43,9 @@ typedef enum xstate { X_NONE, X_RUNNING, X_ENDED } xstate_t;
 typedef struct ft {
   dg_tool_call_t *call;
   dg_tools_env_t *env;
+  /* Kept apart from env: the process clears env's members while calls
+   * that hold a slot are still ending. */
+  dg_tools_files_t *files;
   const dg_file_settings_t *cfg;
   dg__tools_slot_t slot;
   bool has_slot;
@@ -158,7 +161,7 @@ static void maybe_end(ft_t *t) {
   t->ended = true;
   if (t->has_slot) {
     t->has_slot = false;
-    dg__tools_files_release(t->env->files);
+    dg__tools_files_release(t->files);
   }
   if (t->doc != NULL && !t->failed && !t->canceled)
     answer(t, t->doc, t->xstate == X_ENDED); /* a revalidated copy was not streamed yet */
@@ -182,7 +185,7 @@ static void on_xdone(dg_extract_t *x, int status, const dg_errctx_t *err, void *
   t->x = NULL;
   if (status == 0) {
     t->doc = dg_extract_result(x);
-    dg_extract_cache_t *cache = dg__tools_files_cache(t->env->files);
+    dg_extract_cache_t *cache = dg__tools_files_cache(t->files);
     if (cache != NULL && t->doc != NULL)
       dg_extract_cache_put(cache, t->key, t->etag, t->last_modified, t->doc);
   } else if (status != DG_ECANCELED || !t->canceled) {
@@ -262,7 +265,7 @@ static int on_body(void *user, const char *data, size_t len) {
 
 /* A 304 to the validators of the stale copy: it is fresh again. */
 static void revalidated(ft_t *t) {
-  dg_extract_cache_t *cache = dg__tools_files_cache(t->env->files);
+  dg_extract_cache_t *cache = dg__tools_files_cache(t->files);
   t->doc = cache != NULL ? dg_extract_cache_get(cache, t->key, t->etag_sent, t->lm_sent) : NULL;
   if (t->doc != NULL || t->refetched)
     return;
@@ -320,7 +323,7 @@ static void on_cancel(dg_tool_call_t *call, void *data) {
   ft_t *t = data;
   t->canceled = true;
   if (t->slot.queued) {
-    dg__tools_files_forget(t->env->files, &t->slot);
+    dg__tools_files_forget(t->files, &t->slot);
     maybe_end(t);
     return;
   }
@@ -332,7 +335,7 @@ static void on_cancel(dg_tool_call_t *call, void *data) {
 /* Granted a slot: a stale copy's validators make the download conditional. */
 static void slot_granted(dg__tools_slot_t *slot) {
   ft_t *t = (ft_t *)((char *)slot - offsetof(ft_t, slot));
-  dg_extract_cache_t *cache = dg__tools_files_cache(t->env->files);
+  dg_extract_cache_t *cache = dg__tools_files_cache(t->files);
   const char *etag = NULL, *lm = NULL;
   t->has_slot = true;
   if (cache != NULL && dg_extract_cache_validators(cache, t->key, &etag, &lm)) {
@@ -345,8 +348,7 @@ static void slot_granted(dg__tools_slot_t *slot) {
 
 static int take_slot(ft_t *t, dg_errctx_t *err) {
   t->slot.start = slot_granted;
-  int rc =
-      dg__tools_files_acquire(t->env->files, &t->slot, t->cfg->max_concurrent, t->cfg->max_queued);
+  int rc = dg__tools_files_acquire(t->files, &t->slot, t->cfg->max_concurrent, t->cfg->max_queued);
   if (rc == 0)
     slot_granted(&t->slot);
   if (rc >= 0)
@@ -359,7 +361,7 @@ static int take_slot(ft_t *t, dg_errctx_t *err) {
 
 /* A fresh cached copy answers at once. */
 static bool serve_cached(ft_t *t) {
-  dg_extract_cache_t *cache = dg__tools_files_cache(t->env->files);
+  dg_extract_cache_t *cache = dg__tools_files_cache(t->files);
   dg_extract_doc_t *doc = cache != NULL ? dg_extract_cache_get(cache, t->key, NULL, NULL) : NULL;
   if (doc == NULL)
     return false;
@@ -374,7 +376,7 @@ static int check_args(ft_t *t, dg_errctx_t *err) {
   t->offset = (uint64_t)json_integer_value(json_object_get(args, "offset"));
   t->cfg = &dg_tool_call_catalog(t->call)->files;
   t->stream = dg_tool_call_wants_progress(t->call);
-  if (t->env == NULL || t->env->files == NULL)
+  if (t->files == NULL)
     return dg_errctx_set(err, DG_ENOTSUP, "url",
                          "Documents cannot be read: get_file_text is not running in this "
                          "gateway.");
@@ -397,6 +399,7 @@ static void run(dg_tool_call_t *call) {
   }
   t->call = call;
   t->env = dg_tools_env(call);
+  t->files = t->env != NULL ? t->env->files : NULL;
   int rc = check_args(t, &err);
   if (rc == 0 && serve_cached(t))
     return;
