@@ -469,3 +469,27 @@ describe('hostile documents', () => {
     assert.equal((await normal).text, 'Redirect target.\n');
   });
 });
+
+// ---- Shutdown -----------------------------------------------------------------------------------
+
+describe('shutdown', () => {
+  it('ends cleanly while a document is being downloaded and extracted', async () => {
+    const p = '/files/t/held-at-exit.txt';
+    mock.upstream.addFile(p, prose(9, 200).join(' '), 'text/plain');
+    mock.upstream.script(p, [{ hold: 4000 }]);
+    const config = makeConfig({ server: { drainTimeoutMs: 200 }, edit: editConfig });
+    const other = await Gateway.start({ config, env: { DATAGATE_SAMPLE_ERP_TOKEN: erpToken } });
+    try {
+      const { client: c } = await httpClient(other);
+      const pending = c.callTool({ name: 'get_file_text', arguments: { url: url(p) } },
+        undefined, { onprogress: () => {} }).catch((e) => e);
+      while (!mock.upstream.held.has(p)) await new Promise((r) => setTimeout(r, 20));
+      await other.stop(); // exit status 0 and no bug events, or it throws
+      await pending;
+    } finally {
+      mock.upstream.release(p);
+      other.kill();
+      config.remove();
+    }
+  });
+});
