@@ -393,6 +393,10 @@ static int fetch_fn(run_t *run, const void *in) {
   return run_fetch(run, in);
 }
 
+static int aggregate_fn(run_t *run, const void *in) {
+  return dg__sqlite_aggregate(run->conn, run->r, &run->budget);
+}
+
 /* ---- Lookup ------------------------------------------------------------------------------------
  */
 
@@ -608,6 +612,9 @@ int dg__sqlite_run(dg__sqlite_conn_t *conn, dg_store_req_t *r) {
     break;
   case DG__STORE_WRITE:
     rc = write_fn(&run, r->in.write);
+    break;
+  case DG__STORE_AGGREGATE:
+    rc = in_read_txn(&run, aggregate_fn, r->in.aggregate);
     break;
   }
   dg_arena_destroy(run.arena);

@@ -9,10 +9,11 @@ extern const dg_tool_t dg_tool_get_data_model_properties;
 extern const dg_tool_t dg_tool_lookup_by_keyword;
 extern const dg_tool_t dg_tool_query_entities;
 extern const dg_tool_t dg_tool_get_entities_by_ids;
+extern const dg_tool_t dg_tool_aggregate_entities;
 
 const dg_tool_t *const dg_tools_registry[] = {
     &dg_tool_get_data_models, &dg_tool_get_data_model_properties, &dg_tool_lookup_by_keyword,
-    &dg_tool_query_entities,  &dg_tool_get_entities_by_ids,
+    &dg_tool_query_entities,  &dg_tool_get_entities_by_ids,       &dg_tool_aggregate_entities,
 };
 
 const size_t dg_tools_count = DG_ARRAY_SIZE(dg_tools_registry);

@@ -158,7 +158,7 @@ static void call_free(struct dg_tool_call *call) {
 
 static void test_registry_entries(void **state) {
   const char *expected[] = {"get_data_models", "get_data_model_properties", "lookup_by_keyword",
-                            "query_entities", "get_entities_by_ids"};
+                            "query_entities",  "get_entities_by_ids",       "aggregate_entities"};
   assert_int_equal(dg_tools_count, DG_ARRAY_SIZE(expected));
   for (size_t i = 0; i < DG_ARRAY_SIZE(expected); i++)
     assert_string_equal(dg_tools_registry[i]->name, expected[i]);

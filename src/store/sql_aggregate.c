@@ -1,0 +1,215 @@
+/* SQL of aggregate_entities, built from a checked dg_store_aggregate_t on
+ * top of the filters' FROM and WHERE (sql.c):
+ *
+ *   SELECT <group keys>, count(*), <one column per aggregation>
+ *   FROM "Orders" AS t0 [LEFT JOIN ... AS r<n>: filters]
+ *   [LEFT JOIN "Customers" AS g<n> ON g<n>.id = t0."Customer"]      Outbound group key
+ *   [LEFT JOIN (SELECT DISTINCT c."Order" AS k, c."SKU" AS v<i> FROM "OrderLines" AS c
+ *               WHERE c."Order" IS NOT NULL) AS g<n> ON g<n>.k = t0.id]   Inbound group key
+ *   [LEFT JOIN "Customers" AS j<n> ON j<n>.id = t0."Customer"]      joinFilter
+ *   WHERE ... [GROUP BY <keys> ORDER BY <keys>]
+ *
+ * Every join is on the joined table's id or on distinct (key, value)
+ * pairs, so a base record appears once per group it belongs to: once in
+ * all when the keys are its own or Outbound, once per distinct related
+ * value for an Inbound key (a record without related entities falls in
+ * the null group). A joinFilter clause aggregates CASE WHEN <the joined
+ * entity exists and the condition holds> THEN <value> END, so one
+ * statement answers conditional and unconditional clauses together. */
+#include <stdio.h>
+#include <string.h>
+
+#include "store/internal.h"
+
+#define EXPR_MAX 256
+
+static const char *const functions[] = {
+    [DG_STORE_AGG_SUM] = "sum",     [DG_STORE_AGG_AVERAGE] = "avg",
+    [DG_STORE_AGG_COUNT] = "count", [DG_STORE_AGG_MIN] = "min",
+    [DG_STORE_AGG_MAX] = "max",     [DG_STORE_AGG_DISTINCT_COUNT] = "count",
+};
+
+/* ---- Group keys ------------------------------------------------------------------------- */
+
+/* Keys that follow one reference share one join, named after it. */
+static bool first_of_reference(const dg_store_aggregate_t *a, size_t i) {
+  for (size_t j = 0; j < i; j++) {
+    if (a->group_by[j].reference == a->group_by[i].reference)
+      return false;
+  }
+  return true;
+}
+
+static void group_column(dg__sql_t *sql, const dg_store_group_key_t *k, size_t i) {
+  char alias[32];
+  if (k->reference == NULL) {
+    dg__sql_ident(sql, "t0", k->prop->name);
+    return;
+  }
+  snprintf(alias, sizeof(alias), "g%zu", k->reference->index);
+  if (dg__store_is_inbound(k->reference))
+    dg__sql_putf(sql, "%s.v%zu", alias, i);
+  else
+    dg__sql_ident(sql, alias, k->prop->name);
+}
+
+static void group_columns(dg__sql_t *sql, const dg_store_aggregate_t *a) {
+  for (size_t i = 0; i < a->ngroup_by; i++) {
+    dg__sql_put(sql, i ? ", " : "");
+    group_column(sql, &a->group_by[i], i);
+  }
+}
+
+/* The distinct (parent key, values) of the related entities: each base
+ * record joins once per distinct combination of the keys on this
+ * reference, or once with nulls when it has no related entity. */
+static void inbound_join(dg__sql_t *sql, const dg_store_aggregate_t *a, size_t first) {
+  const dg_property_t *ref = a->group_by[first].reference;
+  const char *inverse = ref->reference->inverse_property;
+  dg__sql_put(sql, " LEFT JOIN (SELECT DISTINCT ");
+  dg__sql_ident(sql, "c", inverse);
+  dg__sql_put(sql, " AS k");
+  for (size_t i = first; i < a->ngroup_by; i++) {
+    if (a->group_by[i].reference != ref)
+      continue;
+    dg__sql_put(sql, ", ");
+    dg__sql_ident(sql, "c", a->group_by[i].prop->name);
+    dg__sql_putf(sql, " AS v%zu", i);
+  }
+  dg__sql_put(sql, " FROM ");
+  dg__sql_ident(sql, NULL, ref->reference->target->name);
+  dg__sql_put(sql, " AS c WHERE ");
+  dg__sql_ident(sql, "c", inverse);
+  dg__sql_putf(sql, " IS NOT NULL) AS g%zu ON g%zu.k = t0.id", ref->index, ref->index);
+}
+
+static void outbound_join(dg__sql_t *sql, const dg_property_t *ref) {
+  dg__sql_put(sql, " LEFT JOIN ");
+  dg__sql_ident(sql, NULL, ref->reference->target->name);
+  dg__sql_putf(sql, " AS g%zu ON g%zu.id = ", ref->index, ref->index);
+  dg__sql_ident(sql, "t0", ref->name);
+}
+
+static void group_joins(dg__sql_t *sql, const dg_store_aggregate_t *a) {
+  for (size_t i = 0; i < a->ngroup_by; i++) {
+    const dg_property_t *ref = a->group_by[i].reference;
+    if (ref == NULL || !first_of_reference(a, i))
+      continue;
+    if (dg__store_is_inbound(ref))
+      inbound_join(sql, a, i);
+    else
+      outbound_join(sql, ref);
+  }
+}
+
+/* ---- joinFilters -------------------------------------------------------------------------- */
+
+/* Clauses joining the same entity by the same key share the first one's
+ * join. */
+static size_t join_slot(const dg_store_aggregate_t *a, size_t i) {
+  const dg_store_join_t *x = a->aggs[i].join;
+  for (size_t j = 0; j < i; j++) {
+    const dg_store_join_t *y = a->aggs[j].join;
+    if (y != NULL && y->target == x->target && y->key == x->key)
+      return j;
+  }
+  return i;
+}
+
+static void join_filters(dg__sql_t *sql, const dg_store_aggregate_t *a) {
+  char key[EXPR_MAX];
+  for (size_t i = 0; i < a->naggs; i++) {
+    const dg_store_join_t *j = a->aggs[i].join;
+    if (j == NULL || join_slot(a, i) != i)
+      continue;
+    dg__sql_column_text(sql, key, sizeof(key), "t0", j->key);
+    dg__sql_put(sql, " LEFT JOIN ");
+    dg__sql_ident(sql, NULL, j->target->name);
+    dg__sql_putf(sql, " AS j%zu ON j%zu.id = %s", i, i, key);
+  }
+}
+
+/* The foreign side read as the local property's type: comparisons are
+ * typed off the base property. */
+static void typed_foreign(dg__sql_t *sql, const dg_store_join_t *j, const char *column, char *out,
+                          size_t size) {
+  dg_data_type_t local = j->local != NULL ? j->local->type : DG_TYPE_GUID;
+  dg_data_type_t foreign = j->foreign != NULL ? j->foreign->type : DG_TYPE_GUID;
+  const char *const *wrap = NULL;
+  if (local != foreign && local == DG_TYPE_DATE)
+    wrap = sql->dialect->as_date;
+  else if (local != foreign && local == DG_TYPE_DATETIME)
+    wrap = sql->dialect->as_datetime;
+  int n = wrap != NULL ? snprintf(out, size, "%s%s%s", wrap[0], column, wrap[1])
+                       : snprintf(out, size, "%s", column);
+  if ((n < 0 || (size_t)n >= size) && sql->rc == 0)
+    sql->rc = DG_E2BIG;
+}
+
+static void join_condition(dg__sql_t *sql, const dg_store_aggregate_t *a, size_t i) {
+  const dg_store_join_t *j = a->aggs[i].join;
+  char alias[32], local[EXPR_MAX], column[EXPR_MAX], foreign[EXPR_MAX];
+  snprintf(alias, sizeof(alias), "j%zu", join_slot(a, i));
+  dg__sql_column_text(sql, local, sizeof(local), "t0", j->local);
+  dg__sql_column_text(sql, column, sizeof(column), alias, j->foreign);
+  typed_foreign(sql, j, column, foreign, sizeof(foreign));
+  dg__sql_putf(sql, "(%s.id IS NOT NULL AND ", alias);
+  dg__sql_compare(sql, j->op, local, j->compare_property ? foreign : NULL, &j->value);
+  dg__sql_put(sql, ")");
+}
+
+/* ---- Measures ------------------------------------------------------------------------------ */
+
+/* One aggregation: Sum of nothing is 0, Average, Min and Max of nothing
+ * null; the value is counted only where the clause's join condition holds. */
+static void measure(dg__sql_t *sql, const dg_store_aggregate_t *a, size_t i) {
+  const dg_store_aggregation_t *g = &a->aggs[i];
+  char value[EXPR_MAX] = "1";
+  if (g->fn == DG_STORE_AGG_COUNT && g->join == NULL) {
+    dg__sql_put(sql, "count(*)");
+    return;
+  }
+  if (g->prop != NULL)
+    dg__sql_column_text(sql, value, sizeof(value), "t0", g->prop);
+  dg__sql_put(sql, g->fn == DG_STORE_AGG_SUM ? "COALESCE(" : "");
+  dg__sql_putf(sql, "%s(%s", functions[g->fn],
+               g->fn == DG_STORE_AGG_DISTINCT_COUNT ? "DISTINCT " : "");
+  if (g->join == NULL) {
+    dg__sql_put(sql, value);
+  } else {
+    dg__sql_put(sql, "CASE WHEN ");
+    join_condition(sql, a, i);
+    dg__sql_putf(sql, " THEN %s END", value);
+    /* CASE drops the column's collation: distinct strings still ignore case. */
+    if (g->prop != NULL && g->prop->type == DG_TYPE_STRING)
+      dg__sql_put(sql, " COLLATE NOCASE");
+  }
+  dg__sql_put(sql, g->fn == DG_STORE_AGG_SUM ? "), 0)" : ")");
+}
+
+/* ---- Statements ------------------------------------------------------------------------------ */
+
+void dg__sql_aggregate(dg__sql_t *sql, const dg_store_aggregate_t *a) {
+  dg__sql_put(sql, "SELECT ");
+  group_columns(sql, a);
+  dg__sql_put(sql, a->ngroup_by > 0 ? ", count(*)" : "count(*)");
+  for (size_t i = 0; i < a->naggs; i++) {
+    dg__sql_put(sql, ", ");
+    measure(sql, a, i);
+  }
+  dg__sql_from(sql, a->model, &a->filters);
+  group_joins(sql, a);
+  join_filters(sql, a);
+  dg__sql_where(sql, &a->filters);
+  if (a->ngroup_by == 0)
+    return;
+  dg__sql_put(sql, " GROUP BY ");
+  group_columns(sql, a);
+  dg__sql_put(sql, " ORDER BY ");
+  group_columns(sql, a);
+}
+
+void dg__sql_aggregate_count(dg__sql_t *sql, const dg_store_aggregate_t *a) {
+  dg__sql_put(sql, "SELECT count(*)");
+  dg__sql_from_where(sql, a->model, &a->filters);
+}
