@@ -422,7 +422,7 @@ static int parse_on(const dg_store_parse_t *ps, const dg_model_t *m, const json_
                              "%s has no property '%.64s' that you can see holding the id of a %s "
                              "entity; allowed: id and the Guid or Outbound Reference properties: "
                              "%s.",
-                             m->name, local, j->target->name,
+                             m->name, local, j->target->entity_type,
                              names_of(ps, m, is_key, false, names, sizeof(names)));
   const dg_reference_t *r = j->key != NULL ? j->key->reference : NULL;
   if (r != NULL && r->target != j->target)
