@@ -139,7 +139,7 @@ static int readable_reference(const dg_store_parse_t *ps, const dg_model_t *m, c
                               const char *param, const char *use, const dg_property_t **out) {
   const dg_property_t *ref = dg__store_visible(ps->principal, m, name, false, NULL);
   char names[NAMES_MAX];
-  *out = ref;
+  *out = NULL;
   if (ref == NULL || ref->reference == NULL)
     return dg__store_invalid(ps->err, param,
                              "%s has no Reference property '%.64s' that you can see; Reference "
@@ -154,6 +154,7 @@ static int readable_reference(const dg_store_parse_t *ps, const dg_model_t *m, c
                              "you may not read the entities that '%s' refers to, so you cannot %s "
                              "them.",
                              ref->name, use);
+  *out = ref;
   return 0;
 }
 
@@ -720,9 +721,10 @@ static int parse_key(const dg_store_parse_t *ps, const dg_model_t *m, const json
   if (rc == 0 && ref != NULL)
     rc = readable_reference(ps, m, ref, dg__path_key(&p, path, "reference"), "group by",
                             &k->reference);
+  if (rc != 0)
+    return rc;
   k->model = k->reference != NULL ? k->reference->reference->target : m;
-  if (rc == 0)
-    rc = need_name(ps, obj, "propertyName", path, "the property to group by", &name);
+  rc = need_name(ps, obj, "propertyName", path, "the property to group by", &name);
   if (rc == 0)
     rc = key_property(ps, k->model, name, dg__path_key(&p, path, "propertyName"), k);
   return rc == 0 ? key_labels(ps, k, path) : rc;
