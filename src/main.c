@@ -28,6 +28,7 @@
 #include "datagate/catalog.h"
 #include "datagate/mcp.h"
 #include "datagate/net.h"
+#include "datagate/save.h"
 #include "datagate/store.h"
 #include "datagate/tools.h"
 
@@ -369,6 +370,8 @@ static void app_finish(app_t *app) {
     dg_mcp_server_free(app->mcp);
   app->mcp = NULL;
   /* Upstream calls still running are cancelled; their callbacks follow. */
+  dg_connectors_close(app->env.connectors);
+  app->env.connectors = NULL;
   dg_http_client_close(app->env.client);
   app->env.client = NULL;
   /* After the calls: a request still running is interrupted, and the loop
@@ -463,6 +466,16 @@ static void check_restart_settings(const options_t *o, const dg_server_settings_
     log_restart_required("server.database");
 }
 
+/* Connector limits and CA files follow the configuration; a failure is
+ * logged and the connectors keep their previous limits. */
+static void configure_connectors(app_t *app, const dg_catalog_t *cat) {
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  if (app->env.connectors != NULL && dg_connectors_configure(app->env.connectors, cat, &err) != 0)
+    dg_log_json(DG_LOG_ERROR, "connectors_failed",
+                json_pack("{s:s,s:s}", "param", err.param, "msg", err.message));
+}
+
 /* A bad configuration never replaces a good one: the old snapshot stays. */
 static void app_reload(app_t *app) {
   dg_config_errors_t errors = {0};
@@ -476,6 +489,7 @@ static void app_reload(app_t *app) {
   dg_config_errors_free(&errors);
   check_restart_settings(app->opt, &app->boot->server, &next->server);
   dg_mcp_server_set_catalog(app->mcp, next);
+  configure_connectors(app, next);
   if (app->http != NULL) {
     dg_http_limits_t limits;
     limits_from_settings(&next->server, &limits);
@@ -575,7 +589,12 @@ static int start_client(app_t *app, dg_errctx_t *err) {
   dg_http_client_config_t config;
   dg_http_client_config_default(&config);
   config.ca_file = app->boot->server.upstream_ca_file;
-  return dg_http_client_new(&app->loop, &config, &app->env.client, err);
+  int rc = dg_http_client_new(&app->loop, &config, &app->env.client, err);
+  if (rc == 0)
+    rc = dg_connectors_new(&app->loop, app->env.client, &app->env.connectors, err);
+  if (rc == 0)
+    rc = dg_connectors_configure(app->env.connectors, app->cat, err);
+  return rc;
 }
 
 static int start_mcp(app_t *app, dg_errctx_t *err) {

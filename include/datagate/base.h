@@ -108,6 +108,14 @@ void dg_buf_consume(dg_buf_t *buf, size_t n);
 /* Hands the memory to the caller (free() it) and resets the buffer. */
 char *dg_buf_steal(dg_buf_t *buf, size_t *len);
 
+/* ---- JSON output ---------------------------------------------------------
+ * Appends value as compact JSON: the same bytes as json_dumps with
+ * JSON_COMPACT | JSON_REAL_PRECISION(15) (members in insertion order, reals
+ * with 15 significant digits), written faster. Returns 0,
+ * DG_E2BIG when out's maximum is reached, DG_EINVAL for a value nested
+ * deeper than 2048 levels; on failure out is left as it was. */
+int dg_json_write(const json_t *value, dg_buf_t *out);
+
 /* ---- Logging -----------------------------------------------------------
  * JSON lines on one file descriptor (stderr by default): one object per
  * line with ts, level, event and the given fields. Never pass secrets. */

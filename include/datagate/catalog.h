@@ -6,7 +6,9 @@
  * Files of a configuration directory (each optional except datagate.json):
  *   datagate.json   server settings, logging, auth (users, roles, tokens)
  *   models.json     Data Models with their properties and references
- * Later modules add their own files (connectors, endpoints, saved queries).
+ *   connectors.json external APIs: base URL, headers, limits, authentication
+ *   saved_queries.json  Saved Queries (Live Data Providers) over connectors
+ * Later modules add their own files (endpoints).
  */
 #ifndef DATAGATE_CATALOG_H
 #define DATAGATE_CATALOG_H
@@ -186,6 +188,133 @@ typedef struct dg_server_settings {
   const char *database;   /* SQLite file path (relative to the config dir) */
 } dg_server_settings_t;
 
+/* ---- Connectors (connectors.json) ------------------------------------------
+ * An external API. Secrets are read from the environment variables the
+ * configuration names, once at load time; a secret is NULL when its
+ * variable is unset or empty (calls that need it then fail and say so). */
+typedef enum dg_connector_auth_kind {
+  DG_CONN_AUTH_NONE,
+  DG_CONN_AUTH_BEARER, /* Authorization: Bearer <token> */
+  DG_CONN_AUTH_BASIC,  /* Authorization: Basic base64(username:password) */
+  DG_CONN_AUTH_API_KEY,
+  DG_CONN_AUTH_OAUTH2, /* OAuth 2.0 client credentials grant */
+} dg_connector_auth_kind_t;
+
+typedef struct dg_connector_secret {
+  const char *env;   /* variable name, or NULL when not configured */
+  const char *value; /* owned by the catalog, wiped when it is freed */
+} dg_connector_secret_t;
+
+typedef struct dg_connector_auth {
+  dg_connector_auth_kind_t kind;
+  dg_connector_secret_t token;    /* bearer */
+  dg_connector_secret_t username; /* basic */
+  dg_connector_secret_t password; /* basic */
+  dg_connector_secret_t key;      /* apiKey */
+  const char *key_name;           /* apiKey: header or query parameter name */
+  bool key_in_query;              /* apiKey: in the query string, not a header */
+  const char *token_url;          /* oauth2: absolute http(s) URL */
+  dg_connector_secret_t client_id;
+  dg_connector_secret_t client_secret;
+  const char *const *scopes; /* oauth2: sent space-separated as "scope" */
+  size_t nscopes;
+  const char *audience;           /* oauth2: optional "audience" parameter */
+  bool client_secret_in_body;     /* oauth2: credentials in the form, not Basic */
+  uint64_t token_refresh_skew_ms; /* oauth2: renew this long before expiry */
+} dg_connector_auth_t;
+
+typedef struct dg_connector_header {
+  const char *name;
+  const char *value;
+} dg_connector_header_t;
+
+typedef struct dg_connector {
+  const char *id; /* GUID */
+  const char *name;
+  const char *description;
+  const char *base_url; /* scheme://host[:port][/path], no trailing '/' */
+  bool https;
+  const dg_connector_header_t *headers; /* sent with every call */
+  size_t nheaders;
+  uint64_t dns_timeout_ms;
+  uint64_t connect_timeout_ms;
+  uint64_t tls_timeout_ms;
+  uint64_t first_byte_timeout_ms;
+  uint64_t timeout_ms; /* the whole call, retries included */
+  unsigned max_concurrency;
+  unsigned max_queue;           /* calls waiting beyond max_concurrency */
+  unsigned breaker_failures;    /* consecutive failures that open the breaker */
+  uint64_t breaker_cooldown_ms; /* open time before one probe call */
+  unsigned retry_max_attempts;  /* 1 = no retry; backoff is the client's */
+  unsigned max_redirects;
+  size_t max_response_bytes;
+  bool allow_private_addresses; /* may reach loopback and private networks */
+  const char *ca_file;          /* extra trusted CA (PEM), or NULL */
+  dg_connector_auth_t auth;
+  size_t index;
+} dg_connector_t;
+
+/* ---- Saved Queries (saved_queries.json) ------------------------------------ */
+struct dg_template; /* save.h */
+struct dg_jsonpath; /* save.h */
+
+/* A declared input (DeclaredInputs): values arrive as strings and are
+ * checked against type. */
+typedef struct dg_saved_input {
+  const char *name;
+  const char *description;
+  dg_data_type_t type; /* any type but Reference */
+  bool required;
+  const char *default_value; /* valid for type, or NULL */
+} dg_saved_input_t;
+
+typedef struct dg_saved_param {
+  const char *name;
+  const struct dg_template *value;
+} dg_saved_param_t;
+
+typedef enum dg_saved_request_kind { DG_REQUEST_REST, DG_REQUEST_GRAPHQL } dg_saved_request_kind_t;
+
+typedef struct dg_saved_request {
+  dg_saved_request_kind_t kind;
+  const char *method;              /* GET, POST, PUT, PATCH or DELETE */
+  const struct dg_template *path;  /* appended to the connector's base URL */
+  const dg_saved_param_t *query;   /* query parameters; one whose inputs are all */
+  size_t nquery;                   /* absent is left out */
+  const dg_saved_param_t *headers; /* besides the connector's */
+  size_t nheaders;
+  const struct dg_template *body;              /* REST: JSON body template, or NULL */
+  const char *graphql_query;                   /* GraphQL: the document, sent as is */
+  const char *operation_name;                  /* GraphQL: optional */
+  const struct dg_template *graphql_variables; /* GraphQL: JSON object template, or NULL */
+  bool retry_unsafe;                           /* a POST, PUT or PATCH that may still be retried */
+} dg_saved_request_t;
+
+/* A mapped field: the value at path in each result item becomes the
+ * property of the Data Model. */
+typedef struct dg_saved_field {
+  const dg_property_t *property;
+  const struct dg_jsonpath *path;
+  const char *description; /* the property's unless configured */
+} dg_saved_field_t;
+
+typedef struct dg_saved_query {
+  const char *id; /* GUID */
+  const char *name;
+  const char *description;
+  const dg_connector_t *connector;
+  const dg_model_t *model;
+  const dg_saved_input_t *inputs;
+  size_t ninputs;
+  dg_saved_request_t request;
+  const struct dg_jsonpath *result_path; /* the result list (or one object) */
+  const struct dg_jsonpath *id_path;     /* item id, relative to an item, or NULL */
+  const dg_saved_field_t *fields;
+  size_t nfields;
+  unsigned max_results; /* items mapped at most; more are reported as truncated */
+  size_t index;
+} dg_saved_query_t;
+
 /* ---- The snapshot -------------------------------------------------------- */
 typedef struct dg_catalog {
   const char *dir; /* configuration directory it was loaded from */
@@ -197,6 +326,10 @@ typedef struct dg_catalog {
   size_t nroles;
   const dg_user_t *users;
   size_t nusers;
+  const dg_connector_t *connectors;
+  size_t nconnectors;
+  const dg_saved_query_t *saved_queries;
+  size_t nsaved_queries;
   /* private: reference count and the memory everything above lives in */
   int refs;
   dg_arena_t *arena;
@@ -226,6 +359,18 @@ const dg_model_t *dg_catalog_model_by_name(const dg_catalog_t *cat, const char *
 const dg_property_t *dg_model_property(const dg_model_t *model, const char *name);
 const dg_role_t *dg_catalog_role(const dg_catalog_t *cat, const char *name);
 const dg_user_t *dg_catalog_user(const dg_catalog_t *cat, const char *name);
+/* Connectors and Saved Queries by GUID (any case) or exact name. */
+const dg_connector_t *dg_catalog_connector(const dg_catalog_t *cat, const char *id_or_name);
+const dg_saved_query_t *dg_catalog_saved_query(const dg_catalog_t *cat, const char *id_or_name);
+/* A declared input by exact name, then in any case; NULL when unknown. */
+const dg_saved_input_t *dg_saved_query_input(const dg_saved_query_t *q, const char *name);
+/* True when text is a valid value for an input of type: Int and Long whole
+ * numbers in range, Double a JSON number, Decimal one without exponent,
+ * Boolean true or false (any case), Date YYYY-MM-DD, DateTime ISO 8601
+ * (YYYY-MM-DDTHH:MM[:SS[.f]][Z|+HH:MM]), Guid 8-4-4-4-12; any String. */
+bool dg_saved_input_value_valid(dg_data_type_t type, const char *text);
+/* What a valid value of type looks like, for error messages. */
+const char *dg_saved_input_value_hint(dg_data_type_t type);
 
 /* For `datagate --check-config`: loads dir, prints every problem line and
  * then a one-line summary ("conf: 6 models, 3 roles, 3 users: OK") to out.

@@ -12,6 +12,7 @@
 
 struct dg_store;
 struct dg_http_client;
+struct dg_connectors;
 
 /* What tools reach beyond the call itself. main.c owns it, starts each
  * member with the process and passes it as dg_mcp_config_t.tool_context;
@@ -19,6 +20,8 @@ struct dg_http_client;
 typedef struct dg_tools_env {
   struct dg_store *store;        /* entity store (store.h) */
   struct dg_http_client *client; /* connector client for upstream calls (net.h) */
+  /* Connector calls with authentication, for Saved Queries (save.h). */
+  struct dg_connectors *connectors;
 } dg_tools_env_t;
 
 /* The environment of a call (never NULL inside a running gateway). */

@@ -84,8 +84,8 @@ static int authenticate_jwt(const dg_catalog_t *cat, const char *token, size_t l
 
 int dg_auth_authenticate(const dg_catalog_t *cat, const char *authorization, dg_arena_t *arena,
                          const dg_principal_t **out, dg_errctx_t *err) {
-  const char *token;
-  size_t len;
+  const char *token = NULL;
+  size_t len = 0;
   *out = NULL;
   int rc = parse_bearer(authorization ? authorization : "", &token, &len, err);
   if (rc != 0)

@@ -1,6 +1,7 @@
 /* GUIDs, clocks and small string helpers. */
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +25,42 @@ int dg_random_bytes(void *buf, size_t n) {
   return 0;
 }
 
+/* Every HTTP request takes a GUID for its id. Their bytes come from a
+ * per-thread pool filled by one getrandom(2) for 64 GUIDs, instead of a
+ * system call per request. A forked child empties its pool, so that
+ * workers never hand out the same GUIDs. */
+#define UUID_POOL_BYTES (64 * 16)
+
+static _Thread_local unsigned char uuid_pool[UUID_POOL_BYTES];
+static _Thread_local size_t uuid_pool_left;
+static pthread_once_t uuid_fork_once = PTHREAD_ONCE_INIT;
+
+static void uuid_pool_forget(void) {
+  uuid_pool_left = 0;
+}
+
+static void uuid_fork_register(void) {
+  pthread_atfork(NULL, NULL, uuid_pool_forget);
+}
+
+static int uuid_bytes(unsigned char b[16]) {
+  pthread_once(&uuid_fork_once, uuid_fork_register);
+  if (uuid_pool_left < 16) {
+    if (dg_random_bytes(uuid_pool, sizeof(uuid_pool)) != 0)
+      return DG_EIO;
+    uuid_pool_left = sizeof(uuid_pool);
+  }
+  uuid_pool_left -= 16;
+  memcpy(b, uuid_pool + uuid_pool_left, 16);
+  /* Bytes handed out are not kept. */
+  memset(uuid_pool + uuid_pool_left, 0, 16);
+  return 0;
+}
+
 void dg_uuid_v4(char out[DG_UUID_LEN + 1]) {
   static const char hex[] = "0123456789abcdef";
   unsigned char b[16];
-  if (dg_random_bytes(b, sizeof(b)) != 0) {
+  if (uuid_bytes(b) != 0) {
     /* getrandom does not fail on a running Linux system; fall back to a
      * time-seeded value rather than abort. */
     uint64_t t = dg_now_ns();

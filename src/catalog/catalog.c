@@ -88,6 +88,17 @@ static void check_distinct_tokens(dg__cfg_t *cfg) {
   }
 }
 
+/* Reads an optional file of the directory with its parser. */
+static void load_optional(dg__cfg_t *cfg, const char *name,
+                          void (*parse)(dg__cfg_t *cfg, const json_t *root)) {
+  bool missing;
+  cfg->file = name;
+  json_t *root = load_json(cfg, name, &missing);
+  if (root != NULL)
+    parse(cfg, root);
+  json_decref(root);
+}
+
 static void load_files(dg__cfg_t *cfg) {
   bool missing;
   cfg->file = "models.json";
@@ -95,6 +106,8 @@ static void load_files(dg__cfg_t *cfg) {
   if (models != NULL)
     dg__catalog_parse_models(cfg, models);
   json_decref(models);
+  load_optional(cfg, "connectors.json", dg__catalog_parse_connectors);
+  load_optional(cfg, "saved_queries.json", dg__catalog_parse_saved_queries);
 
   cfg->file = "datagate.json";
   json_t *root = load_json(cfg, "datagate.json", &missing);
@@ -106,6 +119,7 @@ static void load_files(dg__cfg_t *cfg) {
   json_decref(root);
   check_stdio_user(cfg);
   check_distinct_tokens(cfg);
+  dg__catalog_check_role_queries(cfg);
 }
 
 /* ---- Load, ref, unref --------------------------------------------------------- */

@@ -94,4 +94,20 @@ const char *dg__catalog_model_names(dg__cfg_t *cfg);
 /* Loads the OAuth keys (secret from the environment, PEM public key). */
 void dg__catalog_load_keys(dg__cfg_t *cfg, const char *path);
 
+/* connectors.json and saved_queries.json, read after models.json (Saved
+ * Queries name models and connectors); roles' savedQueries are checked
+ * once datagate.json is read too. */
+void dg__catalog_parse_connectors(dg__cfg_t *cfg, const json_t *root);
+void dg__catalog_parse_saved_queries(dg__cfg_t *cfg, const json_t *root);
+void dg__catalog_check_role_queries(dg__cfg_t *cfg);
+/* Validators shared by the connector and Saved Query tables. */
+void dg__cfg_check_guid(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path);
+void dg__cfg_check_env_name(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path);
+bool dg__cfg_is_token(const char *s);
+/* NULL when url is an absolute http(s) URL without query, fragment or user
+ * info; otherwise what is wrong. *https tells the scheme. */
+const char *dg__cfg_url_problem(const char *url, bool *https);
+/* Reports and returns false when a configured header cannot be sent. */
+bool dg__cfg_check_header(dg__cfg_t *cfg, const char *name, const json_t *value, const char *path);
+
 #endif

@@ -345,7 +345,9 @@ static dg_tool_call_t *call_new(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot,
     free(call);
     return NULL;
   }
-  dg_uuid_v4(uuid);
+  /* A call without an HTTP request id (WebSocket, stdio) gets its own. */
+  if (ex->request_id == NULL)
+    dg_uuid_v4(uuid);
   call->request_id = dg_arena_strdup(arena, ex->request_id ? ex->request_id : uuid);
   call->arena = arena;
   call->ex = ex;

@@ -78,6 +78,10 @@ struct dg_mcp_server {
   dg_mcp_config_t config;
   dg__mcp_tool_t *tools;
   size_t ntools;
+  /* The tools/list array without and with outputSchema, built on first use
+   * and shared by every answer: the tools do not change while the server
+   * lives. */
+  json_t *tool_list[2];
   dg_catalog_t *cat; /* the snapshot new exchanges use; one reference */
   dg_http_server_t *http;
   unsigned refs; /* the owner, sessions, closing handles */

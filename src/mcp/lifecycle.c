@@ -73,14 +73,23 @@ static json_t *tool_entry(const dg__mcp_tool_t *t, bool with_output) {
   return entry;
 }
 
+/* The list is built once per variant and shared: answers only read it. */
+static json_t *tool_list(dg_mcp_server_t *s, bool with_output) {
+  json_t **cached = &s->tool_list[with_output];
+  if (*cached != NULL)
+    return *cached;
+  json_t *tools = json_array();
+  for (size_t i = 0; tools != NULL && i < s->ntools; i++)
+    json_array_append_new(tools, tool_entry(&s->tools[i], with_output));
+  *cached = tools;
+  return tools;
+}
+
 /* A cursor is accepted and ignored: the whole list always fits one page. */
 static void do_tools_list(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params) {
-  const dg_mcp_server_t *s = ex->server;
   bool with_output = dg__mcp_session_at_least(ex->session, DG__MCP_V2025_06_18);
-  json_t *tools = json_array();
-  for (size_t i = 0; i < s->ntools; i++)
-    json_array_append_new(tools, tool_entry(&s->tools[i], with_output));
-  dg__mcp_exchange_answer(ex, slot, dg__mcp_result(slot->id, json_pack("{s:o}", "tools", tools)));
+  json_t *tools = tool_list(ex->server, with_output);
+  dg__mcp_exchange_answer(ex, slot, dg__mcp_result(slot->id, json_pack("{s:O}", "tools", tools)));
 }
 
 static void unknown_tool(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const char *name) {

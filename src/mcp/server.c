@@ -26,6 +26,8 @@ static void free_tools(dg_mcp_server_t *s) {
     json_decref(s->tools[i].output_schema);
   }
   free(s->tools);
+  json_decref(s->tool_list[0]);
+  json_decref(s->tool_list[1]);
 }
 
 static void server_destroy(dg_mcp_server_t *s) {

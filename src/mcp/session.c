@@ -169,7 +169,9 @@ void dg__mcp_session_end(dg__mcp_session_t *ss) {
     dg__mcp_sse_close(ss->sse);
   if (ss->transport->close != NULL)
     ss->transport->close(ss);
-  dg__mcp_session_unref(ss); /* the open reference */
+  /* Drops the open reference directly: the one taken above is still held,
+   * so this cannot free ss (and the optimiser need not prove it). */
+  ss->refs--;
   dg__mcp_session_unref(ss);
 }
 

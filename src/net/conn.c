@@ -167,16 +167,20 @@ static void on_write(uv_write_t *req, int status) {
   }
 }
 
-static write_block_t *block_new(dg__conn_t *c, const uv_buf_t *bufs, unsigned n, size_t len) {
-  write_block_t *b = malloc(sizeof(*b) + len);
+/* A block holding the bytes of bufs that follow the first skip bytes. */
+static write_block_t *block_new(dg__conn_t *c, const uv_buf_t *bufs, unsigned n, size_t skip,
+                                size_t len) {
+  write_block_t *b = malloc(sizeof(*b) + (len - skip));
   if (b == NULL)
     return NULL;
   b->conn = c;
   b->len = 0;
   for (unsigned i = 0; i < n; i++) {
-    if (bufs[i].len > 0)
-      memcpy(b->data + b->len, bufs[i].base, bufs[i].len);
-    b->len += bufs[i].len;
+    size_t from = skip < bufs[i].len ? skip : bufs[i].len;
+    skip -= from;
+    if (bufs[i].len > from)
+      memcpy(b->data + b->len, bufs[i].base + from, bufs[i].len - from);
+    b->len += bufs[i].len - from;
   }
   return b;
 }
@@ -188,8 +192,20 @@ static int capture_writev(dg__conn_t *c, const uv_buf_t *bufs, unsigned n) {
   return rc;
 }
 
-/* Copies the parts into one block handed to uv_write, so a response head
- * and its body leave in one system call. */
+/* Writes what the socket takes at once when nothing is queued before it;
+ * returns the bytes written (0 when it took nothing or failed: the queued
+ * write then meets the error and reports it as before). */
+static size_t write_now(dg__conn_t *c, const uv_buf_t *bufs, unsigned n) {
+  if (c->pending > 0 || (c->state != DG__CONN_OPEN && c->state != DG__CONN_HANDSHAKE))
+    return 0;
+  int rc = uv_try_write((uv_stream_t *)&c->tcp, bufs, n);
+  return rc > 0 ? (size_t)rc : 0;
+}
+
+/* Most responses fit the socket's buffer and leave in one writev(2) from
+ * write_now, with no copy, allocation or poll change. Whatever the socket
+ * did not take is copied into one block handed to uv_write, so output
+ * stays in order and a response's head and body leave together. */
 static int raw_writev(dg__conn_t *c, const uv_buf_t *bufs, unsigned n) {
   size_t len = 0;
   for (unsigned i = 0; i < n; i++)
@@ -200,15 +216,18 @@ static int raw_writev(dg__conn_t *c, const uv_buf_t *bufs, unsigned n) {
     return 0;
   if (c->capture != NULL)
     return capture_writev(c, bufs, n);
-  write_block_t *b = block_new(c, bufs, n, len);
+  size_t written = write_now(c, bufs, n);
+  if (written == len)
+    return 0;
+  write_block_t *b = block_new(c, bufs, n, written, len);
   if (b == NULL)
     return DG_ENOMEM;
-  uv_buf_t buf = uv_buf_init(b->data, (unsigned)len);
+  uv_buf_t buf = uv_buf_init(b->data, (unsigned)b->len);
   if (uv_write(&b->req, (uv_stream_t *)&c->tcp, &buf, 1, on_write) != 0) {
     free(b);
     return DG_ECLOSED;
   }
-  c->pending += len;
+  c->pending += b->len;
   if (c->pending > c->server->limits.max_write_buffer) {
     /* A peer that does not read must not make us buffer its input too. */
     c->want_drain = true;

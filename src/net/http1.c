@@ -313,6 +313,8 @@ static bool id_valid(const char *s) {
  * 3.2.2), which servers must accept, is served by its path and query as
  * the origin form would be. */
 static const char *origin_form(dg_arena_t *arena, const char *url) {
+  if (url == NULL)
+    return "/";
   size_t skip = 0;
   if (strncasecmp(url, "http://", 7) == 0)
     skip = 7;
@@ -328,7 +330,7 @@ static const char *origin_form(dg_arena_t *arena, const char *url) {
 }
 
 static void finish_head(dg__http1_t *h, dg_http_request_t *req) {
-  const char *url = origin_form(req->arena, req->url != NULL ? req->url : "/");
+  const char *url = origin_form(req->arena, req->url);
   const char *q = strchr(url, '?');
   req->method = llhttp_method_name((llhttp_method_t)h->parser.method);
   req->path = q != NULL ? dg_arena_strndup(req->arena, url, (size_t)(q - url)) : url;

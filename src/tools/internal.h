@@ -100,4 +100,66 @@ dg_store_t *dg__tools_store(dg_tool_call_t *call);
 void dg__tools_run_store(dg_tool_call_t *call, dg_store_t *store, dg__tools_store_op_t op,
                          const void *desc);
 
+/* ---- Saved Queries ------------------------------------------------------ */
+struct dg_connector_request;
+
+/* JSON Schema properties of a get_saved_queries entry, which
+ * get_saved_query_details extends. */
+#define DG__TOOLS_SAVED_QUERY_ENTRY_SCHEMA                                                         \
+  "\"savedQueryId\":{\"type\":\"string\",\"format\":\"uuid\"},"                                    \
+  "\"name\":{\"type\":\"string\"},"                                                                \
+  "\"description\":{\"type\":\"string\"},"                                                         \
+  "\"connector\":{\"type\":\"object\",\"required\":[\"connectorId\",\"name\",\"description\"],"    \
+  "\"properties\":{\"connectorId\":{\"type\":\"string\",\"format\":\"uuid\"},"                     \
+  "\"name\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"}}},"                        \
+  "\"dataModel\":{\"type\":\"object\","                                                            \
+  "\"required\":[\"dataModelId\",\"name\",\"entityType\",\"entitySubType\"],"                      \
+  "\"properties\":{\"dataModelId\":{\"type\":\"string\",\"format\":\"uuid\"},"                     \
+  "\"name\":{\"type\":\"string\"},\"entityType\":{\"type\":\"string\"},"                           \
+  "\"entitySubType\":{\"type\":[\"string\",\"null\"]}}},"                                          \
+  "\"DeclaredInputs\":{\"type\":\"array\",\"items\":{\"type\":\"object\","                         \
+  "\"required\":[\"name\",\"type\",\"required\",\"default\",\"description\"],"                     \
+  "\"properties\":{\"name\":{\"type\":\"string\"},"                                                \
+  "\"type\":{\"type\":\"string\",\"enum\":[\"String\",\"Int\",\"Long\",\"Double\",\"Decimal\","    \
+  "\"Boolean\",\"Date\",\"DateTime\",\"Guid\"]},"                                                  \
+  "\"required\":{\"type\":\"boolean\"},\"default\":{\"type\":[\"string\",\"null\"]},"              \
+  "\"description\":{\"type\":\"string\"}}}}"
+
+/* True when p may list and run q: the role grants the query and p may
+ * read its Data Model. */
+bool dg__tools_may_use_saved_query(const dg_principal_t *p, const dg_saved_query_t *q);
+/* The Saved Query with the given id that p may use, or NULL with err
+ * saying "Invalid argument '<param>': no Saved Query with id ..." (one p
+ * may not use is reported exactly like an unknown one). */
+const dg_saved_query_t *dg__tools_find_saved_query(const dg_catalog_t *cat, const dg_principal_t *p,
+                                                   const char *param, const char *given,
+                                                   dg_errctx_t *err);
+/* get_saved_queries: {"savedQueries": [...]}; NULL when out of memory. */
+json_t *dg__tools_saved_queries_json(const dg_catalog_t *cat, const dg_principal_t *p);
+/* get_saved_query_details: the entry plus the fields p may see. */
+json_t *dg__tools_saved_query_details_json(const dg_saved_query_t *q, const dg_principal_t *p);
+/* Checks execute_saved_query's inputs ([{key, value}], already shaped by
+ * the schema) against q's DeclaredInputs. On success *values (in arena)
+ * holds one value per declared input, in order: the given one, else the
+ * default, else NULL; the values point into inputs and the catalog. On
+ * failure err names the item, what was given and what is allowed. */
+int dg__tools_saved_inputs(const dg_saved_query_t *q, const json_t *inputs, dg_arena_t *arena,
+                           const char ***values, dg_errctx_t *err);
+/* Checks the properties selection (NULL: every field) and fills *selected
+ * (in arena), one flag per field of q, false for fields p may not see. */
+int dg__tools_saved_selection(const dg_saved_query_t *q, const dg_principal_t *p,
+                              const json_t *properties, dg_arena_t *arena, bool **selected,
+                              dg_errctx_t *err);
+/* Builds the connector request of q from the values (path and query
+ * URL-encoded, body JSON-encoded, headers); strings live in arena. */
+int dg__tools_saved_request(const dg_saved_query_t *q, const char *const *values, dg_arena_t *arena,
+                            struct dg_connector_request *req, dg_errctx_t *err);
+/* Maps a response body onto entities of q's model: {"savedQueryId", "name",
+ * "dataModelId", "entities": [{"id", "properties"}], "count", "truncated",
+ * "warnings"?}. Stops at q->max_results items or when the entities pass
+ * max_bytes (truncated true). NULL with err when the body is not JSON or
+ * a GraphQL API answered only errors. Safe on a worker thread. */
+json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, const char *body,
+                            size_t len, size_t max_bytes, dg_errctx_t *err);
+
 #endif

@@ -54,6 +54,16 @@ dg_arena_t *dg_tool_call_arena(const dg_tool_call_t *call) {
   return call->arena;
 }
 
+uv_loop_t *dg_tool_call_loop(const dg_tool_call_t *call) {
+  (void)call;
+  return NULL;
+}
+
+const char *dg_tool_call_request_id(const dg_tool_call_t *call) {
+  (void)call;
+  return "test";
+}
+
 void dg_tool_call_on_cancel(dg_tool_call_t *call, void (*fn)(dg_tool_call_t *call, void *data),
                             void *data) {
   (void)call;
@@ -157,8 +167,10 @@ static void call_free(struct dg_tool_call *call) {
 /* ---- Registry ------------------------------------------------------------------- */
 
 static void test_registry_entries(void **state) {
-  const char *expected[] = {"get_data_models", "get_data_model_properties", "lookup_by_keyword",
-                            "query_entities",  "get_entities_by_ids",       "aggregate_entities"};
+  const char *expected[] = {
+      "get_data_models",   "get_data_model_properties", "lookup_by_keyword",
+      "query_entities",    "aggregate_entities",        "get_entities_by_ids",
+      "get_saved_queries", "get_saved_query_details",   "execute_saved_query"};
   assert_int_equal(dg_tools_count, DG_ARRAY_SIZE(expected));
   for (size_t i = 0; i < DG_ARRAY_SIZE(expected); i++)
     assert_string_equal(dg_tools_registry[i]->name, expected[i]);
@@ -168,10 +180,15 @@ static void test_registry_entries(void **state) {
       assert_string_not_equal(t->name, dg_tools_registry[j]->name);
     assert_non_null(t->title);
     assert_non_null(t->run);
-    assert_true(t->read_only && !t->destructive && t->idempotent && !t->open_world);
-    /* Each description says which tool comes first. */
-    bool first = strcmp(t->name, "get_data_models") == 0;
-    assert_non_null(strstr(t->description, first ? "Call this first" : "get_data_models"));
+    assert_true(t->read_only && !t->destructive && t->idempotent);
+    /* Only execute_saved_query reaches external systems. */
+    assert_true(t->open_world == (strcmp(t->name, "execute_saved_query") == 0));
+    /* Each description says which tool comes first: get_data_models, or
+     * get_saved_queries for the Saved Query tools. */
+    bool first =
+        strcmp(t->name, "get_data_models") == 0 || strcmp(t->name, "get_saved_queries") == 0;
+    const char *before = strstr(t->name, "saved_quer") ? "get_saved_queries" : "get_data_models";
+    assert_non_null(strstr(t->description, first ? "Call this first" : before));
     json_t *in = schema_of(t->input_schema);
     json_t *out = schema_of(t->output_schema);
     assert_string_equal(json_string_value(json_object_get(in, "type")), "object");

@@ -1,0 +1,178 @@
+/* Compact JSON output of jansson values into a bounded buffer: the bytes
+ * json_dumps gives with JSON_COMPACT, written several times faster. Every
+ * response leaves through here, and jansson's own writer hands its output
+ * over a few bytes at a time and decodes each string character by
+ * character; this one copies each run of plain string bytes at once
+ * (jansson strings are valid UTF-8 already) and reserves room once per
+ * value. Reals, rare in responses, are formatted by jansson itself so that
+ * their digits stay exactly the same. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "datagate/base.h"
+
+/* Deeper values are refused; jansson's parser stops at 2048 as well. */
+#define MAX_DEPTH 2048
+
+/* Bytes that a JSON string must escape: the quote, the backslash and the
+ * control characters. */
+static bool needs_escape(unsigned char ch) {
+  return ch < 0x20 || ch == '"' || ch == '\\';
+}
+
+static int put_escape(dg_buf_t *out, unsigned char ch) {
+  static const char hex[] = "0123456789ABCDEF";
+  char seq[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
+  switch (ch) {
+  case '"':
+    return dg_buf_append(out, "\\\"", 2);
+  case '\\':
+    return dg_buf_append(out, "\\\\", 2);
+  case '\b':
+    return dg_buf_append(out, "\\b", 2);
+  case '\f':
+    return dg_buf_append(out, "\\f", 2);
+  case '\n':
+    return dg_buf_append(out, "\\n", 2);
+  case '\r':
+    return dg_buf_append(out, "\\r", 2);
+  case '\t':
+    return dg_buf_append(out, "\\t", 2);
+  default:
+    return dg_buf_append(out, seq, sizeof(seq));
+  }
+}
+
+/* True when one of the eight bytes in w needs escaping: a byte below
+ * 0x20, a quote or a backslash (bytes of 0x80 and above never match). */
+static bool word_needs_escape(uint64_t w) {
+  const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+  uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+  uint64_t below = (w - ones * 0x20) & ~w;
+  uint64_t zero_q = (quote - ones) & ~quote, zero_b = (backslash - ones) & ~backslash;
+  return ((below | zero_q | zero_b) & highs) != 0;
+}
+
+/* Index of the first byte from i on that needs escaping, or len. Plain
+ * text is skipped eight bytes at a time. */
+static size_t next_escape(const unsigned char *p, size_t i, size_t len) {
+  for (; i + 8 <= len; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, sizeof(w));
+    if (word_needs_escape(w))
+      break;
+  }
+  while (i < len && !needs_escape(p[i]))
+    i++;
+  return i;
+}
+
+static int put_string(dg_buf_t *out, const char *s, size_t len) {
+  const unsigned char *p = (const unsigned char *)s;
+  int rc = dg_buf_reserve(out, len + 2);
+  if (rc != 0)
+    return rc;
+  out->data[out->len++] = '"';
+  size_t run = 0;
+  for (size_t i = next_escape(p, 0, len); i < len && rc == 0; i = next_escape(p, i + 1, len)) {
+    rc = dg_buf_append(out, s + run, i - run);
+    if (rc == 0)
+      rc = put_escape(out, p[i]);
+    run = i + 1;
+  }
+  if (rc == 0)
+    rc = dg_buf_append(out, s + run, len - run);
+  return rc == 0 ? dg_buf_append(out, "\"", 1) : rc;
+}
+
+static int put_integer(dg_buf_t *out, json_int_t v) {
+  char text[32];
+  int n = snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, v);
+  return dg_buf_append(out, text, (size_t)n);
+}
+
+/* jansson's own digits for a real (it keeps a ".0" on whole numbers), 15
+ * significant: every decimal of up to 15 digits (an amount such as 1450.1)
+ * reads back as written, where jansson's default of 17 would show the
+ * binary approximation (1450.0999999999999). */
+static int put_real(dg_buf_t *out, const json_t *value) {
+  char text[64];
+  size_t flags = JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15);
+  size_t n = json_dumpb(value, text, sizeof(text), flags);
+  if (n == 0 || n > sizeof(text))
+    return DG_EINVAL;
+  return dg_buf_append(out, text, n);
+}
+
+static int put_value(dg_buf_t *out, const json_t *value, unsigned depth);
+
+static int put_object(dg_buf_t *out, const json_t *object, unsigned depth) {
+  const char *key;
+  size_t klen;
+  json_t *member;
+  bool first = true;
+  int rc = dg_buf_append(out, "{", 1);
+  json_object_keylen_foreach((json_t *)object, key, klen, member) {
+    if (rc == 0 && !first)
+      rc = dg_buf_append(out, ",", 1);
+    if (rc == 0)
+      rc = put_string(out, key, klen);
+    if (rc == 0)
+      rc = dg_buf_append(out, ":", 1);
+    if (rc == 0)
+      rc = put_value(out, member, depth + 1);
+    if (rc != 0)
+      return rc;
+    first = false;
+  }
+  return rc == 0 ? dg_buf_append(out, "}", 1) : rc;
+}
+
+static int put_array(dg_buf_t *out, const json_t *array, unsigned depth) {
+  size_t n = json_array_size(array);
+  int rc = dg_buf_append(out, "[", 1);
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    if (i > 0)
+      rc = dg_buf_append(out, ",", 1);
+    if (rc == 0)
+      rc = put_value(out, json_array_get(array, i), depth + 1);
+  }
+  return rc == 0 ? dg_buf_append(out, "]", 1) : rc;
+}
+
+static int put_value(dg_buf_t *out, const json_t *value, unsigned depth) {
+  if (depth > MAX_DEPTH)
+    return DG_EINVAL;
+  switch (json_typeof(value)) {
+  case JSON_OBJECT:
+    return put_object(out, value, depth);
+  case JSON_ARRAY:
+    return put_array(out, value, depth);
+  case JSON_STRING:
+    return put_string(out, json_string_value(value), json_string_length(value));
+  case JSON_INTEGER:
+    return put_integer(out, json_integer_value(value));
+  case JSON_REAL:
+    return put_real(out, value);
+  case JSON_TRUE:
+    return dg_buf_append(out, "true", 4);
+  case JSON_FALSE:
+    return dg_buf_append(out, "false", 5);
+  case JSON_NULL:
+    return dg_buf_append(out, "null", 4);
+  }
+  return DG_EINVAL;
+}
+
+int dg_json_write(const json_t *value, dg_buf_t *out) {
+  if (value == NULL)
+    return DG_EINVAL;
+  size_t start = out->len;
+  int rc = put_value(out, value, 0);
+  if (rc != 0 && out->data != NULL) {
+    out->len = start;
+    out->data[start] = '\0';
+  }
+  return rc;
+}
