@@ -1,21 +1,28 @@
 /* SQL of aggregate_entities, built from a checked dg_store_aggregate_t on
- * top of the filters' FROM and WHERE (sql.c):
+ * top of the filters' FROM and WHERE (sql.c). Keys on the record itself or
+ * on Outbound references put each record in exactly one group:
  *
- *   SELECT <group keys>, count(*), <one column per aggregation>
+ *   SELECT <keys>, count(*), <one column per aggregation>
  *   FROM "Orders" AS t0 [LEFT JOIN ... AS r<n>: filters]
- *   [LEFT JOIN "Customers" AS g<n> ON g<n>.id = t0."Customer"]      Outbound group key
- *   [LEFT JOIN (SELECT DISTINCT c."Order" AS k, c."SKU" AS v<i> FROM "OrderLines" AS c
- *               WHERE c."Order" IS NOT NULL) AS g<n> ON g<n>.k = t0.id]   Inbound group key
+ *   [LEFT JOIN "Customers" AS g<n> ON g<n>.id = t0."Customer"]      Outbound key
  *   [LEFT JOIN "Customers" AS j<n> ON j<n>.id = t0."Customer"]      joinFilter
  *   WHERE ... [GROUP BY <keys> ORDER BY <keys>]
  *
- * Every join is on the joined table's id or on distinct (key, value)
- * pairs, so a base record appears once per group it belongs to: once in
- * all when the keys are its own or Outbound, once per distinct related
- * value for an Inbound key (a record without related entities falls in
- * the null group). A joinFilter clause aggregates CASE WHEN <the joined
- * entity exists and the condition holds> THEN <value> END, so one
- * statement answers conditional and unconditional clauses together. */
+ * A key on an Inbound reference puts a record in one group per distinct
+ * related value (nulls when it has no related entity): the matched
+ * records are joined to their related entities through the foreign key's
+ * index, made distinct per (record, keys), and grouped outside:
+ *
+ *   SELECT x.k0, count(*), COALESCE(sum(x.m0), 0)
+ *   FROM (SELECT DISTINCT t0."_seq" AS _s, g10."SKU" AS k0, t0."Amount" AS m0
+ *         FROM "Orders" AS t0 LEFT JOIN "OrderLines" AS g10 ON g10."Order" = t0.id
+ *         WHERE ...) AS x
+ *   GROUP BY x.k0 ORDER BY x.k0
+ *
+ * Every other join is on the joined table's id, so it never multiplies a
+ * record. A joinFilter clause aggregates CASE WHEN <the joined entity
+ * exists and the condition holds> THEN <value> END, so one statement
+ * answers conditional and unconditional clauses together. */
 #include <stdio.h>
 #include <string.h>
 
@@ -40,65 +47,56 @@ static bool first_of_reference(const dg_store_aggregate_t *a, size_t i) {
   return true;
 }
 
-static void group_column(dg__sql_t *sql, const dg_store_group_key_t *k, size_t i) {
+/* A key's column where the keys' tables are joined. */
+static void group_column(dg__sql_t *sql, const dg_store_group_key_t *k) {
   char alias[32];
   if (k->reference == NULL) {
     dg__sql_ident(sql, "t0", k->prop->name);
     return;
   }
   snprintf(alias, sizeof(alias), "g%zu", k->reference->index);
-  if (dg__store_is_inbound(k->reference))
-    dg__sql_putf(sql, "%s.v%zu", alias, i);
-  else
-    dg__sql_ident(sql, alias, k->prop->name);
+  dg__sql_ident(sql, alias, k->prop->name);
 }
 
-static void group_columns(dg__sql_t *sql, const dg_store_aggregate_t *a) {
+/* The keys as the outer statement reads them: their own columns, or the
+ * inner statement's k<i>. */
+static void group_columns(dg__sql_t *sql, const dg_store_aggregate_t *a, bool outer) {
   for (size_t i = 0; i < a->ngroup_by; i++) {
     dg__sql_put(sql, i ? ", " : "");
-    group_column(sql, &a->group_by[i], i);
+    if (outer)
+      dg__sql_putf(sql, "x.k%zu", i);
+    else
+      group_column(sql, &a->group_by[i]);
   }
 }
 
-/* The distinct (parent key, values) of the related entities: each base
- * record joins once per distinct combination of the keys on this
- * reference, or once with nulls when it has no related entity. */
-static void inbound_join(dg__sql_t *sql, const dg_store_aggregate_t *a, size_t first) {
-  const dg_property_t *ref = a->group_by[first].reference;
-  const char *inverse = ref->reference->inverse_property;
-  dg__sql_put(sql, " LEFT JOIN (SELECT DISTINCT ");
-  dg__sql_ident(sql, "c", inverse);
-  dg__sql_put(sql, " AS k");
-  for (size_t i = first; i < a->ngroup_by; i++) {
-    if (a->group_by[i].reference != ref)
-      continue;
-    dg__sql_put(sql, ", ");
-    dg__sql_ident(sql, "c", a->group_by[i].prop->name);
-    dg__sql_putf(sql, " AS v%zu", i);
+static bool any_inbound_key(const dg_store_aggregate_t *a) {
+  for (size_t i = 0; i < a->ngroup_by; i++) {
+    if (dg__store_is_inbound(a->group_by[i].reference))
+      return true;
   }
-  dg__sql_put(sql, " FROM ");
-  dg__sql_ident(sql, NULL, ref->reference->target->name);
-  dg__sql_put(sql, " AS c WHERE ");
-  dg__sql_ident(sql, "c", inverse);
-  dg__sql_putf(sql, " IS NOT NULL) AS g%zu ON g%zu.k = t0.id", ref->index, ref->index);
+  return false;
 }
 
-static void outbound_join(dg__sql_t *sql, const dg_property_t *ref) {
-  dg__sql_put(sql, " LEFT JOIN ");
-  dg__sql_ident(sql, NULL, ref->reference->target->name);
-  dg__sql_putf(sql, " AS g%zu ON g%zu.id = ", ref->index, ref->index);
-  dg__sql_ident(sql, "t0", ref->name);
-}
-
+/* One join per reference the keys follow: Outbound on the related id,
+ * Inbound on the related entities' foreign key (indexed). */
 static void group_joins(dg__sql_t *sql, const dg_store_aggregate_t *a) {
   for (size_t i = 0; i < a->ngroup_by; i++) {
     const dg_property_t *ref = a->group_by[i].reference;
     if (ref == NULL || !first_of_reference(a, i))
       continue;
-    if (dg__store_is_inbound(ref))
-      inbound_join(sql, a, i);
-    else
-      outbound_join(sql, ref);
+    dg__sql_put(sql, " LEFT JOIN ");
+    dg__sql_ident(sql, NULL, ref->reference->target->name);
+    dg__sql_putf(sql, " AS g%zu ON ", ref->index);
+    if (dg__store_is_inbound(ref)) {
+      char alias[32];
+      snprintf(alias, sizeof(alias), "g%zu", ref->index);
+      dg__sql_ident(sql, alias, ref->reference->inverse_property);
+      dg__sql_put(sql, " = t0.id");
+    } else {
+      dg__sql_putf(sql, "g%zu.id = ", ref->index);
+      dg__sql_ident(sql, "t0", ref->name);
+    }
   }
 }
 
@@ -160,17 +158,15 @@ static void join_condition(dg__sql_t *sql, const dg_store_aggregate_t *a, size_t
 
 /* ---- Measures ------------------------------------------------------------------------------ */
 
-/* One aggregation: Sum of nothing is 0, Average, Min and Max of nothing
- * null; the value is counted only where the clause's join condition holds. */
-static void measure(dg__sql_t *sql, const dg_store_aggregate_t *a, size_t i) {
+/* One aggregation of value (a column, or the inner statement's m<i>):
+ * Sum of nothing is 0, Average, Min and Max of nothing null; the value is
+ * counted only where the clause's join condition holds. */
+static void measure(dg__sql_t *sql, const dg_store_aggregate_t *a, size_t i, const char *value) {
   const dg_store_aggregation_t *g = &a->aggs[i];
-  char value[EXPR_MAX] = "1";
   if (g->fn == DG_STORE_AGG_COUNT && g->join == NULL) {
     dg__sql_put(sql, "count(*)");
     return;
   }
-  if (g->prop != NULL)
-    dg__sql_column_text(sql, value, sizeof(value), "t0", g->prop);
   dg__sql_put(sql, g->fn == DG_STORE_AGG_SUM ? "COALESCE(" : "");
   dg__sql_putf(sql, "%s(%s", functions[g->fn],
                g->fn == DG_STORE_AGG_DISTINCT_COUNT ? "DISTINCT " : "");
@@ -187,26 +183,69 @@ static void measure(dg__sql_t *sql, const dg_store_aggregate_t *a, size_t i) {
   dg__sql_put(sql, g->fn == DG_STORE_AGG_SUM ? "), 0)" : ")");
 }
 
+static void measures(dg__sql_t *sql, const dg_store_aggregate_t *a, bool outer) {
+  char value[EXPR_MAX];
+  for (size_t i = 0; i < a->naggs; i++) {
+    if (a->aggs[i].prop == NULL)
+      snprintf(value, sizeof(value), "1");
+    else if (outer)
+      snprintf(value, sizeof(value), "x.m%zu", i);
+    else
+      dg__sql_column_text(sql, value, sizeof(value), "t0", a->aggs[i].prop);
+    dg__sql_put(sql, ", ");
+    measure(sql, a, i, value);
+  }
+}
+
 /* ---- Statements ------------------------------------------------------------------------------ */
 
-void dg__sql_aggregate(dg__sql_t *sql, const dg_store_aggregate_t *a) {
-  dg__sql_put(sql, "SELECT ");
-  group_columns(sql, a);
-  dg__sql_put(sql, a->ngroup_by > 0 ? ", count(*)" : "count(*)");
-  for (size_t i = 0; i < a->naggs; i++) {
-    dg__sql_put(sql, ", ");
-    measure(sql, a, i);
-  }
-  dg__sql_from(sql, a->model, &a->filters);
-  group_joins(sql, a);
-  join_filters(sql, a);
-  dg__sql_where(sql, &a->filters);
+static void group_by(dg__sql_t *sql, const dg_store_aggregate_t *a, bool outer) {
   if (a->ngroup_by == 0)
     return;
   dg__sql_put(sql, " GROUP BY ");
-  group_columns(sql, a);
+  group_columns(sql, a, outer);
   dg__sql_put(sql, " ORDER BY ");
-  group_columns(sql, a);
+  group_columns(sql, a, outer);
+}
+
+/* Each matched record once per distinct combination of its keys, with
+ * the values the aggregations read. */
+static void distinct_rows(dg__sql_t *sql, const dg_store_aggregate_t *a) {
+  dg__sql_put(sql, "SELECT DISTINCT t0.\"_seq\" AS _s");
+  for (size_t i = 0; i < a->ngroup_by; i++) {
+    dg__sql_put(sql, ", ");
+    group_column(sql, &a->group_by[i]);
+    dg__sql_putf(sql, " AS k%zu", i);
+  }
+  for (size_t i = 0; i < a->naggs; i++) {
+    if (a->aggs[i].prop == NULL)
+      continue;
+    dg__sql_put(sql, ", ");
+    dg__sql_ident(sql, "t0", a->aggs[i].prop->name);
+    dg__sql_putf(sql, " AS m%zu", i);
+  }
+  dg__sql_from(sql, a->model, &a->filters);
+  group_joins(sql, a);
+  dg__sql_where(sql, &a->filters);
+}
+
+void dg__sql_aggregate(dg__sql_t *sql, const dg_store_aggregate_t *a) {
+  bool outer = any_inbound_key(a);
+  dg__sql_put(sql, "SELECT ");
+  group_columns(sql, a, outer);
+  dg__sql_put(sql, a->ngroup_by > 0 ? ", count(*)" : "count(*)");
+  measures(sql, a, outer);
+  if (outer) {
+    dg__sql_put(sql, " FROM (");
+    distinct_rows(sql, a);
+    dg__sql_put(sql, ") AS x");
+  } else {
+    dg__sql_from(sql, a->model, &a->filters);
+    group_joins(sql, a);
+    join_filters(sql, a);
+    dg__sql_where(sql, &a->filters);
+  }
+  group_by(sql, a, outer);
 }
 
 void dg__sql_aggregate_count(dg__sql_t *sql, const dg_store_aggregate_t *a) {
