@@ -188,6 +188,8 @@ typedef struct dg_server_settings {
   size_t session_key_len;
   uint64_t tool_timeout_ms;
   size_t max_result_bytes; /* tool results over this are truncated (said in the result) */
+  /* A grouped aggregate that matches more records than this is refused. */
+  uint64_t max_grouped_aggregate_records;
   const char *log_level;
   const char *access_log; /* path, "-" for stderr, NULL for off */
   const char *stdio_user; /* principal used by --stdio */

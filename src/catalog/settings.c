@@ -85,6 +85,8 @@ static const dg__cfg_field_t server_fields[] = {
      NULL},
     {"maxResultBytes", DG__CFG_SIZE, false, NULL, MIB, 4 * KIB, 1024 * MIB, NULL,
      S(max_result_bytes), 0, NULL},
+    {"maxGroupedAggregateRecords", DG__CFG_U64, false, NULL, 100000, 1, 1000000000, NULL,
+     S(max_grouped_aggregate_records), 0, NULL},
     {"logLevel", DG__CFG_STRING, false, "info", 0, 1, 16, NULL, S(log_level), 0, check_log_level},
     {"accessLog", DG__CFG_PATH, false, "-", 0, 1, 4096, NULL, S(access_log), 0, NULL},
     {"stdioUser", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, S(stdio_user), 0, NULL},

@@ -37,6 +37,7 @@ typedef enum dg__tools_store_op {
   DG__TOOLS_QUERY,
   DG__TOOLS_FETCH,
   DG__TOOLS_LOOKUP,
+  DG__TOOLS_AGGREGATE,
 } dg__tools_store_op_t;
 
 /* JSON Schema fragments the entity tools share. */
@@ -54,6 +55,37 @@ typedef enum dg__tools_store_op {
   "\"reference\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":"          \
   "\"Name of a property whose dataType is Reference\"},"                                           \
   "\"properties\":" DG__TOOLS_PROPERTIES_SCHEMA "}}}"
+
+/* queryParameterGroups of query_entities and aggregate_entities. */
+#define DG__TOOLS_FILTER_GROUPS_SCHEMA                                                             \
+  "{\"type\":\"array\",\"maxItems\":20,"                                                           \
+  "\"description\":\"Filter groups, combined with And. Inside a group the parameters combine "     \
+  "with the group's andOrOperator.\","                                                             \
+  "\"items\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"                 \
+  "\"andOrOperator\":{\"type\":\"string\",\"enum\":[\"And\",\"Or\"],\"default\":\"And\"},"         \
+  "\"parameters\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"object\","             \
+  "\"required\":[\"operator\",\"propertyName\"],\"additionalProperties\":false,\"properties\":{"   \
+  "\"operator\":{\"type\":\"string\",\"enum\":[\"EqualTo\",\"NotEqualTo\",\"GreaterThan\","        \
+  "\"GreaterThanEqualTo\",\"LessThan\",\"LessThanEqualTo\",\"Contains\",\"StartsWith\","           \
+  "\"NotStartsWith\",\"EndsWith\",\"NotEndsWith\"],\"description\":\"Contains, StartsWith, "       \
+  "NotStartsWith, EndsWith and NotEndsWith apply to String properties; string comparisons "        \
+  "ignore case\"},"                                                                                \
+  "\"propertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                       \
+  "\"description\":\"A property from get_data_model_properties (or id); with reference, a "        \
+  "property of the related entity\"},"                                                             \
+  "\"value\":{\"type\":[\"string\",\"number\",\"boolean\",\"null\"],\"maxLength\":4096,"           \
+  "\"description\":\"Comparison value: the related entity's GUID for a Reference; the string "     \
+  "null (with valueType null) to test for null; dates as YYYY-MM-DD. Leave out with "              \
+  "comparisonPropertyName\"},"                                                                     \
+  "\"valueType\":{\"type\":\"string\",\"enum\":[\"boolean\",\"string\",\"number\",\"null\"],"      \
+  "\"description\":\"How value is written; null when testing for null\"},"                         \
+  "\"comparisonPropertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"             \
+  "\"description\":\"Compare propertyName with this property of the same entity instead of a "     \
+  "value\"},"                                                                                      \
+  "\"reference\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                          \
+  "\"description\":\"A Reference property: the filter applies to the related entity\"},"           \
+  "\"match\":{\"type\":\"string\",\"enum\":[\"Any\"],\"description\":\"For an Inbound "            \
+  "reference: true when at least one related entity matches\"}}}}}}}"
 
 #define DG__TOOLS_ENTITY_SCHEMA                                                                    \
   "{\"type\":\"object\",\"required\":[\"id\",\"properties\"],\"properties\":{"                     \

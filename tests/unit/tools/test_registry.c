@@ -182,10 +182,10 @@ static void call_free(struct dg_tool_call *call) {
 /* ---- Registry ------------------------------------------------------------------- */
 
 static void test_registry_entries(void **state) {
-  const char *expected[] = {
-      "get_data_models",         "get_data_model_properties", "lookup_by_keyword",
-      "query_entities",          "get_entities_by_ids",       "get_saved_queries",
-      "get_saved_query_details", "execute_saved_query",       "get_file_text"};
+  const char *expected[] = {"get_data_models",   "get_data_model_properties", "lookup_by_keyword",
+                            "query_entities",    "aggregate_entities",        "get_entities_by_ids",
+                            "get_saved_queries", "get_saved_query_details",   "execute_saved_query",
+                            "get_file_text"};
   assert_int_equal(dg_tools_count, DG_ARRAY_SIZE(expected));
   for (size_t i = 0; i < DG_ARRAY_SIZE(expected); i++)
     assert_string_equal(dg_tools_registry[i]->name, expected[i]);
