@@ -462,6 +462,8 @@ static void check_restart_settings(const options_t *o, const dg_server_settings_
     log_restart_required("server.tlsKeyFile");
   if (str_changed(old->upstream_ca_file, cur->upstream_ca_file))
     log_restart_required("server.upstreamCaFile");
+  if (str_changed(old->upstream_dns_servers, cur->upstream_dns_servers))
+    log_restart_required("server.upstreamDnsServers");
   if (o->database == NULL && str_changed(old->database, cur->database))
     log_restart_required("server.database");
 }
@@ -589,6 +591,7 @@ static int start_client(app_t *app, dg_errctx_t *err) {
   dg_http_client_config_t config;
   dg_http_client_config_default(&config);
   config.ca_file = app->boot->server.upstream_ca_file;
+  config.dns_servers = app->boot->server.upstream_dns_servers;
   int rc = dg_http_client_new(&app->loop, &config, &app->env.client, err);
   if (rc == 0)
     rc = dg_connectors_new(&app->loop, app->env.client, &app->env.connectors, err);

@@ -125,7 +125,14 @@ int dg_http_client_new(uv_loop_t *loop, const dg_http_client_config_t *config,
     dg_http_client_config_default(&client->cfg);
   complete_config(&client->cfg);
   client->loop = loop;
-  int rc = dg__ctls_config_new(client->cfg.system_ca_file, client->cfg.ca_file, &client->tls, err);
+  int rc = 0;
+  if (client->cfg.dns_servers != NULL &&
+      !dg_strlcpy(client->dns_servers, client->cfg.dns_servers, sizeof(client->dns_servers)))
+    rc = dg_errctx_set(err, DG_ECONFIG, "client.dns_servers",
+                       "the list of name servers is longer than %zu bytes",
+                       sizeof(client->dns_servers) - 1);
+  if (rc == 0)
+    rc = dg__ctls_config_new(client->cfg.system_ca_file, client->cfg.ca_file, &client->tls, err);
   if (rc == 0)
     rc = dg__dns_new(loop, client->cfg.dns_servers, client->cfg.dns_cache_max,
                      client->cfg.dns_cache_max_ttl_ms, &client->dns, err);
@@ -133,8 +140,10 @@ int dg_http_client_new(uv_loop_t *loop, const dg_http_client_config_t *config,
     client_free(client);
     return rc;
   }
-  /* The strings were only needed to start. */
-  client->cfg.ca_file = client->cfg.system_ca_file = client->cfg.dns_servers = NULL;
+  /* The file names were only needed to start; the name servers are kept
+   * for clients made alike (dg_http_client_dns_servers). */
+  client->cfg.ca_file = client->cfg.system_ca_file = NULL;
+  client->cfg.dns_servers = client->dns_servers;
   client->cfg.connector_defaults.name = NULL;
   if (dg_random_bytes(&client->rng, sizeof(client->rng)) != 0 || client->rng == 0)
     client->rng = dg_now_ns() | 1;
@@ -142,6 +151,10 @@ int dg_http_client_new(uv_loop_t *loop, const dg_http_client_config_t *config,
   describe_metrics();
   *out = client;
   return 0;
+}
+
+const char *dg_http_client_dns_servers(const dg_http_client_t *client) {
+  return client->dns_servers[0] != '\0' ? client->dns_servers : NULL;
 }
 
 unsigned dg_http_client_active(const dg_http_client_t *client) {

@@ -602,6 +602,7 @@ struct dg_http_client {
   dg__uconn_t *conns; /* every open connection */
   unsigned handles;   /* calls' timers and connections not yet freed, plus the resolver */
   uint64_t rng;
+  char dns_servers[1025]; /* the configured name servers, or "" */
   bool rbuf_busy;
   char rbuf[DG__READ_BUF_SIZE];
 };

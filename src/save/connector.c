@@ -451,6 +451,7 @@ dg_http_client_t *dg__save_client_for(dg_connectors_t *cs, const dg_connector_t 
   dg_http_client_config_t config;
   dg_http_client_config_default(&config);
   config.ca_file = path;
+  config.dns_servers = dg_http_client_dns_servers(cs->shared);
   int rc = path ? dg_http_client_new(cs->loop, &config, &c->client, err) : DG_ENOMEM;
   if (rc != 0) {
     if (rc == DG_ENOMEM)
