@@ -19,6 +19,7 @@ static void set_state(dg_store_t *s, dg__store_state_t next) {
       [DG__STORE_CLOSING] = {[DG__STORE_CLOSED] = true},
   };
   assert(legal[s->state][next]);
+  (void)legal; /* read only by the assert, which release builds drop */
   dg_log_json(DG_LOG_DEBUG, "store_state",
               json_pack("{s:s,s:s}", "from", state_names[s->state], "to", state_names[next]));
   s->state = next;
