@@ -458,10 +458,8 @@ static bool reuse_pooled(dg_http_call_t *call) {
   dg__uconn_t *c = dg__pool_checkout(call->client, call->url.origin, call);
   if (c == NULL)
     return false;
-  struct sockaddr_storage peer;
-  int len = sizeof(peer);
-  if (call->policy.enforce && (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &len) != 0 ||
-                               !dg_http_address_allowed(&call->policy, (struct sockaddr *)&peer))) {
+  if (call->policy.enforce &&
+      !dg_http_address_allowed(&call->policy, (struct sockaddr *)&c->peer)) {
     dg__uconn_release(c, true);
     return false;
   }

@@ -431,6 +431,9 @@ struct dg__uconn {
   bool reading;
   bool broken; /* failed; never pooled */
   uint64_t idle_since_ms;
+  /* The address connected to, checked against the policy of each call
+   * that reuses the connection without asking the kernel again. */
+  struct sockaddr_storage peer;
 };
 
 /* Opens a connection to addr for call's current origin; the call hears
