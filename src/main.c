@@ -1033,6 +1033,7 @@ int main(int argc, char **argv) {
     return dg_catalog_check(opt.config_dir, stdout);
   /* Seeded once, before any thread exists, as jansson asks. */
   json_object_seed(0);
+  dg_json_use_block_cache();
   dg_log_init(2, opt.has_log_level ? opt.log_level : DG_LOG_INFO);
   dg_catalog_t *cat = NULL;
   if (load_catalog(opt.config_dir, &cat) != 0)

@@ -116,6 +116,13 @@ char *dg_buf_steal(dg_buf_t *buf, size_t *len);
  * deeper than 2048 levels; on failure out is left as it was. */
 int dg_json_write(const json_t *value, dg_buf_t *out);
 
+/* Makes jansson take its memory from per-thread caches of small blocks (a
+ * bounded number per size), sparing the allocator's slower paths for the
+ * hundreds of small values each request parses and builds. Blocks remain
+ * ordinary malloc blocks (free() works on what jansson returns). Call once,
+ * at start-up, before other threads exist. */
+void dg_json_use_block_cache(void);
+
 /* ---- Logging -----------------------------------------------------------
  * JSON lines on one file descriptor (stderr by default): one object per
  * line with ts, level, event and the given fields. Never pass secrets. */
