@@ -1,6 +1,7 @@
 /* The HTTP client's public face: configuration defaults, creating and
  * closing the client, checking and copying a request into a new call, and
  * cancelling. The call's life is in client_call.c. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -290,9 +291,11 @@ static void copy_options(dg_http_call_t *call, const dg_http_client_request_t *r
 }
 
 static dg_http_call_t *call_new(dg_http_client_t *client) {
-  dg_http_call_t *call = calloc(1, sizeof(*call));
+  /* Zeroed up to the response parser, which dg__resp_init prepares. */
+  dg_http_call_t *call = malloc(sizeof(*call));
   if (call == NULL)
     return NULL;
+  memset(call, 0, offsetof(dg_http_call_t, resp));
   call->arena = dg_arena_new(4096);
   if (call->arena == NULL) {
     free(call);

@@ -89,7 +89,6 @@ static void pool_remove(dg__uconn_t *c) {
   c->pool = NULL;
   p->nidle--;
   client->nidle--;
-  uv_timer_stop(&c->idle_timer);
   if (p->nidle == 0) {
     pool_unlink(client, p);
     client->npools--;
@@ -109,8 +108,19 @@ static void evict_oldest_pool(dg_http_client_t *client) {
   }
 }
 
+/* The idle timer is not stopped when a call takes the connection, which
+ * spares two timer updates per call on a busy connection: when it fires,
+ * the connection may be in use, or idle again for less than the limit. */
 static void on_idle_timeout(uv_timer_t *t) {
-  dg__uconn_close(t->data);
+  dg__uconn_t *c = t->data;
+  uint64_t limit = c->client->cfg.pool_idle_ms;
+  uint64_t idle = dg_now_ms() - c->idle_since_ms;
+  if (c->state != DG__UCONN_IDLE)
+    return; /* parking it again restarts the timer */
+  if (idle < limit)
+    uv_timer_start(&c->idle_timer, on_idle_timeout, limit - idle, 0);
+  else
+    dg__uconn_close(c);
 }
 
 static dg__pool_t *pool_for(dg_http_client_t *client, const char *origin) {
@@ -155,7 +165,8 @@ static void park(dg__uconn_t *c) {
   p->nidle++;
   client->nidle++;
   c->idle_since_ms = dg_now_ms();
-  uv_timer_start(&c->idle_timer, on_idle_timeout, client->cfg.pool_idle_ms, 0);
+  if (!uv_is_active((uv_handle_t *)&c->idle_timer))
+    uv_timer_start(&c->idle_timer, on_idle_timeout, client->cfg.pool_idle_ms, 0);
 }
 
 dg__uconn_t *dg__pool_checkout(dg_http_client_t *client, const char *origin, dg_http_call_t *call) {

@@ -5,6 +5,7 @@
  * connection feeds bytes in, the sink hears the head, decoded body bytes
  * and the end; the fuzzer drives it directly. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -232,7 +233,9 @@ static int on_message_complete(llhttp_t *p) {
 
 void dg__resp_init(dg__resp_t *r, size_t max_header_bytes, const dg__resp_sink_t *sink,
                    void *user) {
-  memset(r, 0, sizeof(*r));
+  /* Only the first nheaders entries of the header tables are ever read:
+   * they are left as they are, sparing 4 KiB of zeroing per call. */
+  memset(r, 0, offsetof(dg__resp_t, name_off));
   llhttp_settings_init(&r->settings);
   r->settings.on_message_begin = on_message_begin;
   r->settings.on_status = on_status;

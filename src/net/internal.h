@@ -369,9 +369,6 @@ struct dg__resp {
   const dg__resp_sink_t *sink;
   void *user;
   dg_buf_t head; /* names and values, NUL-separated */
-  size_t name_off[DG__CLIENT_MAX_HEADERS];
-  size_t value_off[DG__CLIENT_MAX_HEADERS];
-  dg_http_header_t headers[DG__CLIENT_MAX_HEADERS];
   size_t nheaders;
   int status;
   size_t status_len; /* bytes of the reason phrase so far */
@@ -391,6 +388,10 @@ struct dg__resp {
   int error;        /* what failed (DG_EPROTO, DG_E2BIG or a sink error) */
   bool sink_failed; /* the error came from the sink, not the response */
   char reason[160];
+  /* Last, and never zeroed: only the first nheaders entries are read. */
+  size_t name_off[DG__CLIENT_MAX_HEADERS];
+  size_t value_off[DG__CLIENT_MAX_HEADERS];
+  dg_http_header_t headers[DG__CLIENT_MAX_HEADERS];
 };
 
 void dg__resp_init(dg__resp_t *r, size_t max_header_bytes, const dg__resp_sink_t *sink, void *user);
@@ -543,6 +544,7 @@ struct dg_http_call {
   uint64_t start_ms;
   uint64_t deadline_ms;       /* the whole call */
   uint64_t phase_deadline_ms; /* the current phase, or the end of a backoff */
+  uint64_t armed_ms;          /* when the running timer is due (0: next turn) */
   const char *phase;
   unsigned attempts;
   unsigned retries;
@@ -558,7 +560,6 @@ struct dg_http_call {
   char addr_refused[64]; /* the last address the policy refused */
   dg__uconn_t *conn;
   bool conn_reused;
-  dg__resp_t resp;
   dg__body_mode_t body_mode;
   dg_buf_t body_buf;
   uint64_t retry_after_ms; /* from the last 429/503, or 0 */
@@ -567,6 +568,8 @@ struct dg_http_call {
   dg_http_result_t result;
   dg_errctx_t err;
   dg_http_response_t response;
+  /* Last: its header tables are never zeroed (see dg__resp_init). */
+  dg__resp_t resp;
 };
 
 /* The response sink of every call (user data: the call). */

@@ -176,6 +176,7 @@ typedef struct mapper {
   size_t max_bytes;
   size_t item;
   bool truncated;
+  dg_buf_t scratch; /* one entity's JSON text, to measure it */
 } mapper_t;
 
 static void warn(mapper_t *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -387,7 +388,9 @@ static int add_item(void *data, json_t *item) {
   json_t *e = entity(m, item);
   if (e == NULL)
     return DG_ENOMEM;
-  size_t size = json_dumpb(e, NULL, 0, JSON_COMPACT) + 1;
+  /* Measured as the result will be written: one buffer serves every item. */
+  dg_buf_reset(&m->scratch);
+  size_t size = dg_json_write(e, &m->scratch) == 0 ? m->scratch.len + 1 : SIZE_MAX / 2;
   if (m->bytes + size > m->max_bytes) {
     json_decref(e);
     m->truncated = true;
@@ -462,6 +465,7 @@ json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, con
                 .entities = json_array(),
                 .warnings = json_array(),
                 .max_bytes = max_bytes};
+  dg_buf_init(&m.scratch, max_bytes);
   int rc = m.entities && m.warnings ? graphql_errors(&m, doc, err) : DG_ENOMEM;
   if (rc == 0)
     rc = each_item(&m, doc);
@@ -471,5 +475,6 @@ json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, con
   json_decref(m.entities);
   json_decref(m.warnings);
   json_decref(doc);
+  dg_buf_free(&m.scratch);
   return result;
 }
