@@ -176,7 +176,6 @@ typedef struct mapper {
   size_t max_bytes;
   size_t item;
   bool truncated;
-  dg_buf_t scratch; /* one entity's JSON text, to measure it */
 } mapper_t;
 
 static void warn(mapper_t *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -377,6 +376,56 @@ static json_t *entity(mapper_t *m, const json_t *item) {
   return e;
 }
 
+/* An upper bound of a string's JSON text: quotes, and six bytes for each
+ * byte that may need an escape. */
+static size_t string_bound(const char *s, size_t len) {
+  size_t n = len + 2;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch < 0x20 || ch == '"' || ch == '\\')
+      n += 5;
+  }
+  return n;
+}
+
+static size_t integer_bound(json_int_t v) {
+  size_t n = v < 0 ? 2 : 1;
+  for (; v >= 10 || v <= -10; v /= 10)
+    n++;
+  return n;
+}
+
+/* An upper bound of the bytes the result writer gives for v, found without
+ * writing it: each entity is measured so, and the result is written once,
+ * later. Entities are shallow (values are scalars or strings), so the
+ * recursion is too. */
+static size_t json_size_bound(const json_t *v) {
+  size_t n = 2;
+  const char *key;
+  json_t *member;
+  switch (json_typeof(v)) {
+  case JSON_OBJECT:
+    json_object_foreach((json_t *)v, key, member) {
+      n += string_bound(key, strlen(key)) + json_size_bound(member) + 2;
+    }
+    return n;
+  case JSON_ARRAY:
+    for (size_t i = 0; i < json_array_size(v); i++)
+      n += json_size_bound(json_array_get(v, i)) + 1;
+    return n;
+  case JSON_STRING:
+    return string_bound(json_string_value(v), json_string_length(v));
+  case JSON_INTEGER:
+    return integer_bound(json_integer_value(v));
+  case JSON_REAL:
+    return 24; /* 15 significant digits, sign, point and exponent */
+  case JSON_FALSE:
+    return 5;
+  default:
+    return 4; /* true, null */
+  }
+}
+
 /* Adds one item, unless the count or size limit is reached. */
 static int add_item(void *data, json_t *item) {
   mapper_t *m = data;
@@ -388,9 +437,7 @@ static int add_item(void *data, json_t *item) {
   json_t *e = entity(m, item);
   if (e == NULL)
     return DG_ENOMEM;
-  /* Measured as the result will be written: one buffer serves every item. */
-  dg_buf_reset(&m->scratch);
-  size_t size = dg_json_write(e, &m->scratch) == 0 ? m->scratch.len + 1 : SIZE_MAX / 2;
+  size_t size = json_size_bound(e) + 1;
   if (m->bytes + size > m->max_bytes) {
     json_decref(e);
     m->truncated = true;
@@ -465,7 +512,6 @@ json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, con
                 .entities = json_array(),
                 .warnings = json_array(),
                 .max_bytes = max_bytes};
-  dg_buf_init(&m.scratch, max_bytes);
   int rc = m.entities && m.warnings ? graphql_errors(&m, doc, err) : DG_ENOMEM;
   if (rc == 0)
     rc = each_item(&m, doc);
@@ -475,6 +521,5 @@ json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, con
   json_decref(m.entities);
   json_decref(m.warnings);
   json_decref(doc);
-  dg_buf_free(&m.scratch);
   return result;
 }
