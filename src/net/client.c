@@ -296,7 +296,9 @@ static dg_http_call_t *call_new(dg_http_client_t *client) {
   if (call == NULL)
     return NULL;
   memset(call, 0, offsetof(dg_http_call_t, resp));
-  call->arena = dg_arena_new(4096);
+  /* A call keeps its URL, headers and the response's headers here: 2 KiB
+   * holds a usual call, and a larger one takes more blocks. */
+  call->arena = dg_arena_new(2048);
   if (call->arena == NULL) {
     free(call);
     return NULL;

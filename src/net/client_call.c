@@ -665,8 +665,10 @@ static int keep_head(dg_http_call_t *call, dg__resp_t *r) {
   if (h == NULL)
     return DG_ENOMEM;
   for (size_t i = 0; i < r->nheaders; i++) {
-    h[i].name = dg_arena_strdup(call->arena, r->headers[i].name);
-    h[i].value = dg_arena_strdup(call->arena, r->headers[i].value);
+    const char *name, *value;
+    dg__resp_header_at(r, i, &name, &value);
+    h[i].name = dg_arena_strdup(call->arena, name);
+    h[i].value = dg_arena_strdup(call->arena, value);
     if (h[i].name == NULL || h[i].value == NULL)
       return DG_ENOMEM;
   }

@@ -388,10 +388,11 @@ struct dg__resp {
   int error;        /* what failed (DG_EPROTO, DG_E2BIG or a sink error) */
   bool sink_failed; /* the error came from the sink, not the response */
   char reason[160];
-  /* Last, and never zeroed: only the first nheaders entries are read. */
-  size_t name_off[DG__CLIENT_MAX_HEADERS];
-  size_t value_off[DG__CLIENT_MAX_HEADERS];
-  dg_http_header_t headers[DG__CLIENT_MAX_HEADERS];
+  /* Last, and never zeroed: only the first nheaders entries are read.
+   * Offsets into head of each name and value (a response head is at most
+   * max_header_bytes, far below 4 GiB). */
+  uint32_t name_off[DG__CLIENT_MAX_HEADERS];
+  uint32_t value_off[DG__CLIENT_MAX_HEADERS];
 };
 
 void dg__resp_init(dg__resp_t *r, size_t max_header_bytes, const dg__resp_sink_t *sink, void *user);
@@ -405,6 +406,8 @@ int dg__resp_feed(dg__resp_t *r, const char *data, size_t len, size_t *used);
 int dg__resp_eof(dg__resp_t *r);
 void dg__resp_free(dg__resp_t *r);
 const char *dg__resp_header(const dg__resp_t *r, const char *name);
+/* The i-th header (i < r->nheaders) once the head is complete. */
+void dg__resp_header_at(const dg__resp_t *r, size_t i, const char **name, const char **value);
 
 /* ---- client_conn.c ---- */
 typedef enum dg__uconn_state {
