@@ -20,6 +20,24 @@
 
 #define DG_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Memory kept for reuse (free lists, caches) is marked unusable while it
+ * waits, so that AddressSanitizer still reports a use after release. */
+#if defined(__SANITIZE_ADDRESS__)
+#define DG_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DG_ASAN 1
+#endif
+#endif
+#ifdef DG_ASAN
+#include <sanitizer/asan_interface.h>
+#define DG_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define DG_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define DG_POISON(p, n) ((void)(p), (void)(n))
+#define DG_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 /* ---- Errors ------------------------------------------------------------
  * Functions return 0 or a negative DG_E* code. One table generates the
  * codes, their names and their default messages. */

@@ -39,22 +39,9 @@ struct dg_arena {
  * the thread's next arenas; any thread may free a block that another made.
  * Under AddressSanitizer a kept block is poisoned, so that a use after
  * destroy is still caught. */
-#if defined(__SANITIZE_ADDRESS__)
-#define DG_ARENA_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DG_ARENA_ASAN 1
-#endif
-#endif
-#ifdef DG_ARENA_ASAN
-#include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
-#else
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
-#define CACHE_DEPTH 64     /* blocks kept per size and thread */
+/* Bytes kept per size and thread: a loop turn may end a hundred calls at
+ * once and start as many, each with several arenas. */
+#define CACHE_BYTES (1024 * 1024)
 #define CACHE_MIN_SHIFT 10 /* 1 KiB */
 #define CACHE_CLASSES 5    /* 1, 2, 4, 8 and 16 KiB */
 
@@ -74,7 +61,7 @@ static void cache_drain(void *unused) {
     while (cache[c].head != NULL) {
       arena_block_t *b = cache[c].head;
       cache[c].head = b->next;
-      UNPOISON(b->data, b->size);
+      DG_UNPOISON(b->data, b->size);
       free(b);
     }
     cache[c].count = 0;
@@ -114,7 +101,7 @@ unsigned dg__arena_cached(size_t size) {
 
 static void block_free(arena_block_t *b) {
   int c = cache_class(b->size);
-  if (c < 0 || cache[c].count >= CACHE_DEPTH) {
+  if (c < 0 || (size_t)(cache[c].count + 1) * b->size > CACHE_BYTES) {
     free(b);
     return;
   }
@@ -122,7 +109,7 @@ static void block_free(arena_block_t *b) {
   b->next = cache[c].head;
   cache[c].head = b;
   cache[c].count++;
-  POISON(b->data, b->size);
+  DG_POISON(b->data, b->size);
 }
 
 static arena_block_t *block_new(size_t size) {
@@ -135,7 +122,7 @@ static arena_block_t *block_new(size_t size) {
     b = cache[c].head;
     cache[c].head = b->next;
     cache[c].count--;
-    UNPOISON(b->data, b->size);
+    DG_UNPOISON(b->data, b->size);
   } else {
     b = malloc(sizeof(*b) + size);
   }

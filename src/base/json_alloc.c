@@ -2,8 +2,9 @@
  * parses and builds a few hundred small JSON values (objects, their hash
  * tables, keys, strings), and glibc keeps only seven freed blocks per size
  * for a thread: past that, each malloc and free of a call takes the
- * allocator's slower paths. Here a thread keeps up to DEPTH blocks of each
- * small size for its next values.
+ * allocator's slower paths. Here a thread keeps up to LIST_BYTES of blocks
+ * of each small size for its next values: a loop turn may end a hundred
+ * calls at once and start as many.
  *
  * A block's size class is read back with malloc_usable_size, not from a
  * header: every block stays an ordinary malloc block, so whatever jansson
@@ -19,24 +20,8 @@
 
 #include "datagate/base.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define DG_JSON_ALLOC_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DG_JSON_ALLOC_ASAN 1
-#endif
-#endif
-#ifdef DG_JSON_ALLOC_ASAN
-#include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
-#else
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
-
-#define CLASSES 16 /* usable sizes 24, 40, 56, ..., 264 bytes */
-#define DEPTH 512  /* blocks kept per class and thread */
+#define CLASSES 16              /* usable sizes 24, 40, 56, ..., 264 bytes */
+#define LIST_BYTES (256 * 1024) /* kept per class and thread */
 
 typedef struct free_block {
   struct free_block *next;
@@ -57,7 +42,7 @@ static void lists_drain(void *unused) {
   for (int c = 0; c < CLASSES; c++) {
     while (lists[c].head != NULL) {
       free_block_t *b = lists[c].head;
-      UNPOISON(b, malloc_usable_size(b));
+      DG_UNPOISON(b, malloc_usable_size(b));
       lists[c].head = b->next;
       free(b);
     }
@@ -110,7 +95,7 @@ DG_TESTABLE void *dg__json_block_alloc(size_t n) {
     return malloc(class_size(c));
   l->head = b->next;
   l->count--;
-  UNPOISON(b, class_size(c));
+  DG_UNPOISON(b, class_size(c));
   return b;
 }
 
@@ -119,7 +104,7 @@ DG_TESTABLE void dg__json_block_free(void *p) {
     return;
   size_t usable = malloc_usable_size(p);
   int c = class_of(usable);
-  if (c < 0 || lists[c].count >= DEPTH) {
+  if (c < 0 || (size_t)(lists[c].count + 1) * usable > LIST_BYTES) {
     free(p);
     return;
   }
@@ -128,7 +113,7 @@ DG_TESTABLE void dg__json_block_free(void *p) {
   b->next = lists[c].head;
   lists[c].head = b;
   lists[c].count++;
-  POISON((char *)p + sizeof(*b), usable - sizeof(*b));
+  DG_POISON((char *)p + sizeof(*b), usable - sizeof(*b));
 }
 
 #ifdef DG_TEST_BUILD

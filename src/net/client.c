@@ -85,7 +85,34 @@ static void complete_config(dg_http_client_config_t *cfg) {
   FILL(connector_defaults.breaker_cooldown_ms);
 }
 
+/* Calls kept for reuse: a call is 5 KiB, an allocation that glibc serves
+ * slowly (past its per-thread cache, after sweeping its fast bins). */
+#define SPARE_CALLS 256
+
+void dg__client_call_free(dg_http_client_t *client, dg_http_call_t *call) {
+  if (client->state != DG__CLIENT_RUNNING || client->nspare >= SPARE_CALLS) {
+    free(call);
+    return;
+  }
+  DG_POISON(call, sizeof(*call));
+  DG_UNPOISON(&call->next, sizeof(call->next));
+  call->next = client->spare;
+  client->spare = call;
+  client->nspare++;
+}
+
+static void spare_free_all(dg_http_client_t *client) {
+  while (client->spare != NULL) {
+    dg_http_call_t *call = client->spare;
+    client->spare = call->next;
+    DG_UNPOISON(call, sizeof(*call));
+    free(call);
+  }
+  client->nspare = 0;
+}
+
 static void client_free(dg_http_client_t *client) {
+  spare_free_all(client);
   dg__connectors_free(client);
   dg__ctls_config_free(client->tls);
   free(client);
@@ -174,6 +201,7 @@ void dg_http_client_close(dg_http_client_t *client) {
   if (client == NULL || client->state == DG__CLIENT_CLOSING)
     return;
   client->state = DG__CLIENT_CLOSING;
+  spare_free_all(client);
   for (dg_http_call_t *c = client->calls; c != NULL; c = c->next) {
     if (c->state != DG__CALL_FINISHING && c->state != DG__CALL_DONE)
       dg__call_fail(c, DG_HTTP_FAIL_CANCELED, DG_ECANCELED, NULL,
@@ -291,16 +319,23 @@ static void copy_options(dg_http_call_t *call, const dg_http_client_request_t *r
 }
 
 static dg_http_call_t *call_new(dg_http_client_t *client) {
-  /* Zeroed up to the response parser, which dg__resp_init prepares. */
-  dg_http_call_t *call = malloc(sizeof(*call));
+  dg_http_call_t *call = client->spare;
+  if (call != NULL) {
+    client->spare = call->next;
+    client->nspare--;
+    DG_UNPOISON(call, sizeof(*call));
+  } else {
+    call = malloc(sizeof(*call));
+  }
   if (call == NULL)
     return NULL;
+  /* Zeroed up to the response parser, which dg__resp_init prepares. */
   memset(call, 0, offsetof(dg_http_call_t, resp));
   /* A call keeps its URL, headers and the response's headers here: 2 KiB
    * holds a usual call, and a larger one takes more blocks. */
   call->arena = dg_arena_new(2048);
   if (call->arena == NULL) {
-    free(call);
+    dg__client_call_free(client, call);
     return NULL;
   }
   call->client = client;
@@ -310,7 +345,7 @@ static dg_http_call_t *call_new(dg_http_client_t *client) {
 
 static void call_discard(dg_http_call_t *call) {
   dg_arena_destroy(call->arena);
-  free(call);
+  dg__client_call_free(call->client, call);
 }
 
 /* From here on the call is the loop's: it owns a timer and completes once. */

@@ -815,7 +815,7 @@ static void on_call_closed(uv_handle_t *h) {
   dg__resp_free(&call->resp);
   dg_buf_free(&call->body_buf);
   dg_arena_destroy(call->arena);
-  free(call);
+  dg__client_call_free(client, call);
   dg__client_handle_gone(client);
 }
 

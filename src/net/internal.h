@@ -611,6 +611,8 @@ struct dg_http_client {
   dg__uconn_t *conns; /* every open connection */
   unsigned handles;   /* calls' timers and connections not yet freed, plus the resolver */
   uint64_t rng;
+  dg_http_call_t *spare; /* freed calls kept for the next ones (linked by next) */
+  unsigned nspare;
   char dns_servers[1025]; /* the configured name servers, or "" */
   bool rbuf_busy;
   char rbuf[DG__READ_BUF_SIZE];
@@ -619,6 +621,8 @@ struct dg_http_client {
 /* A call or connection handle was freed: frees the client when closing and
  * nothing is left. */
 void dg__client_handle_gone(dg_http_client_t *client);
+/* Releases a call's memory: kept for the next call, or freed. */
+void dg__client_call_free(dg_http_client_t *client, dg_http_call_t *call);
 /* Uniform random number in [0, n). */
 uint64_t dg__client_random(dg_http_client_t *client, uint64_t n);
 

@@ -149,7 +149,7 @@ unsigned dg__arena_cached(size_t size);
 /* Blocks of the usual sizes come back to the thread's next arenas, a
  * bounded number per size; other sizes go back to malloc. */
 static void test_blocks_are_reused_within_a_bound(void **state) {
-  enum { DEPTH = 64, MANY = 100 };
+  enum { DEPTH = (1024 * 1024) / 4096, MANY = DEPTH + 40 };
   unsigned before = dg__arena_cached(4096);
   dg_arena_t *a = dg_arena_new(4096);
   char *first = dg_arena_alloc(a, 100);

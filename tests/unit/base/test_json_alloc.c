@@ -18,7 +18,7 @@ void *dg__json_block_alloc(size_t n);
 void dg__json_block_free(void *p);
 unsigned dg__json_blocks_kept(size_t usable);
 
-enum { DEPTH = 512 };
+enum { LIST_BYTES = 256 * 1024 };
 
 static void test_small_blocks_are_reused(void **state) {
   static const size_t sizes[] = {1, 24, 25, 40, 41, 100, 264};
@@ -49,7 +49,7 @@ static void test_large_blocks_go_back_to_malloc(void **state) {
 }
 
 static void test_kept_blocks_are_bounded(void **state) {
-  enum { MANY = DEPTH + 40 };
+  enum { DEPTH = LIST_BYTES / 56, MANY = DEPTH + 40 };
   void **blocks = calloc(MANY, sizeof(*blocks));
   assert_non_null(blocks);
   for (size_t i = 0; i < MANY; i++)

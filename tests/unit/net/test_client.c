@@ -279,6 +279,30 @@ static void test_keep_alive_reuse(void **state) {
   assert_int_equal(ctx_close(t), 0);
 }
 
+/* A finished call's memory serves the next call, which starts clean: its
+ * response is its own. */
+static void test_call_memory_is_reused(void **state) {
+  ctx_t *t = ctx_new();
+  assert_int_equal(raw_start(&t->srv, serve_ok, NULL), 0);
+  assert_int_equal(ctx_client(t), 0);
+  dg_http_client_request_t r;
+  req_init(&r, "GET", at(t, "/first"), &t->out[0]);
+  dg_http_call_t *first = start(t, &r);
+  assert_non_null(first);
+  assert_true(run_until(t, &t->out[0], 1));
+  uintptr_t first_at = (uintptr_t)first;
+  uv_run(&t->loop, UV_RUN_NOWAIT); /* its memory goes back in the close callback */
+  req_init(&r, "GET", at(t, "/second"), &t->out[1]);
+  dg_http_call_t *second = start(t, &r);
+  assert_int_equal((uintptr_t)second, first_at);
+  assert_true(run_until(t, &t->out[1], 1));
+  assert_int_equal(t->out[1].status, 200);
+  assert_string_equal(t->out[1].body, "hello");
+  assert_int_equal(t->out[1].attempts, 1);
+  assert_int_equal(t->out[1].redirects, 0);
+  assert_int_equal(ctx_close(t), 0);
+}
+
 static void test_pool_maximum(void **state) {
   ctx_t *t = ctx_new();
   t->cfg.pool_max_per_origin = 2;
@@ -1050,6 +1074,7 @@ int main(void) {
       cmocka_unit_test(test_deflate_zlib_and_raw),
       cmocka_unit_test(test_malformed_response),
       cmocka_unit_test(test_keep_alive_reuse),
+      cmocka_unit_test(test_call_memory_is_reused),
       cmocka_unit_test(test_pool_maximum),
       cmocka_unit_test(test_idle_timeout_closes),
       cmocka_unit_test(test_first_byte_timeout),
