@@ -470,6 +470,8 @@ static void check_restart_settings(const options_t *o, const dg_server_settings_
     log_restart_required("server.tlsKeyFile");
   if (str_changed(old->upstream_ca_file, cur->upstream_ca_file))
     log_restart_required("server.upstreamCaFile");
+  if (str_changed(old->upstream_dns_servers, cur->upstream_dns_servers))
+    log_restart_required("server.upstreamDnsServers");
   if (o->database == NULL && str_changed(old->database, cur->database))
     log_restart_required("server.database");
   if (str_changed(old->session_key_env, cur->session_key_env))
@@ -599,6 +601,7 @@ static int start_client(app_t *app, dg_errctx_t *err) {
   dg_http_client_config_t config;
   dg_http_client_config_default(&config);
   config.ca_file = app->boot->server.upstream_ca_file;
+  config.dns_servers = app->boot->server.upstream_dns_servers;
   int rc = dg_http_client_new(&app->loop, &config, &app->env.client, err);
   if (rc == 0)
     rc = dg_connectors_new(&app->loop, app->env.client, &app->env.connectors, err);
@@ -1066,6 +1069,7 @@ int main(int argc, char **argv) {
     return dg_catalog_check(opt.config_dir, stdout);
   /* Seeded once, before any thread exists, as jansson asks. */
   json_object_seed(0);
+  dg_json_use_block_cache();
   dg_log_init(2, opt.has_log_level ? opt.log_level : DG_LOG_INFO);
   dg_catalog_t *cat = NULL;
   if (load_catalog(opt.config_dir, &cat) != 0)

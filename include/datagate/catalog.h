@@ -162,6 +162,8 @@ typedef struct dg_server_settings {
   const char *tls_cert_file;
   const char *tls_key_file;
   const char *upstream_ca_file; /* PEM CAs trusted for HTTPS upstreams besides the system's */
+  /* Name servers for upstream host names ("ip[:port],..."), or NULL. */
+  const char *upstream_dns_servers;
   size_t max_header_bytes;
   unsigned max_headers;
   size_t max_body_bytes;

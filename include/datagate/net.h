@@ -472,6 +472,10 @@ int dg_http_client_request(dg_http_client_t *client, const dg_http_client_reques
  * used after done has run. */
 void dg_http_call_cancel(dg_http_call_t *call);
 
+/* The name servers the client was created with ("ip[:port],..."), or NULL
+ * for the system's; valid while the client lives. */
+const char *dg_http_client_dns_servers(const dg_http_client_t *client);
+
 /* Calls started and not yet completed. */
 unsigned dg_http_client_active(const dg_http_client_t *client);
 /* Idle pooled connections, over all origins (for tests and metrics). */

@@ -189,6 +189,8 @@ static void record(const dg_tool_call_t *call, outcome_t outcome) {
   dg_metrics_observe("dg_tool_call_duration_seconds", labels, seconds);
   const dg__mcp_session_t *ss = call->ex->session;
   const dg_principal_t *p = call->ex->principal;
+  if (!dg_log_enabled(DG_LOG_INFO))
+    return; /* the line would be dropped: spare building it */
   dg_log_json(DG_LOG_INFO, "tool_call",
               json_pack("{s:s,s:s%,s:s,s:s,s:s,s:f,s:s}", "request_id", call->request_id, "session",
                         ss ? ss->id : "", (size_t)(ss ? 8 : 0), "tool", tool, "transport",
