@@ -184,6 +184,15 @@ int dg_random_bytes(void *buf, size_t n);
 
 /* SHA-256 digest (mbedTLS), for token lookups. */
 void dg_sha256(const void *data, size_t len, unsigned char out[32]);
+/* A counted byte string, as one part of a message to hash. */
+typedef struct dg_bytes {
+  const void *data;
+  size_t len;
+} dg_bytes_t;
+
+/* HMAC-SHA256 (RFC 2104) under key of the concatenation of the n parts. */
+void dg_hmac_sha256(const void *key, size_t key_len, const dg_bytes_t *parts, size_t n,
+                    unsigned char out[32]);
 /* Constant-time comparison of two equal-length byte strings. */
 bool dg_ct_equal(const void *a, const void *b, size_t len);
 
