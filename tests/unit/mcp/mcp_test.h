@@ -101,7 +101,20 @@ static inline void mt_slow_run(dg_tool_call_t *call) {
   dg_tool_call_on_cancel(call, mt_slow_cancel, NULL);
 }
 
+/* With {"meta": true}: one notification carrying _meta, and what
+ * dg_tool_call_progress_meta returned. */
+static inline void mt_progress_meta_run(dg_tool_call_t *call) {
+  json_t *meta = json_pack("{s:i}", "offset", 40);
+  int rc = dg_tool_call_progress_meta(call, 50, -1, "chunk", meta);
+  json_decref(meta);
+  mt_succeed_later(call, json_pack("{s:s}", "rc", rc == 0 ? "ok" : dg_err_name(rc)), 5);
+}
+
 static inline void mt_progress_run(dg_tool_call_t *call) {
+  if (json_is_true(json_object_get(dg_tool_call_args(call), "meta"))) {
+    mt_progress_meta_run(call);
+    return;
+  }
   dg_tool_call_progress(call, 1, 3, "one");
   dg_tool_call_progress(call, 2, -1, NULL);
   mt_succeed_later(call, json_pack("{s:b}", "streamed", dg_tool_call_wants_progress(call)), 5);
