@@ -184,10 +184,24 @@ typedef struct mt_sink {
 
 static mt_sink_t mt_sink;
 
+/* A reply as a client reads it: written out as the transports write it
+ * (pre-written parts such as the tools/list array included), then parsed. */
+static inline json_t *mt_wire(const json_t *reply) {
+  if (reply == NULL)
+    return json_null();
+  dg_buf_t text;
+  dg_buf_init(&text, 1u << 24);
+  assert_int_equal(dg__mcp_dump(reply, &text), 0);
+  json_t *parsed = json_loadb(text.data, text.len, 0, NULL);
+  assert_non_null(parsed);
+  dg_buf_free(&text);
+  return parsed;
+}
+
 static inline void mt_reply(dg__mcp_exchange_t *ex, json_t *reply) {
   if (mt_sink.dispatching)
     mt_sink.early++;
-  json_array_append_new(mt_sink.replies, reply ? json_deep_copy(reply) : json_null());
+  json_array_append_new(mt_sink.replies, mt_wire(reply));
 }
 
 /* Progress may be sent from inside a tool's run: it completes nothing. */
