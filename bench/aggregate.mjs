@@ -59,7 +59,11 @@ async function gatewayCall(c) {
 
 // ---- The raw SQL ----------------------------------------------------------------
 
-const sqltime = spawn(sqltimeBin, [db], { stdio: ['pipe', 'pipe', 'inherit'] });
+// BENCH_RAW_CPU pins it to the gateway's CPU, so both share one core.
+const cpu = process.env.BENCH_RAW_CPU;
+const sqltime = cpu === undefined
+  ? spawn(sqltimeBin, [db], { stdio: ['pipe', 'pipe', 'inherit'] })
+  : spawn('taskset', ['-c', cpu, sqltimeBin, db], { stdio: ['pipe', 'pipe', 'inherit'] });
 const lines = readline.createInterface({ input: sqltime.stdout })[Symbol.asyncIterator]();
 
 async function rawCall(c) {
