@@ -8,6 +8,7 @@
  *   models.json     Data Models with their properties and references
  *   connectors.json external APIs: base URL, headers, limits, authentication
  *   saved_queries.json  Saved Queries (Live Data Providers) over connectors
+ *   files.json      where get_file_text may download documents, and its limits
  * Later modules add their own files (endpoints).
  */
 #ifndef DATAGATE_CATALOG_H
@@ -180,8 +181,17 @@ typedef struct dg_server_settings {
   unsigned max_sessions;
   uint64_t session_idle_timeout_ms;
   unsigned max_inflight_per_session;
+  uint64_t session_max_lifetime_ms; /* an HTTP session id is refused this long after its issue */
+  /* The key that signs HTTP session ids, read once at load time from the
+   * variable session_key_env names (NULL when not configured: each start
+   * makes a random one); zeroed when the catalog is freed. */
+  const char *session_key_env;
+  const unsigned char *session_key;
+  size_t session_key_len;
   uint64_t tool_timeout_ms;
   size_t max_result_bytes; /* tool results over this are truncated (said in the result) */
+  /* A grouped aggregate that matches more records than this is refused. */
+  uint64_t max_grouped_aggregate_records;
   const char *log_level;
   const char *access_log; /* path, "-" for stderr, NULL for off */
   const char *stdio_user; /* principal used by --stdio */
@@ -315,6 +325,46 @@ typedef struct dg_saved_query {
   size_t index;
 } dg_saved_query_t;
 
+/* ---- Document sources (files.json) ------------------------------------------
+ * Where get_file_text may download documents from. A URL is fetched only
+ * when its scheme is allowed and it falls under a source: the same scheme,
+ * host and port, and a path under the source's prefix (the longest prefix
+ * wins). The source says whether loopback, link-local and private addresses
+ * may be reached, and which connector's headers, credentials and limits
+ * apply. Without files.json no source is configured and nothing is fetched. */
+typedef struct dg_file_source {
+  const char *name;
+  bool https;
+  const char *host;        /* lower case; an IPv6 literal without brackets */
+  unsigned port;           /* explicit or the scheme's default */
+  const char *origin;      /* "https://host[:port]" as matched, for messages */
+  const char *path_prefix; /* starts with '/'; "/" matches every path */
+  /* Connector whose headers, authentication and limits are used, or NULL.
+   * Its base URL is a prefix of every URL the source matches, so the rest
+   * of the URL is the path of the connector call. */
+  const dg_connector_t *connector;
+  bool allow_private_addresses; /* loopback, link-local and private networks */
+  size_t index;
+} dg_file_source_t;
+
+typedef struct dg_file_settings {
+  const char *const *allowed_schemes; /* "https" and/or "http" */
+  size_t nallowed_schemes;
+  const dg_file_source_t *sources;
+  size_t nsources;
+  size_t max_download_bytes;    /* decoded document bytes */
+  uint64_t download_timeout_ms; /* one download, redirects included */
+  unsigned max_redirects;       /* each target is checked like the first URL */
+  size_t chunk_chars;           /* characters of text per chunk */
+  size_t max_text_bytes;        /* extracted text kept; the rest is cut */
+  uint64_t extract_timeout_ms;  /* parsing one document */
+  unsigned max_concurrent;      /* documents downloaded and extracted at once */
+  unsigned max_queued;          /* calls waiting for a slot beyond that */
+  size_t cache_bytes;           /* extracted text cached (0: no cache) */
+  unsigned cache_entries;
+  uint64_t cache_ttl_ms; /* served without asking the source again */
+} dg_file_settings_t;
+
 /* ---- The snapshot -------------------------------------------------------- */
 typedef struct dg_catalog {
   const char *dir; /* configuration directory it was loaded from */
@@ -330,6 +380,7 @@ typedef struct dg_catalog {
   size_t nconnectors;
   const dg_saved_query_t *saved_queries;
   size_t nsaved_queries;
+  dg_file_settings_t files;
   /* private: reference count and the memory everything above lives in */
   int refs;
   dg_arena_t *arena;

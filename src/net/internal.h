@@ -272,15 +272,8 @@ typedef struct dg__connector dg__connector_t;
 typedef struct dg__breaker dg__breaker_t;
 
 /* ---- client_util.c ---- */
-typedef struct dg__url {
-  bool https;
-  bool ipv6; /* host is an IPv6 literal (written in brackets) */
-  uint16_t port;
-  char host[256];     /* lower case, without brackets */
-  const char *target; /* path and query, starting with '/' */
-  size_t path_len;    /* bytes of target before the query */
-  char origin[300];   /* "https://host:port" */
-} dg__url_t;
+/* The client's URLs are the public dg_http_url_t (net.h). */
+typedef dg_http_url_t dg__url_t;
 
 /* Parses an absolute http(s) URL (the fragment is dropped); strings live in
  * arena. On failure *why says what is wrong. */

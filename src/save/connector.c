@@ -246,6 +246,29 @@ void dg__save_request_options(const dg_connector_t *conn, dg_http_client_request
 
 static void on_http_done(dg_http_call_t *http, const dg_http_result_t *result, void *user);
 
+static int stream_head(dg_http_call_t *http, int status, const dg_http_header_t *headers,
+                       size_t nheaders, void *user) {
+  dg_connector_call_t *call = user;
+  return call->req.stream->on_head(status, headers, nheaders, call->user);
+}
+
+static int stream_chunk(dg_http_call_t *http, const char *data, size_t len, void *user) {
+  dg_connector_call_t *call = user;
+  return call->req.stream->on_chunk(data, len, call->user);
+}
+
+/* A download's caps replace the connector's where it sets them. */
+static void stream_options(const dg_connector_stream_t *st, dg_http_client_request_t *r) {
+  if (st->max_body_bytes > 0)
+    r->max_body_bytes = st->max_body_bytes;
+  if (st->timeout_ms > 0)
+    r->timeouts.total_ms = st->timeout_ms;
+  if (st->no_redirects)
+    r->max_redirects = 0;
+  r->on_head = st->on_head != NULL ? stream_head : NULL;
+  r->on_chunk = st->on_chunk != NULL ? stream_chunk : NULL;
+}
+
 void dg__save_call_send(dg_connector_call_t *call) {
   dg_http_client_request_t r;
   dg_http_client_request_init(&r);
@@ -259,6 +282,8 @@ void dg__save_call_send(dg_connector_call_t *call) {
   r.retry_unsafe = call->req.retry_unsafe;
   r.done = on_http_done;
   r.user = call;
+  if (call->req.stream != NULL)
+    stream_options(call->req.stream, &r);
   dg__save_call_set_state(call, DG__CALL_SENDING);
   if (r.url == NULL || r.headers == NULL) {
     dg_errctx_set(&call->err, DG_ENOMEM, "upstream", "upstream '%s': out of memory",
@@ -284,6 +309,10 @@ static int check_status(dg_connector_call_t *call, const dg_http_result_t *resul
   const dg_http_response_t *res = result->response;
   if (result->rc != 0 || res == NULL || (res->status >= 200 && res->status < 300))
     return result->rc;
+  /* A download that follows redirects itself judges them. */
+  const dg_connector_stream_t *st = call->req.stream;
+  if (st != NULL && st->no_redirects && res->status >= 300 && res->status < 400)
+    return 0;
   size_t n = strcspn(call->url, "?#");
   return dg_errctx_set(&call->err, DG_EUPSTREAM, "upstream",
                        "upstream '%s' %s %.*s answered %d %s (redirects are followed at most %u "
@@ -369,6 +398,13 @@ static int copy_request(dg_connector_call_t *call, const dg_connector_request_t 
     ok = h[i].name != NULL && h[i].value != NULL;
   }
   call->req.headers = h;
+  if (ok && req->stream != NULL) {
+    dg_connector_stream_t *st = dg_arena_alloc(a, sizeof(*st));
+    ok = st != NULL;
+    if (ok)
+      *st = *req->stream;
+    call->req.stream = st;
+  }
   return ok ? 0 : DG_ENOMEM;
 }
 

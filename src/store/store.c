@@ -1,7 +1,6 @@
 /* The store's life and its requests, whatever the driver: opening, the
  * list of requests in flight, cancellation, completion on the loop and
  * closing once the last request has ended. */
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +17,13 @@ static void set_state(dg_store_t *s, dg__store_state_t next) {
       [DG__STORE_OPEN] = {[DG__STORE_CLOSING] = true},
       [DG__STORE_CLOSING] = {[DG__STORE_CLOSED] = true},
   };
-  assert(legal[s->state][next]);
-  (void)legal; /* read only by the assert, which release builds drop */
+  /* Checked in every build: an illegal transition is a bug worth a stop. */
+  if (!legal[s->state][next]) {
+    dg_log_json(DG_LOG_ERROR, "illegal_state",
+                json_pack("{s:s,s:s,s:s}", "what", "store", "from", state_names[s->state], "to",
+                          state_names[next]));
+    abort();
+  }
   dg_log_json(DG_LOG_DEBUG, "store_state",
               json_pack("{s:s,s:s}", "from", state_names[s->state], "to", state_names[next]));
   s->state = next;
@@ -154,7 +158,7 @@ void dg__store_closed(dg_store_t *s) {
 
 /* ---- Requests ------------------------------------------------------------------------- */
 
-static const char *const kind_names[] = {"query", "fetch", "lookup", "write"};
+static const char *const kind_names[] = {"query", "fetch", "lookup", "write", "aggregate"};
 
 static void unlink_req(dg_store_req_t *r) {
   dg_store_t *s = r->store;
@@ -265,6 +269,33 @@ static void check_filters(schema_check_t *c, const dg_model_t *m, const dg_store
   }
 }
 
+static void check_join(schema_check_t *c, const dg_model_t *m, const dg_store_join_t *j) {
+  if (j->reference != NULL)
+    check_prop(c, m, j->reference);
+  check_prop(c, m, j->key);
+  check_prop(c, m, j->local);
+  check_model(c, j->target);
+  check_prop(c, j->target, j->foreign);
+}
+
+static void check_aggregate(schema_check_t *c, const dg_store_aggregate_t *a) {
+  check_filters(c, a->model, &a->filters);
+  for (size_t i = 0; i < a->naggs; i++) {
+    check_prop(c, a->model, a->aggs[i].prop);
+    if (a->aggs[i].join != NULL)
+      check_join(c, a->model, a->aggs[i].join);
+  }
+  for (size_t i = 0; i < a->ngroup_by; i++) {
+    const dg_store_group_key_t *k = &a->group_by[i];
+    if (k->reference != NULL)
+      check_prop(c, a->model, k->reference);
+    check_prop(c, k->model, k->prop);
+    if (dg__store_is_inbound(k->reference))
+      check_prop(c, k->model,
+                 dg_model_property(k->model, k->reference->reference->inverse_property));
+  }
+}
+
 static int check_schema(dg_store_t *s, const dg_store_req_t *r, dg_errctx_t *err) {
   schema_check_t c = {.cat = s->cat, .err = err, .rc = 0};
   switch (r->kind) {
@@ -286,6 +317,9 @@ static int check_schema(dg_store_t *s, const dg_store_req_t *r, dg_errctx_t *err
   case DG__STORE_WRITE:
     for (size_t i = 0; i < r->in.write->nvalues; i++)
       check_prop(&c, r->in.write->model, r->in.write->props[i]);
+    break;
+  case DG__STORE_AGGREGATE:
+    check_aggregate(&c, r->in.aggregate);
     break;
   }
   return c.rc;
@@ -361,6 +395,15 @@ int dg_store_lookup(dg_store_t *s, const dg_store_lookup_t *l, dg_store_cb cb, v
   if (r == NULL)
     return nomem(err);
   r->in.lookup = l;
+  return submit(s, r, req, err);
+}
+
+int dg_store_aggregate(dg_store_t *s, const dg_store_aggregate_t *a, dg_store_cb cb, void *data,
+                       dg_store_req_t **req, dg_errctx_t *err) {
+  dg_store_req_t *r = req_new(s, DG__STORE_AGGREGATE, cb, data);
+  if (r == NULL)
+    return nomem(err);
+  r->in.aggregate = a;
   return submit(s, r, req, err);
 }
 

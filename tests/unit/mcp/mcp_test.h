@@ -101,7 +101,20 @@ static inline void mt_slow_run(dg_tool_call_t *call) {
   dg_tool_call_on_cancel(call, mt_slow_cancel, NULL);
 }
 
+/* With {"meta": true}: one notification carrying _meta, and what
+ * dg_tool_call_progress_meta returned. */
+static inline void mt_progress_meta_run(dg_tool_call_t *call) {
+  json_t *meta = json_pack("{s:i}", "offset", 40);
+  int rc = dg_tool_call_progress_meta(call, 50, -1, "chunk", meta);
+  json_decref(meta);
+  mt_succeed_later(call, json_pack("{s:s}", "rc", rc == 0 ? "ok" : dg_err_name(rc)), 5);
+}
+
 static inline void mt_progress_run(dg_tool_call_t *call) {
+  if (json_is_true(json_object_get(dg_tool_call_args(call), "meta"))) {
+    mt_progress_meta_run(call);
+    return;
+  }
   dg_tool_call_progress(call, 1, 3, "one");
   dg_tool_call_progress(call, 2, -1, NULL);
   mt_succeed_later(call, json_pack("{s:b}", "streamed", dg_tool_call_wants_progress(call)), 5);
@@ -152,17 +165,25 @@ static const dg_tool_t mt_fail = {.name = "fail",
                                   .run = mt_fail_run};
 static const dg_tool_t *const mt_tools[] = {&mt_echo, &mt_slow, &mt_progress, &mt_big, &mt_fail};
 
-static inline int mt_server_new(uv_loop_t *loop, dg_catalog_t *cat, dg_mcp_server_t **out) {
+/* A server with the fake tools; with shared NULL it makes its own session
+ * key and table, otherwise it shares them like a worker. */
+static inline int mt_server_new_shared(uv_loop_t *loop, dg_catalog_t *cat, dg_mcp_shared_t *shared,
+                                       dg_mcp_server_t **out) {
   dg_mcp_config_t config = {
       .server_name = "datagate",
       .server_version = "9.9.9",
       .instructions = "Call echo first.",
       .tools = mt_tools,
       .ntools = DG_ARRAY_SIZE(mt_tools),
+      .shared = shared,
   };
   dg_errctx_t err;
   dg_errctx_clear(&err);
   return dg_mcp_server_new(loop, &config, cat, out, &err);
+}
+
+static inline int mt_server_new(uv_loop_t *loop, dg_catalog_t *cat, dg_mcp_server_t **out) {
+  return mt_server_new_shared(loop, cat, NULL, out);
 }
 
 /* ---- In-memory transport -------------------------------------------------------- */
@@ -176,10 +197,24 @@ typedef struct mt_sink {
 
 static mt_sink_t mt_sink;
 
+/* A reply as a client reads it: written out as the transports write it
+ * (pre-written parts such as the tools/list array included), then parsed. */
+static inline json_t *mt_wire(const json_t *reply) {
+  if (reply == NULL)
+    return json_null();
+  dg_buf_t text;
+  dg_buf_init(&text, 1u << 24);
+  assert_int_equal(dg__mcp_dump(reply, &text), 0);
+  json_t *parsed = json_loadb(text.data, text.len, 0, NULL);
+  assert_non_null(parsed);
+  dg_buf_free(&text);
+  return parsed;
+}
+
 static inline void mt_reply(dg__mcp_exchange_t *ex, json_t *reply) {
   if (mt_sink.dispatching)
     mt_sink.early++;
-  json_array_append_new(mt_sink.replies, reply ? json_deep_copy(reply) : json_null());
+  json_array_append_new(mt_sink.replies, mt_wire(reply));
 }
 
 /* Progress may be sent from inside a tool's run: it completes nothing. */
