@@ -26,7 +26,9 @@
 
 /* ---- Templates -----------------------------------------------------------
  * Syntax: a placeholder is '{', an optional "SESSION:" prefix, a name (a
- * letter or '_', then letters, digits or '_') and '}'. "{{" is a literal
+ * letter or '_', then letters, digits or '_') and '}'. Without the prefix
+ * the name may be two such names joined by '.' ("{Order.OrderNumber}": a
+ * property of the record a reference points at). "{{" is a literal
  * '{'. Any other '{' is literal text (so JSON bodies need no escaping), but
  * a '{' followed by a letter or '_' must form a placeholder: "{Order Id}"
  * is a compile error rather than text that silently never expands. */
@@ -37,7 +39,7 @@ typedef struct dg_template dg_template_t;
 
 /* One placeholder of a compiled template. */
 typedef struct dg_template_var {
-  const char *name; /* without braces or prefix, NUL-terminated */
+  const char *name; /* without braces or prefix, NUL-terminated; may hold one '.' */
   bool session;     /* written {SESSION:name} */
 } dg_template_var_t;
 

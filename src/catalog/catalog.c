@@ -108,6 +108,7 @@ static void load_files(dg__cfg_t *cfg) {
   json_decref(models);
   load_optional(cfg, "connectors.json", dg__catalog_parse_connectors);
   load_optional(cfg, "saved_queries.json", dg__catalog_parse_saved_queries);
+  load_optional(cfg, "endpoints.json", dg__catalog_parse_endpoints);
 
   cfg->file = "datagate.json";
   json_t *root = load_json(cfg, "datagate.json", &missing);
