@@ -290,6 +290,8 @@ static void open_work(uv_work_t *w) {
     rc = dg__sqlite_migrate(conn, s->cat, s->open_notes, &s->open_err);
   if (rc == 0 && s->sample_dir != NULL)
     rc = dg__sqlite_load_sample(conn, s->cat, s->sample_dir, &s->open_err);
+  if (rc == 0)
+    rc = dg__sqlite_recover_submissions(conn, s->owner, s->open_notes, &s->open_err);
   dg__sqlite_disconnect(conn);
   d->open_status = rc;
 }

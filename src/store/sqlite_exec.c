@@ -609,6 +609,15 @@ int dg__sqlite_run(dg__sqlite_conn_t *conn, dg_store_req_t *r) {
   case DG__STORE_WRITE:
     rc = write_fn(&run, r->in.write);
     break;
+  case DG__STORE_SUBMIT:
+    rc = dg__sqlite_submit(conn, r);
+    break;
+  case DG__STORE_FINISH:
+    rc = dg__sqlite_finish(conn, r);
+    break;
+  case DG__STORE_SUBMISSION:
+    rc = dg__sqlite_submission(conn, r);
+    break;
   }
   dg_arena_destroy(run.arena);
   if (rc != 0) {

@@ -70,4 +70,15 @@ extern atomic_ulong dg__sqlite_statements;
 /* Answers one request on conn: r->result or r->err. */
 int dg__sqlite_run(dg__sqlite_conn_t *conn, dg_store_req_t *r);
 
+/* Submissions (sqlite_submit.c): the table and its indexes (inside the
+ * migration's transaction), the three requests, and marking the
+ * submissions of processes that are gone as interrupted (at open; notes
+ * say how many). */
+int dg__sqlite_migrate_submissions(dg__sqlite_conn_t *conn, dg_errctx_t *err);
+int dg__sqlite_submit(dg__sqlite_conn_t *conn, dg_store_req_t *r);
+int dg__sqlite_finish(dg__sqlite_conn_t *conn, dg_store_req_t *r);
+int dg__sqlite_submission(dg__sqlite_conn_t *conn, dg_store_req_t *r);
+int dg__sqlite_recover_submissions(dg__sqlite_conn_t *conn, const char *self, json_t *notes,
+                                   dg_errctx_t *err);
+
 #endif
