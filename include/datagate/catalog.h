@@ -341,7 +341,9 @@ typedef enum dg_extraction_kind {
   DG_EXTRACT_MULTIPLE_LISTS, /* useMultipleLists: lists zipped by position */
 } dg_extraction_kind_t;
 
-/* A Multiple Lists row: prefix -> a path that ends in a wildcard. */
+/* A Multiple Lists row: prefix -> a path that ends in a wildcard. An
+ * extraction has 2 to DG_EXTRACTION_MAX_LISTS of them. */
+#define DG_EXTRACTION_MAX_LISTS 8
 typedef struct dg_connector_list {
   const char *prefix;
   const struct dg_jsonpath *path;

@@ -117,9 +117,9 @@ bool dg__cfg_check_header(dg__cfg_t *cfg, const char *name, const json_t *value,
  * checked against the session values that reach it. */
 #define DG__CATALOG_MAX_ACTIONS 64     /* actions of one endpoint, nested ones included */
 #define DG__CATALOG_MAX_EXTRACTIONS 32 /* per Get Session Values action */
-#define DG__CATALOG_MAX_LISTS 8        /* connector lists of a Multiple Lists extraction */
-#define DG__CATALOG_MAX_CHILDREN 16    /* child configurations of one endpoint */
-#define DG__CATALOG_MAX_DEPTH 8        /* endpoints nested through child configurations */
+#define DG__CATALOG_MAX_LISTS DG_EXTRACTION_MAX_LISTS
+#define DG__CATALOG_MAX_CHILDREN 16 /* child configurations of one endpoint */
+#define DG__CATALOG_MAX_DEPTH 8     /* endpoints nested through child configurations */
 
 /* An endpoint as parsed: child endpoints are still names. */
 typedef struct dg__catalog_endpoint {
