@@ -17,6 +17,8 @@ import zlib from 'node:zlib';
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 
+import { Commerce } from './commerce.mjs';
+
 // Credentials come from the same variables the sample connectors name.
 export function defaultCredentials(env = process.env) {
   return {
@@ -111,6 +113,8 @@ export class Upstream {
     this.tokens = new Map(); // token -> expiry (ms since epoch)
     this.tokenTtl = 3600;
     this.tokenCount = 0;
+    this.delayMs = 0; // every answer waits this long
+    this.commerce = new Commerce();
   }
 
   // The next requests to path (without query) get these behaviours in turn.
@@ -123,6 +127,7 @@ export class Upstream {
     if (body.script) this.script(body.script.path, body.script.responses || []);
     if (body.tokenTtl !== undefined) this.tokenTtl = body.tokenTtl;
     if (body.revokeTokens) this.tokens.clear();
+    if (body.delayMs !== undefined) this.delayMs = body.delayMs;
     return { ok: true };
   }
 
@@ -132,6 +137,7 @@ export class Upstream {
     if (url.pathname.startsWith('/__control')) return this.handleControl(req, res, url, body);
     this.log.push({ method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams),
                     headers: req.headers, body, at: Date.now() });
+    if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
     const queue = this.scripts.get(url.pathname);
     const behaviour = queue && queue.length ? queue.shift() : null;
     if (behaviour) return this.behave(behaviour, req, res, url, body);
@@ -276,6 +282,9 @@ export class Upstream {
         o.total.amount >= q.minAmount && q.statuses.includes(o.status));
       return this.write(res, 200, { results }, {}, shape);
     }
+    const edit = this.commerce.rest(req.method, p, body, req.headers);
+    if (edit) return this.write(res, edit[0], edit[1], {}, shape);
+    if (req.method === 'POST' && p === '/erp/graphql') return this.write(res, 200, this.commerce.graphql(body), {}, shape);
     return send(res, 404, { error: `no route for ${req.method} ${p}` });
   }
 
