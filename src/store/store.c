@@ -99,9 +99,11 @@ static void log_notes(dg_store_t *s) {
   size_t i;
   json_t *note;
   json_array_foreach(s->open_notes, i, note) {
-    const char *event = json_string_value(json_object_get(note, "event"));
+    char event[64];
+    const char *named = json_string_value(json_object_get(note, "event"));
+    dg_strlcpy(event, named ? named : "store_migration", sizeof(event));
     json_object_del(note, "event");
-    dg_log_json(DG_LOG_WARN, event ? event : "store_migration", json_incref(note));
+    dg_log_json(DG_LOG_WARN, event, json_incref(note));
   }
   json_array_clear(s->open_notes);
 }
