@@ -282,6 +282,8 @@ export class Upstream {
         o.total.amount >= q.minAmount && q.statuses.includes(o.status));
       return this.write(res, 200, { results }, {}, shape);
     }
+    if (req.method === 'POST' && p.startsWith('/erp/echo/'))
+      return this.write(res, 200, { echo: p.slice(10), body: parseJson(body) ?? null }, {}, shape);
     const edit = this.commerce.rest(req.method, p, body, req.headers);
     if (edit) return this.write(res, edit[0], edit[1], {}, shape);
     if (req.method === 'POST' && p === '/erp/graphql') return this.write(res, 200, this.commerce.graphql(body), {}, shape);
