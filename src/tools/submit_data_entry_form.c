@@ -134,44 +134,52 @@ static void end(submission_t *s, json_t *result) {
 /* ---- Finishing
  * ----------------------------------------------------------------------------------- */
 
-/* The values the tree set, as store writes; a value the store cannot keep
- * becomes a warning. */
+/* One record's changes as a store write; a value the property cannot hold
+ * is left out with a warning. False when out of memory. */
+static bool change_write(submission_t *s, const dg_model_t *m, const char *id, const json_t *values,
+                         dg_store_write_t *out) {
+  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  size_t n = json_object_size(values);
+  const dg_property_t **props = dg_arena_calloc(arena, n + 1, sizeof(*props));
+  dg_store_value_t *vals = dg_arena_calloc(arena, n + 1, sizeof(*vals));
+  if (props == NULL || vals == NULL)
+    return false;
+  size_t k = 0;
+  const char *key;
+  json_t *v;
+  json_object_foreach((json_t *)values, key, v) {
+    dg_errctx_t err;
+    props[k] = dg_model_property(m, key);
+    if (props[k] != NULL && dg_store_value_parse(props[k], v, key, arena, &vals[k], &err) == 0)
+      k++;
+    else
+      json_array_append_new(s->warnings, json_sprintf("%s %s: the save actions set %s to a value "
+                                                      "it cannot hold; it was not stored",
+                                                      m->name, id, key));
+  }
+  *out = (dg_store_write_t){.model = m,
+                            .mode = DG_STORE_UPDATE,
+                            .id = dg_arena_strdup(arena, id),
+                            .props = props,
+                            .values = vals,
+                            .nvalues = k};
+  return out->id != NULL;
+}
+
+/* The values the tree set ([{model, id, values}]), as store writes. */
 static dg_store_write_t *change_writes(submission_t *s, const json_t *changes, size_t *n) {
   const dg_catalog_t *cat = dg_tool_call_catalog(s->call);
-  dg_arena_t *arena = dg_tool_call_arena(s->call);
-  dg_store_write_t *w = dg_arena_calloc(arena, json_array_size(changes) + 1, sizeof(*w));
+  dg_store_write_t *w =
+      dg_arena_calloc(dg_tool_call_arena(s->call), json_array_size(changes) + 1, sizeof(*w));
   size_t i, count = 0;
   json_t *c;
   json_array_foreach(changes, i, c) {
     const dg_model_t *m =
         dg_catalog_model_by_name(cat, json_string_value(json_object_get(c, "model")));
-    json_t *values = json_object_get(c, "values");
-    const dg_property_t **props =
-        dg_arena_calloc(arena, json_object_size(values) + 1, sizeof(*props));
-    dg_store_value_t *vals = dg_arena_calloc(arena, json_object_size(values) + 1, sizeof(*vals));
-    if (w == NULL || m == NULL || props == NULL || vals == NULL)
-      continue;
-    size_t k = 0;
-    const char *key;
-    json_t *v;
-    json_object_foreach(values, key, v) {
-      dg_errctx_t err;
-      props[k] = dg_model_property(m, key);
-      if (props[k] != NULL && dg_store_value_parse(props[k], v, key, arena, &vals[k], &err) == 0)
-        k++;
-      else
-        json_array_append_new(
-            s->warnings, json_sprintf("%s %s: the save actions set %s to a "
-                                      "value it cannot hold; it was not stored",
-                                      m->name, json_string_value(json_object_get(c, "id")), key));
-    }
-    w[count++] = (dg_store_write_t){
-        .model = m,
-        .mode = DG_STORE_UPDATE,
-        .id = dg_arena_strdup(arena, json_string_value(json_object_get(c, "id"))),
-        .props = props,
-        .values = vals,
-        .nvalues = k};
+    const char *id = json_string_value(json_object_get(c, "id"));
+    if (w != NULL && m != NULL && id != NULL &&
+        change_write(s, m, id, json_object_get(c, "values"), &w[count]))
+      count++;
   }
   *n = count;
   return w;
@@ -449,51 +457,66 @@ static void add_refs(submission_t *s, const dg__tools_form_value_t *vals, size_t
   s->sub.nrefs = k;
 }
 
-static int check_args(submission_t *s, dg_errctx_t *err) {
-  json_t *args = dg_tool_call_args(s->call);
+/* The checked form values, with the defaults of a new record; *all has
+ * room for one more value per property. */
+static int checked_values(submission_t *s, bool create, dg__tools_form_value_t **all, size_t *n,
+                          dg_errctx_t *err) {
   const dg_principal_t *p = dg_tool_call_principal(s->call);
   dg_arena_t *arena = dg_tool_call_arena(s->call);
+  json_t *items = json_object_get(dg_tool_call_args(s->call), "formValues");
+  dg__tools_form_value_t *vals = NULL;
+  int rc = dg__tools_form_values(p, s->model, items, "formValues", arena, &vals, n, err);
+  *all = rc == 0 ? dg_arena_calloc(arena, *n + s->model->nproperties + 1, sizeof(**all)) : NULL;
+  if (rc == 0 && *all == NULL)
+    rc = dg_errctx_set(err, DG_ENOMEM, "formValues", "out of memory");
+  if (rc != 0)
+    return rc;
+  memcpy(*all, vals, *n * sizeof(**all));
+  return create ? add_defaults(s, p, *all, n, err) : check_cleared(*all, *n, err);
+}
+
+/* The record's write: CREATE, or UPDATE of the given id. */
+static int record_write(submission_t *s, const char *id, const dg__tools_form_value_t *all,
+                        size_t n, dg_errctx_t *err) {
+  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  const dg_property_t **props = dg_arena_calloc(arena, n + 1, sizeof(*props));
+  dg_store_value_t *values = dg_arena_calloc(arena, n + 1, sizeof(*values));
+  if (props == NULL || values == NULL)
+    return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    props[i] = all[i].prop;
+    values[i] = all[i].value;
+  }
+  s->sub.write = (dg_store_write_t){.model = s->model,
+                                    .mode = id ? DG_STORE_UPDATE : DG_STORE_CREATE,
+                                    .id = id ? dg__tools_lower(arena, id) : NULL,
+                                    .props = props,
+                                    .values = values,
+                                    .nvalues = n};
+  return 0;
+}
+
+static int check_args(submission_t *s, dg_errctx_t *err) {
+  json_t *args = dg_tool_call_args(s->call);
   s->model = dg_tools_model_arg(s->call, "dataModelId", err);
   if (s->model == NULL)
     return err->code;
-  if (!dg_auth_can_write_model(p, s->model))
+  if (!dg_auth_can_write_model(dg_tool_call_principal(s->call), s->model))
     return dg_errctx_set(err, DG_EPERM, "dataModelId",
                          "Invalid argument 'dataModelId': you may read %s records but not create "
                          "or modify them (none of your roles grants write access to '%s').",
                          s->model->name, s->model->name);
-  json_t *items = json_object_get(args, "formValues");
-  dg__tools_form_value_t *vals = NULL;
+  const char *id = json_string_value(json_object_get(args, "id"));
+  dg__tools_form_value_t *all = NULL;
   size_t n = 0;
-  int rc = dg__tools_form_values(p, s->model, items, "formValues", arena, &vals, &n, err);
-  bool create = json_object_get(args, "id") == NULL;
-  /* Room for the defaults: one per property at most. */
-  dg__tools_form_value_t *all =
-      rc == 0 ? dg_arena_calloc(arena, n + s->model->nproperties + 1, sizeof(*all)) : NULL;
-  if (rc == 0 && all == NULL)
-    rc = dg_errctx_set(err, DG_ENOMEM, "formValues", "out of memory");
+  int rc = checked_values(s, id == NULL, &all, &n, err);
   if (rc == 0)
-    memcpy(all, vals, n * sizeof(*all));
-  if (rc == 0)
-    rc = create ? add_defaults(s, p, all, &n, err) : check_cleared(all, n, err);
+    rc = record_write(s, id, all, n, err);
   if (rc != 0)
     return rc;
-  const dg_property_t **props = dg_arena_calloc(arena, n + 1, sizeof(*props));
-  dg_store_value_t *values = dg_arena_calloc(arena, n + 1, sizeof(*values));
-  for (size_t i = 0; props != NULL && values != NULL && i < n; i++) {
-    props[i] = all[i].prop;
-    values[i] = all[i].value;
-  }
-  s->sub.write = (dg_store_write_t){
-      .model = s->model,
-      .mode = create ? DG_STORE_CREATE : DG_STORE_UPDATE,
-      .id = create ? NULL : dg__tools_lower(arena, json_string_value(json_object_get(args, "id"))),
-      .props = props,
-      .values = values,
-      .nvalues = n};
   add_refs(s, all, n);
   s->sub.fingerprint = fingerprint(s, args);
-  return props && values && s->sub.fingerprint ? 0
-                                               : dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+  return s->sub.fingerprint ? 0 : dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
 }
 
 static int start(submission_t *s, dg_errctx_t *err) {
