@@ -309,6 +309,8 @@ typedef struct app {
   dg_mcp_server_t *mcp;
   dg_http_server_t *http;
   dg_tools_env_t env; /* what tools reach: store, connector client */
+  /* The session key and table, shared with the other workers. */
+  dg_mcp_shared_t *shared;
   uv_signal_t sig_term;
   uv_signal_t sig_int;
   uv_signal_t sig_hup;
@@ -472,6 +474,8 @@ static void check_restart_settings(const options_t *o, const dg_server_settings_
     log_restart_required("server.upstreamCaFile");
   if (o->database == NULL && str_changed(old->database, cur->database))
     log_restart_required("server.database");
+  if (str_changed(old->session_key_env, cur->session_key_env))
+    log_restart_required("server.sessionKeyEnv");
 }
 
 /* Connector limits and CA files follow the configuration; a failure is
@@ -613,6 +617,7 @@ static int start_mcp(app_t *app, dg_errctx_t *err) {
       .tools = dg_tools_registry,
       .ntools = dg_tools_count,
       .tool_context = &app->env,
+      .shared = app->shared,
   };
   return dg_mcp_server_new(&app->loop, &config, app->cat, &app->mcp, err);
 }
@@ -680,12 +685,13 @@ static void close_loop(uv_loop_t *loop) {
 
 /* Serves until stopped; takes over the references in cat and boot. */
 static int app_run(const options_t *opt, const listen_plan_t *plan, dg_catalog_t *cat,
-                   dg_catalog_t *boot, int fail_code) {
+                   dg_catalog_t *boot, dg_mcp_shared_t *shared, int fail_code) {
   app_t app = {.opt = opt,
                .plan = plan,
                .state = APP_RUNNING,
                .cat = cat,
                .boot = boot,
+               .shared = shared,
                .fail_code = fail_code};
   app.calls_timer.data = &app;
   int rc = uv_loop_init(&app.loop);
@@ -724,6 +730,8 @@ typedef struct master {
   listen_plan_t plan;
   dg_catalog_t *boot; /* settings the workers were started with */
   dg_catalog_t *cat;  /* latest valid snapshot, inherited by restarted workers */
+  /* Made before the first fork, inherited by every worker. */
+  dg_mcp_shared_t *shared;
   worker_slot_t slots[MAX_WORKERS];
   int nworkers;
   pid_t pid;
@@ -806,8 +814,10 @@ static int worker_main(master_t *m, int index) {
   json_decref(common);
   m->plan.worker = index;
   m->plan.reuse_port = true;
-  int code = app_run(m->opt, &m->plan, m->cat, m->boot, EXIT_WORKER_FATAL);
+  int code = app_run(m->opt, &m->plan, m->cat, m->boot, m->shared, EXIT_WORKER_FATAL);
   dg_log_set_common(NULL);
+  /* Only this process's view: the master and the other workers keep theirs. */
+  dg_mcp_shared_free(m->shared);
   return code;
 }
 
@@ -988,9 +998,10 @@ static int master_start(master_t *m) {
 
 /* Takes over the references in cat and boot. */
 static int master_run(const options_t *opt, const listen_plan_t *plan, int nworkers,
-                      dg_catalog_t *cat) {
+                      dg_catalog_t *cat, dg_mcp_shared_t *shared) {
   master_t m = {.opt = opt, .plan = *plan, .nworkers = nworkers, .pid = getpid(), .port_fd = -1};
   m.cat = cat;
+  m.shared = shared;
   m.boot = dg_catalog_ref(cat);
   int rc = master_start(&m);
   while (rc == 0 && !(m.stopping && master_live_workers(&m) == 0)) {
@@ -1029,13 +1040,26 @@ static void plan_listen(const options_t *o, const dg_catalog_t *cat, listen_plan
   }
 }
 
+/* The session key and table exist before any worker is forked, so that
+ * every worker shares them. */
 static int serve(const options_t *o, dg_catalog_t *cat) {
   listen_plan_t plan;
   plan_listen(o, cat, &plan);
   int workers = o->workers > 0 ? o->workers : cat->server.workers;
-  if (o->stdio || workers <= 1)
-    return app_run(o, &plan, cat, dg_catalog_ref(cat), 1);
-  return master_run(o, &plan, workers, cat);
+  bool forks = !o->stdio && workers > 1;
+  dg_mcp_shared_t *shared = NULL;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  if (dg_mcp_shared_new(&cat->server, forks ? (unsigned)workers : 1, &shared, &err) != 0) {
+    dg_log_json(DG_LOG_ERROR, "start_failed",
+                json_pack("{s:s,s:s}", "param", err.param, "msg", err.message));
+    dg_catalog_unref(cat);
+    return 1;
+  }
+  int code = forks ? master_run(o, &plan, workers, cat, shared)
+                   : app_run(o, &plan, cat, dg_catalog_ref(cat), shared, 1);
+  dg_mcp_shared_free(shared);
+  return code;
 }
 
 int main(int argc, char **argv) {

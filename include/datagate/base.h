@@ -116,6 +116,24 @@ char *dg_buf_steal(dg_buf_t *buf, size_t *len);
  * deeper than 2048 levels; on failure out is left as it was. */
 int dg_json_write(const json_t *value, dg_buf_t *out);
 
+/* Pieces for writers that build JSON text themselves, with the bytes
+ * dg_json_write gives: a string (quoted and escaped; s is UTF-8) and a real
+ * (15 significant digits, ".0" on whole numbers). 0 or DG_E2BIG. */
+int dg_json_write_string(dg_buf_t *out, const char *s, size_t len);
+int dg_json_write_real(dg_buf_t *out, double d);
+
+/* A value already written as JSON text, which dg_json_write copies as it
+ * is: a large result serialised once on a worker thread instead of again on
+ * the loop. The text (len bytes, UTF-8, one complete JSON value; the caller
+ * vouches for it) is copied. Anything else that reads the returned value
+ * sees an array holding a private marker and the text, so only
+ * dg_json_write and dg_json_raw_text should be given it. NULL when out of
+ * memory. */
+json_t *dg_json_raw(const char *text, size_t len);
+/* The text of a dg_json_raw value (borrowed, a JSON string), or NULL for
+ * any other value. */
+const json_t *dg_json_raw_text(const json_t *value);
+
 /* ---- Logging -----------------------------------------------------------
  * JSON lines on one file descriptor (stderr by default): one object per
  * line with ts, level, event and the given fields. Never pass secrets. */
@@ -166,6 +184,15 @@ int dg_random_bytes(void *buf, size_t n);
 
 /* SHA-256 digest (mbedTLS), for token lookups. */
 void dg_sha256(const void *data, size_t len, unsigned char out[32]);
+/* A counted byte string, as one part of a message to hash. */
+typedef struct dg_bytes {
+  const void *data;
+  size_t len;
+} dg_bytes_t;
+
+/* HMAC-SHA256 (RFC 2104) under key of the concatenation of the n parts. */
+void dg_hmac_sha256(const void *key, size_t key_len, const dg_bytes_t *parts, size_t n,
+                    unsigned char out[32]);
 /* Constant-time comparison of two equal-length byte strings. */
 bool dg_ct_equal(const void *a, const void *b, size_t len);
 

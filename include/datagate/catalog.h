@@ -178,6 +178,13 @@ typedef struct dg_server_settings {
   unsigned max_sessions;
   uint64_t session_idle_timeout_ms;
   unsigned max_inflight_per_session;
+  uint64_t session_max_lifetime_ms; /* an HTTP session id is refused this long after its issue */
+  /* The key that signs HTTP session ids, read once at load time from the
+   * variable session_key_env names (NULL when not configured: each start
+   * makes a random one); zeroed when the catalog is freed. */
+  const char *session_key_env;
+  const unsigned char *session_key;
+  size_t session_key_len;
   uint64_t tool_timeout_ms;
   size_t max_result_bytes; /* tool results over this are truncated (said in the result) */
   const char *log_level;

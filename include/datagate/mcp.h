@@ -87,6 +87,25 @@ void dg_tool_call_failf(dg_tool_call_t *call, const char *fmt, ...)
  * value given and what is allowed. */
 int dg_mcp_schema_validate(const json_t *schema, json_t *value, dg_errctx_t *err);
 
+/* ---- What the worker processes of one machine share ---------------------
+ * An HTTP session id is signed (HMAC-SHA256) with a key that every worker
+ * holds, so that any worker can check an id another one issued and take
+ * the session over. A fixed-size table in memory shared by the workers
+ * records, per session, when it was last used and whether it ended, so
+ * that DELETE and idle expiry on one worker hold on all of them. Made once,
+ * before the workers are forked, by the process that forks them. The key
+ * is server.sessionKeyEnv's when configured (several machines then accept
+ * each other's ids), else random bytes from the kernel. */
+typedef struct dg_mcp_shared dg_mcp_shared_t;
+
+/* Sizes the table for `workers` processes of settings->max_sessions
+ * sessions each. Returns 0, or DG_ENOMEM / DG_EIO with err set. */
+int dg_mcp_shared_new(const dg_server_settings_t *settings, unsigned workers, dg_mcp_shared_t **out,
+                      dg_errctx_t *err);
+/* Drops this process's view of the table and wipes its copy of the key;
+ * other processes keep theirs. NULL is ignored. */
+void dg_mcp_shared_free(dg_mcp_shared_t *shared);
+
 /* ---- Server --------------------------------------------------------------- */
 typedef struct dg_mcp_config {
   const char *server_name; /* "datagate" */
@@ -95,6 +114,9 @@ typedef struct dg_mcp_config {
   const dg_tool_t *const *tools;
   size_t ntools;
   void *tool_context; /* handed to tools through dg_tool_call_context */
+  /* Borrowed; it must outlive the server. NULL: the server makes its own
+   * (one process, a random key). */
+  dg_mcp_shared_t *shared;
 } dg_mcp_config_t;
 
 typedef struct dg_mcp_server dg_mcp_server_t;

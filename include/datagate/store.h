@@ -273,7 +273,10 @@ const char *dg_store_driver(const dg_store_t *store);
 
 /* Completion of an operation: status 0 with result (the callee owns it), or
  * a DG_E* code with err (message for the caller). DG_ECANCELED after
- * dg_store_cancel or dg_store_close. */
+ * dg_store_cancel or dg_store_close. The result of a query, fetch or lookup
+ * comes already written out as JSON text on the threadpool (a dg_json_raw
+ * value, base.h: pass it on as a tool result, or read its text with
+ * dg_json_raw_text); that of a write is an object. */
 typedef void (*dg_store_cb)(int status, json_t *result, const dg_errctx_t *err, void *data);
 
 /* Starts an operation. The description (and the catalog and principal it

@@ -6,6 +6,8 @@
  * (jansson strings are valid UTF-8 already) and reserves room once per
  * value. Reals, rare in responses, are formatted by jansson itself so that
  * their digits stay exactly the same. */
+#include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,13 +98,89 @@ static int put_integer(dg_buf_t *out, json_int_t v) {
  * significant: every decimal of up to 15 digits (an amount such as 1450.1)
  * reads back as written, where jansson's default of 17 would show the
  * binary approximation (1450.0999999999999). */
+/* The same digits for the reals of money and measures (whole hundredths
+ * below 10^13, so at most 15 significant digits), without printf, which
+ * costs more than everything else in a page of entities: the integer part,
+ * then the hundredths without trailing zeros, or ".0". Others: false. */
+static bool put_hundredths(dg_buf_t *out, double d, int *rc) {
+  if (!(d > -1e13 && d < 1e13) || (d == 0 && signbit(d)))
+    return false;
+  double scaled = d * 100;
+  long long cents = llround(scaled);
+  if ((double)cents / 100 != d)
+    return false;
+  unsigned long long a = (unsigned long long)(cents < 0 ? -cents : cents);
+  char text[32], *p = text + sizeof(text);
+  unsigned frac = (unsigned)(a % 100);
+  *--p = frac == 0 ? '0' : (char)('0' + (frac % 10 == 0 ? frac / 10 : frac % 10));
+  if (frac != 0 && frac % 10 != 0)
+    *--p = (char)('0' + frac / 10);
+  *--p = '.';
+  unsigned long long whole = a / 100;
+  do {
+    *--p = (char)('0' + whole % 10);
+    whole /= 10;
+  } while (whole != 0);
+  if (cents < 0)
+    *--p = '-';
+  *rc = dg_buf_append(out, p, (size_t)(text + sizeof(text) - p));
+  return true;
+}
+
 static int put_real(dg_buf_t *out, const json_t *value) {
+  int rc = 0;
+  if (put_hundredths(out, json_real_value(value), &rc))
+    return rc;
   char text[64];
   size_t flags = JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15);
   size_t n = json_dumpb(value, text, sizeof(text), flags);
   if (n == 0 || n > sizeof(text))
     return DG_EINVAL;
   return dg_buf_append(out, text, n);
+}
+
+/* ---- Raw values -------------------------------------------------------------------- *
+ * [marker, "text"]: the marker is one object made once, so that no value
+ * parsed from input or built elsewhere can pass for a raw one. */
+
+static json_t *raw_marker;
+static pthread_once_t raw_once = PTHREAD_ONCE_INIT;
+
+static void raw_marker_init(void) {
+  raw_marker = json_object();
+}
+
+json_t *dg_json_raw(const char *text, size_t len) {
+  pthread_once(&raw_once, raw_marker_init);
+  json_t *raw = raw_marker != NULL ? json_array() : NULL;
+  json_t *s = raw != NULL ? json_stringn_nocheck(text, len) : NULL;
+  if (s == NULL || json_array_append(raw, raw_marker) != 0 || json_array_append_new(raw, s) != 0) {
+    json_decref(s);
+    json_decref(raw);
+    return NULL;
+  }
+  return raw;
+}
+
+const json_t *dg_json_raw_text(const json_t *value) {
+  if (!json_is_array(value) || json_array_size(value) != 2 || raw_marker == NULL ||
+      json_array_get(value, 0) != raw_marker)
+    return NULL;
+  return json_array_get(value, 1);
+}
+
+int dg_json_write_string(dg_buf_t *out, const char *s, size_t len) {
+  return put_string(out, s, len);
+}
+
+int dg_json_write_real(dg_buf_t *out, double d) {
+  int rc = 0;
+  if (put_hundredths(out, d, &rc))
+    return rc;
+  json_t *v = json_real(d);
+  rc = v != NULL ? put_real(out, v) : DG_EINVAL; /* not finite */
+  json_decref(v);
+  return rc;
 }
 
 static int put_value(dg_buf_t *out, const json_t *value, unsigned depth);
@@ -130,6 +208,9 @@ static int put_object(dg_buf_t *out, const json_t *object, unsigned depth) {
 }
 
 static int put_array(dg_buf_t *out, const json_t *array, unsigned depth) {
+  const json_t *raw = dg_json_raw_text(array);
+  if (raw != NULL)
+    return dg_buf_append(out, json_string_value(raw), json_string_length(raw));
   size_t n = json_array_size(array);
   int rc = dg_buf_append(out, "[", 1);
   for (size_t i = 0; i < n && rc == 0; i++) {

@@ -78,6 +78,9 @@ static const dg__cfg_field_t server_fields[] = {
      S(session_idle_timeout_ms), 0, NULL},
     {"maxInflightPerSession", DG__CFG_UINT, false, NULL, 32, 1, 10000, NULL,
      S(max_inflight_per_session), 0, NULL},
+    {"sessionMaxLifetimeMs", DG__CFG_U64, false, NULL, DAY_MS, 1000, 30 * DAY_MS, NULL,
+     S(session_max_lifetime_ms), 0, NULL},
+    {"sessionKeyEnv", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, S(session_key_env), 0, NULL},
     {"toolTimeoutMs", DG__CFG_U64, false, NULL, 30000, 100, HOUR_MS, NULL, S(tool_timeout_ms), 0,
      NULL},
     {"maxResultBytes", DG__CFG_SIZE, false, NULL, MIB, 4 * KIB, 1024 * MIB, NULL,
@@ -108,11 +111,43 @@ static void fix_access_log(dg__cfg_t *cfg, const json_t *server) {
     cfg->cat->server.access_log = "-";
 }
 
+/* A session key shorter than SHA-256's output would weaken every id. */
+#define SESSION_KEY_MIN 32
+
+static void wipe_session_key(void *data) {
+  dg_server_settings_t *s = data;
+  if (s->session_key != NULL)
+    memset((void *)s->session_key, 0, s->session_key_len);
+}
+
+static void load_session_key(dg__cfg_t *cfg, dg_server_settings_t *s) {
+  if (s->session_key_env == NULL)
+    return;
+  const char *value = getenv(s->session_key_env);
+  size_t n = value != NULL ? strlen(value) : 0;
+  if (n < SESSION_KEY_MIN) {
+    dg__cfg_error(cfg, "/server/sessionKeyEnv",
+                  "environment variable '%s' %s; it must hold a random secret of at least %d "
+                  "characters, the same on every instance",
+                  s->session_key_env, n == 0 ? "is not set" : "is too short", SESSION_KEY_MIN);
+    return;
+  }
+  unsigned char *copy = dg_arena_alloc(cfg->arena, n);
+  if (copy == NULL || dg_arena_defer(cfg->arena, wipe_session_key, s) != 0) {
+    cfg->oom = true;
+    return;
+  }
+  memcpy(copy, value, n);
+  s->session_key = copy;
+  s->session_key_len = n;
+}
+
 void dg__catalog_parse_server(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_catalog_t *cat = obj;
   dg__cfg_parse_object(cfg, v, "/server", server_fields, DG_ARRAY_SIZE(server_fields),
                        &cat->server);
   fix_access_log(cfg, v);
+  load_session_key(cfg, &cat->server);
   const dg_server_settings_t *s = &cat->server;
   if ((s->tls_cert_file == NULL) != (s->tls_key_file == NULL))
     dg__cfg_error(cfg, "/server", "tlsCertFile and tlsKeyFile must be given together");

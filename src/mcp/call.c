@@ -130,23 +130,37 @@ static size_t result_limit(const dg_tool_call_t *call) {
   return max > 0 ? max : SIZE_MAX - 1;
 }
 
+static json_t *too_big(dg_tool_call_t *call, size_t limit) {
+  char msg[512];
+  snprintf(msg, sizeof(msg),
+           "The result of %s is larger than the limit of %zu bytes. Narrow the request: "
+           "select fewer properties, use a smaller page size or a more specific filter.",
+           call->tool->def->name, limit);
+  return error_result(msg);
+}
+
+/* The text item: the result written out, or, for a result a tool wrote on
+ * a worker thread already (dg_json_raw), that text itself. */
+static json_t *text_item(dg_tool_call_t *call, const json_t *result) {
+  const json_t *raw = dg_json_raw_text(result);
+  if (raw != NULL)
+    return json_string_length(raw) <= result_limit(call) ? json_incref((json_t *)raw) : NULL;
+  dg_buf_t text;
+  dg_buf_init(&text, result_limit(call));
+  json_t *item =
+      dg__mcp_dump(result, &text) == 0 ? json_stringn_nocheck(text.data, text.len) : NULL;
+  dg_buf_free(&text);
+  return item;
+}
+
 /* structuredContent exists from 2025-06-18; older sessions get the text. */
 static json_t *success_result(dg_tool_call_t *call, json_t *result) {
-  size_t limit = result_limit(call);
-  dg_buf_t text;
-  dg_buf_init(&text, limit);
-  if (dg__mcp_dump(result, &text) != 0) {
-    dg_buf_free(&text);
+  json_t *text = text_item(call, result);
+  if (text == NULL) {
     json_decref(result);
-    char msg[512];
-    snprintf(msg, sizeof(msg),
-             "The result of %s is larger than the limit of %zu bytes. Narrow the request: "
-             "select fewer properties, use a smaller page size or a more specific filter.",
-             call->tool->def->name, limit);
-    return error_result(msg);
+    return too_big(call, result_limit(call));
   }
-  json_t *r = json_pack("{s:[{s:s,s:s%}]}", "content", "type", "text", "text", text.data, text.len);
-  dg_buf_free(&text);
+  json_t *r = json_pack("{s:[{s:s,s:o}]}", "content", "type", "text", "text", text);
   if (r != NULL && dg__mcp_session_at_least(call->ex->session, DG__MCP_V2025_06_18))
     json_object_set_new(r, "structuredContent", result);
   else

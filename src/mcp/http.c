@@ -80,22 +80,39 @@ static int authenticate(dg_mcp_server_t *s, dg_http_request_t *req, const dg_cat
   return rc;
 }
 
-/* The session named by Mcp-Session-Id, bound to principal; answers 400 or
- * 404 and returns NULL otherwise. */
+static void session_not_found(dg_http_request_t *req) {
+  rpc_error(req, 404, DG__RPC_SERVER_BUSY,
+            "Session not found: it ended or expired; send initialize to start a new one");
+}
+
+static void too_many_sessions(dg_http_request_t *req) {
+  rpc_error(req, 503, DG__RPC_SERVER_BUSY,
+            "Service Unavailable: too many sessions; try again later");
+}
+
+static bool has_session_id(dg_http_request_t *req) {
+  if (dg_http_request_header(req, "Mcp-Session-Id") != NULL)
+    return true;
+  rpc_error(req, 400, DG__RPC_SERVER_BUSY,
+            "Bad Request: the Mcp-Session-Id header is required; send initialize first");
+  return false;
+}
+
+/* The session named by Mcp-Session-Id, bound to principal, held here or
+ * taken over from another worker; answers 400, 404 or 503 and returns
+ * NULL otherwise. */
 static dg__mcp_session_t *session_of(dg_mcp_server_t *s, dg_http_request_t *req,
                                      const dg_principal_t *p) {
+  if (!has_session_id(req))
+    return NULL;
   const char *sid = dg_http_request_header(req, "Mcp-Session-Id");
-  if (sid == NULL) {
-    rpc_error(req, 400, DG__RPC_SERVER_BUSY,
-              "Bad Request: the Mcp-Session-Id header is required; send initialize first");
-    return NULL;
-  }
-  dg__mcp_session_t *ss = dg__mcp_session_find(s, sid);
-  if (ss == NULL || strcmp(ss->principal, dg_principal_name(p)) != 0) {
-    rpc_error(req, 404, DG__RPC_SERVER_BUSY,
-              "Session not found: it ended or expired; send initialize to start a new one");
-    return NULL;
-  }
+  dg__mcp_session_t *ss = NULL;
+  const char *version = dg_http_request_header(req, "MCP-Protocol-Version");
+  int rc = dg__mcp_session_open(s, sid, dg_principal_name(p), version, &ss);
+  if (rc == DG_EBUSY)
+    too_many_sessions(req);
+  else if (rc != 0)
+    session_not_found(req);
   return ss;
 }
 
@@ -168,7 +185,7 @@ static void http_reply(dg__mcp_exchange_t *ex, json_t *reply) {
   if (!hx->streaming)
     hx->req = NULL;
   if (failed_init)
-    dg__mcp_session_end(ex->session);
+    dg__mcp_session_revoke(ex->session);
 }
 
 static void http_notify(dg__mcp_exchange_t *ex, json_t *note) {
@@ -270,12 +287,12 @@ static dg__mcp_session_t *post_session(dg_mcp_server_t *s, dg_http_request_t *re
     return session_of(s, req, ex->principal);
   dg__mcp_session_t *ss;
   int rc = dg__mcp_session_new_http(s, dg_principal_name(ex->principal), &ss);
-  if (rc != 0) {
-    rpc_error(req, rc == DG_EBUSY ? 503 : 500, DG__RPC_SERVER_BUSY,
-              rc == DG_EBUSY ? "Service Unavailable: too many sessions; try again later"
-                             : "Internal error: cannot create a session");
+  if (rc == DG_EBUSY)
+    too_many_sessions(req);
+  else if (rc != 0)
+    rpc_error(req, 500, DG__RPC_SERVER_BUSY, "Internal error: cannot create a session");
+  if (rc != 0)
     return NULL;
-  }
   *created = true;
   return ss;
 }
@@ -422,14 +439,17 @@ static void http_get(dg_mcp_server_t *s, dg_http_request_t *req) {
 
 /* ---- DELETE and the rest ------------------------------------------------------- */
 
+/* DELETE ends the session on every worker, whether or not this one holds
+ * it. */
 static void http_delete(dg_mcp_server_t *s, dg_http_request_t *req) {
   const dg_principal_t *p;
-  if (authenticate(s, req, s->cat, dg_http_request_arena(req), &p) != 0)
+  if (authenticate(s, req, s->cat, dg_http_request_arena(req), &p) != 0 || !has_session_id(req))
     return;
-  dg__mcp_session_t *ss = session_of(s, req, p);
-  if (ss == NULL)
+  const char *sid = dg_http_request_header(req, "Mcp-Session-Id");
+  if (dg__mcp_session_delete(s, sid, dg_principal_name(p)) != 0) {
+    session_not_found(req);
     return;
-  dg__mcp_session_end(ss);
+  }
   dg_http_respond(req, 204, NULL, 0, "", 0);
 }
 

@@ -32,7 +32,11 @@
 #define DG__MCP_V2025_03_26 "2025-03-26"
 #define DG__MCP_V2025_06_18 "2025-06-18"
 
-#define DG__MCP_SESSION_ID_LEN 32
+/* An HTTP session id: DG__MCP_SID_BYTES signed bytes in base64url (sid.c).
+ * WebSocket and stdio sessions have a shorter random id, for logs. */
+#define DG__MCP_SID_BYTES 45
+#define DG__MCP_SESSION_ID_LEN 60
+#define DG__MCP_LOCAL_ID_LEN 32
 #define DG__MCP_SESSION_BUCKETS 1024
 #define DG__MCP_SSE_KEEPALIVE_MS 15000
 /* Hard ceiling of a serialised reply, above the configured result limit,
@@ -65,6 +69,58 @@ typedef struct dg__mcp_transport {
   void (*call_ended)(dg__mcp_session_t *ss);
 } dg__mcp_transport_t;
 
+/* ---- State shared by the workers (shared.c, sid.c) ------------------------ */
+struct dg_mcp_shared {
+  unsigned char key[64]; /* HMAC key (a longer configured key is hashed) */
+  size_t key_len;
+  uint32_t instance;                 /* random: which start of the gateway issued an id */
+  struct dg__mcp_shared_slot *table; /* buckets of slots, MAP_SHARED (shared.c) */
+  size_t nbuckets;                   /* a power of two */
+  size_t map_bytes;
+};
+
+/* What an id says once its signature is checked. */
+typedef struct dg__mcp_sid {
+  uint64_t tag;       /* 64 bits of the id's random nonce: its key in the table */
+  uint64_t issued_ms; /* wall clock, milliseconds since 1970 */
+  uint32_t instance;  /* dg_mcp_shared_t.instance of the issuer */
+} dg__mcp_sid_t;
+
+typedef enum dg__mcp_entry {
+  DG__MCP_ENTRY_ABSENT,
+  DG__MCP_ENTRY_LIVE,
+  DG__MCP_ENTRY_ENDED,
+} dg__mcp_entry_t;
+
+/* Times in the table are monotonic milliseconds (dg_now_ms), the same
+ * clock in every process of the machine. A slot is free for another
+ * session once its time is idle_ms old. */
+/* What the table holds for tag; *used_ms is its last use when present. */
+dg__mcp_entry_t dg__mcp_shared_get(dg_mcp_shared_t *sh, uint64_t tag, uint64_t *used_ms);
+/* Records tag as live, used at now. DG_EEXIST when present already;
+ * DG_EBUSY when its bucket has no room (every slot taken by a session
+ * used within idle_ms). Ended entries give way when there is no other
+ * room. */
+int dg__mcp_shared_add(dg_mcp_shared_t *sh, uint64_t tag, uint64_t now, uint64_t idle_ms);
+/* Records a use at now when the recorded one is at least every_ms older
+ * (so that a busy session does not write the shared line per request). */
+void dg__mcp_shared_touch(dg_mcp_shared_t *sh, uint64_t tag, uint64_t now, uint64_t every_ms);
+/* Records that the session ended: forget drops its slot (for an id of this
+ * instance, absence means ended), otherwise it is kept as ended, freed
+ * idle_ms after now. False when there was no room to record it. */
+bool dg__mcp_shared_end(dg_mcp_shared_t *sh, uint64_t tag, uint64_t now, uint64_t idle_ms,
+                        bool forget);
+
+/* A new signed id for principal in out (NUL-terminated); info filled. */
+int dg__mcp_sid_make(const dg_mcp_shared_t *sh, const char *principal,
+                     char out[DG__MCP_SESSION_ID_LEN + 1], dg__mcp_sid_t *info);
+/* True when id is a well-formed id signed with sh's key for principal
+ * (compared in constant time); fills info. */
+bool dg__mcp_sid_verify(const dg_mcp_shared_t *sh, const char *id, const char *principal,
+                        dg__mcp_sid_t *info);
+/* Wall clock milliseconds since 1970. */
+uint64_t dg__mcp_wall_ms(void);
+
 /* ---- Tools as the server keeps them ------------------------------------- */
 typedef struct dg__mcp_tool {
   const dg_tool_t *def;
@@ -82,7 +138,9 @@ struct dg_mcp_server {
    * and shared by every answer: the tools do not change while the server
    * lives. */
   json_t *tool_list[2];
-  dg_catalog_t *cat; /* the snapshot new exchanges use; one reference */
+  dg_catalog_t *cat;       /* the snapshot new exchanges use; one reference */
+  dg_mcp_shared_t *shared; /* config.shared, or the server's own */
+  bool owns_shared;
   dg_http_server_t *http;
   unsigned refs; /* the owner, sessions, closing handles */
   bool closing;
@@ -115,7 +173,8 @@ struct dg__mcp_session {
   const char *version;           /* negotiated protocol version; NULL before initialize */
   bool initialized;              /* notifications/initialized seen */
   char *principal;               /* HTTP: the principal name bound to the session */
-  uint64_t last_active_ms;       /* HTTP idle expiry */
+  uint64_t last_active_ms;       /* HTTP idle expiry: the last use on this worker */
+  dg__mcp_sid_t sid;             /* HTTP: what the id says */
   uint64_t event_seq;            /* SSE event ids */
   dg__mcp_exchange_t *exchanges; /* exchanges waiting for their reply */
   dg_tool_call_t *calls;         /* tool calls not yet ended */
@@ -129,20 +188,32 @@ struct dg__mcp_session {
 /* A session bound to a transport; one reference for the caller. */
 int dg__mcp_session_new(dg_mcp_server_t *s, const dg__mcp_transport_t *t, void *transport_data,
                         dg__mcp_session_t **out);
-/* An HTTP session with a fresh random id bound to principal; DG_EBUSY at
- * server.max_sessions. One reference is the server table's. */
+/* An HTTP session with a fresh signed id bound to principal, recorded in
+ * the shared table; DG_EBUSY at server.max_sessions or when the table has
+ * no room. One reference is the server table's. */
 int dg__mcp_session_new_http(dg_mcp_server_t *s, const char *principal, dg__mcp_session_t **out);
-/* The open HTTP session with this id, or NULL (unknown or expired; an
- * expired one is ended here). */
-dg__mcp_session_t *dg__mcp_session_find(dg_mcp_server_t *s, const char *id);
-/* Ends the session: cancels its calls, aborts its exchanges, closes its
- * SSE stream, removes it from the table. Idempotent. */
+/* The open HTTP session named by id for principal: one this worker holds,
+ * or one another worker (or instance with the same key) issued, taken over
+ * at protocol version `version` (the MCP-Protocol-Version header; NULL or
+ * unknown: 2025-03-26). Returns 0, DG_ENOENT (unknown, forged, another
+ * principal's, ended or expired: answered with 404) or DG_EBUSY (no room
+ * to take it over). */
+int dg__mcp_session_open(dg_mcp_server_t *s, const char *id, const char *principal,
+                         const char *version, dg__mcp_session_t **out);
+/* DELETE: ends the session named by id on every worker. 0 or DG_ENOENT. */
+int dg__mcp_session_delete(dg_mcp_server_t *s, const char *id, const char *principal);
+/* Ends the session on every worker (an initialize that failed). */
+void dg__mcp_session_revoke(dg__mcp_session_t *ss);
+/* Ends the session here: cancels its calls, aborts its exchanges, closes
+ * its SSE stream, removes it from the table. Idempotent. */
 void dg__mcp_session_end(dg__mcp_session_t *ss);
 void dg__mcp_session_ref(dg__mcp_session_t *ss);
 void dg__mcp_session_unref(dg__mcp_session_t *ss);
 /* The session's activity clock restarts (HTTP idle expiry). */
 void dg__mcp_session_touch(dg__mcp_session_t *ss);
-/* Ends idle HTTP sessions past server.session_idle_timeout_ms. */
+/* Ends HTTP sessions idle past server.session_idle_timeout_ms on every
+ * worker, past their lifetime, or ended by another worker; records the
+ * sessions in use here as used in the shared table. */
 void dg__mcp_session_sweep(dg_mcp_server_t *s);
 /* True when the negotiated version is at least v ("2025-06-18"). */
 bool dg__mcp_session_at_least(const dg__mcp_session_t *ss, const char *v);

@@ -17,6 +17,8 @@ static void describe_metrics(void) {
   dg_metrics_describe("dg_tool_calls_total", "Tool calls by tool, transport and outcome.");
   dg_metrics_describe("dg_tool_call_duration_seconds", "Tool call duration.");
   dg_metrics_describe("dg_mcp_sessions_open", "MCP sessions open (every transport).");
+  dg_metrics_describe("dg_mcp_sessions_adopted_total",
+                      "HTTP sessions taken over from another worker or instance.");
   dg_metrics_describe("dg_mcp_messages_total", "JSON-RPC messages received by method.");
 }
 
@@ -31,6 +33,8 @@ static void free_tools(dg_mcp_server_t *s) {
 }
 
 static void server_destroy(dg_mcp_server_t *s) {
+  if (s->owns_shared)
+    dg_mcp_shared_free(s->shared);
   free_tools(s);
   dg_catalog_unref(s->cat);
   free(s);
@@ -74,6 +78,16 @@ static int load_tools(dg_mcp_server_t *s, dg_errctx_t *err) {
       return rc;
   }
   return 0;
+}
+
+/* Without a table made before forking (tests, one process) the server
+ * makes its own. */
+static int attach_shared(dg_mcp_server_t *s, dg_errctx_t *err) {
+  s->shared = s->config.shared;
+  if (s->shared != NULL)
+    return 0;
+  s->owns_shared = true;
+  return dg_mcp_shared_new(&s->cat->server, 1, &s->shared, err);
 }
 
 static uint64_t sweep_interval(const dg_mcp_server_t *s) {
@@ -140,6 +154,8 @@ int dg_mcp_server_new(uv_loop_t *loop, const dg_mcp_config_t *config, dg_catalog
   s->refs = 1;
   s->start_ms = dg_now_ms();
   int rc = load_tools(s, err);
+  if (rc == 0)
+    rc = attach_shared(s, err);
   if (rc != 0) {
     server_destroy(s);
     return rc;

@@ -180,18 +180,17 @@ void dg__sql_expand_many(dg__sql_t *sql, const dg_store_expand_t *e, const dg__s
 /* A write: INSERT, UPDATE or INSERT ... ON CONFLICT (id) DO UPDATE. */
 void dg__sql_write(dg__sql_t *sql, const dg_store_write_t *w, const char *id);
 
-/* ---- Results (result.c) ----------------------------------------------------------- */
-typedef struct dg__store_budget {
-  size_t used;
-  size_t max;
-} dg__store_budget_t;
+/* ---- Results (result.c) ----------------------------------------------------------- *
+ * Results are written as JSON text on the worker thread. */
 
 /* The JSON of one value of prop (NULL prop: the id). */
 json_t *dg__store_json_value(const dg_property_t *prop, const dg_store_value_t *v);
-/* An entity from one row: {"id", "properties": {...}} or, flat, {..., "id"}.
- * Counts its size against budget; NULL with *rc DG_E2BIG or DG_ENOMEM. */
-json_t *dg__store_entity(const dg__sql_cols_t *cols, const dg_store_value_t *row, bool flat,
-                         dg__store_budget_t *budget, int *rc);
+/* The same value written into out (0 or DG_E2BIG). */
+int dg__store_put_value(dg_buf_t *out, const dg_property_t *prop, const dg_store_value_t *v);
+/* "key":value,... of the emitted columns of a row (not the id, column 0). */
+int dg__store_put_members(dg_buf_t *out, const dg__sql_cols_t *cols, const dg_store_value_t *row);
+/* A flat entity, as expansions show them: {...members, "id": ...}. */
+int dg__store_put_flat(dg_buf_t *out, const dg__sql_cols_t *cols, const dg_store_value_t *row);
 /* Fills err for a result over the budget. */
 int dg__store_too_big(dg_errctx_t *err, size_t max);
 /* The key of a reference under "expanded" (camelCased). */

@@ -1,14 +1,15 @@
-/* Result JSON shared by the drivers: a row's values become an entity with
- * camelCased keys, typed by the property (a Boolean stored as an integer
- * comes back as true or false). Sizes are counted against the result
- * budget as the result grows, so a huge answer stops early with a clear
- * error instead of filling memory. */
+/* Result JSON shared by the drivers, written as text on the worker thread:
+ * a row's values become an entity with camelCased keys, typed by the
+ * property (a Boolean stored as an integer comes back as true or false).
+ * Writing text directly, rather than building jansson values and
+ * serialising them later, is most of what an answer costs beyond its SQL.
+ * Every buffer has the result budget as its maximum, so a huge answer stops
+ * early with a clear error instead of filling memory. */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "store/internal.h"
-
-/* Bytes of JSON punctuation counted per key and value. */
-#define VALUE_OVERHEAD 8
 
 json_t *dg__store_json_value(const dg_property_t *prop, const dg_store_value_t *v) {
   switch (v->kind) {
@@ -28,42 +29,61 @@ json_t *dg__store_json_value(const dg_property_t *prop, const dg_store_value_t *
   return json_null();
 }
 
-static size_t value_size(const dg_store_value_t *v) {
-  return VALUE_OVERHEAD + (v->kind == DG_STORE_TEXT ? v->len : 20);
+int dg__store_put_value(dg_buf_t *out, const dg_property_t *prop, const dg_store_value_t *v) {
+  char n[32];
+  bool boolean = prop != NULL && prop->type == DG_TYPE_BOOLEAN;
+  switch (v->kind) {
+  case DG_STORE_INT:
+    if (boolean)
+      return dg_buf_append_str(out, v->i != 0 ? "true" : "false");
+    snprintf(n, sizeof(n), "%" PRId64, v->i);
+    return dg_buf_append_str(out, n);
+  case DG_STORE_REAL:
+    return dg_json_write_real(out, v->d);
+  case DG_STORE_BOOL:
+    return dg_buf_append_str(out, v->b ? "true" : "false");
+  case DG_STORE_TEXT:
+    return dg_json_write_string(out, v->text, v->len);
+  default:
+    return dg_buf_append(out, "null", 4);
+  }
 }
 
-static bool put(json_t *obj, const char *key, json_t *value) {
-  return value != NULL && json_object_set_new(obj, key, value) == 0;
+/* "key":value of one property. */
+static int put_member(dg_buf_t *out, const char *key, const dg_property_t *prop,
+                      const dg_store_value_t *v) {
+  int rc = dg_json_write_string(out, key, strlen(key));
+  if (rc == 0)
+    rc = dg_buf_append(out, ":", 1);
+  return rc == 0 ? dg__store_put_value(out, prop, v) : rc;
 }
 
-json_t *dg__store_entity(const dg__sql_cols_t *cols, const dg_store_value_t *row, bool flat,
-                         dg__store_budget_t *budget, int *rc) {
-  json_t *props = json_object();
-  bool ok = props != NULL;
-  size_t size = VALUE_OVERHEAD * 2;
-  for (size_t i = 1; ok && i < cols->n; i++) {
+int dg__store_put_members(dg_buf_t *out, const dg__sql_cols_t *cols, const dg_store_value_t *row) {
+  int rc = 0;
+  bool first = true;
+  for (size_t i = 1; rc == 0 && i < cols->n; i++) {
     const dg_property_t *prop = cols->cols[i].prop;
     if (!cols->cols[i].emit)
       continue;
-    ok = put(props, prop->json_name, dg__store_json_value(prop, &row[i]));
-    size += strlen(prop->json_name) + value_size(&row[i]);
+    if (!first)
+      rc = dg_buf_append(out, ",", 1);
+    if (rc == 0)
+      rc = put_member(out, prop->json_name, prop, &row[i]);
+    first = false;
   }
-  size += value_size(&row[0]);
-  json_t *entity = flat ? props : json_object();
-  if (ok && flat)
-    ok = put(props, "id", dg__store_json_value(NULL, &row[0]));
-  else if (ok)
-    ok = put(entity, "id", dg__store_json_value(NULL, &row[0])) &&
-         json_object_set(entity, "properties", props) == 0;
-  if (!flat)
-    json_decref(props);
-  budget->used += size;
-  *rc = !ok ? DG_ENOMEM : budget->used > budget->max ? DG_E2BIG : 0;
-  if (*rc != 0) {
-    json_decref(entity);
-    return NULL;
-  }
-  return entity;
+  return rc;
+}
+
+int dg__store_put_flat(dg_buf_t *out, const dg__sql_cols_t *cols, const dg_store_value_t *row) {
+  int rc = dg_buf_append(out, "{", 1);
+  size_t before = out->len;
+  if (rc == 0)
+    rc = dg__store_put_members(out, cols, row);
+  if (rc == 0 && out->len > before)
+    rc = dg_buf_append(out, ",", 1);
+  if (rc == 0)
+    rc = put_member(out, "id", NULL, &row[0]);
+  return rc == 0 ? dg_buf_append(out, "}", 1) : rc;
 }
 
 int dg__store_too_big(dg_errctx_t *err, size_t max) {

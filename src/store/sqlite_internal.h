@@ -70,6 +70,31 @@ extern atomic_ulong dg__sqlite_statements;
 /* Answers one request on conn: r->result or r->err. */
 int dg__sqlite_run(dg__sqlite_conn_t *conn, dg_store_req_t *r);
 
+/* ---- One request's run (sqlite_exec.c), and the reads (sqlite_read.c) ---- */
+typedef struct dg__sqlite_run {
+  dg__sqlite_conn_t *conn;
+  dg_store_req_t *r;
+  dg_arena_t *arena;
+  size_t max; /* bytes the result may take */
+  dg_errctx_t *err;
+} dg__sqlite_run_t;
+
+/* Prepares sql and calls row() for each result row until it fails or asks
+ * to stop (returns 1). The first statement of a request is kept for the
+ * debug log. */
+typedef int (*dg__sqlite_row_fn)(dg__sqlite_run_t *run, sqlite3_stmt *st, void *data);
+int dg__sqlite_each_row(dg__sqlite_run_t *run, const dg__sql_t *sql, dg__sqlite_row_fn row,
+                        void *data);
+/* Fills err for out of memory, or for a result over the budget
+ * (rc DG_E2BIG); returns the code. */
+int dg__sqlite_put_failed(dg__sqlite_run_t *run, int rc);
+
+/* The reads, each inside the caller's read transaction: r->result is set
+ * to the answer, written out as JSON text (dg_json_raw). */
+int dg__sqlite_read_query(dg__sqlite_run_t *run, const dg_store_query_t *q);
+int dg__sqlite_read_fetch(dg__sqlite_run_t *run, const dg_store_fetch_t *f);
+int dg__sqlite_read_lookup(dg__sqlite_run_t *run, const dg_store_lookup_t *l);
+
 /* Submissions (sqlite_submit.c): the table and its indexes (inside the
  * migration's transaction), the three requests, and marking the
  * submissions of processes that are gone as interrupted (at open; notes

@@ -313,7 +313,7 @@ static int create_triggers(dg__sqlite_conn_t *conn, dg__sql_t *sql, const dg_mod
   static const char *const events[] = {"INSERT", "DELETE", "UPDATE"};
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < DG_ARRAY_SIZE(kinds); i++) {
-    char name[160];
+    char name[200]; /* fts (under 160 bytes) and a suffix */
     snprintf(name, sizeof(name), "%s_%s", fts, kinds[i]);
     dg__sql_put(sql, "CREATE TRIGGER ");
     dg__sql_ident(sql, NULL, name);

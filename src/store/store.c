@@ -1,7 +1,6 @@
 /* The store's life and its requests, whatever the driver: opening, the
  * list of requests in flight, cancellation, completion on the loop and
  * closing once the last request has ended. */
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +17,13 @@ static void set_state(dg_store_t *s, dg__store_state_t next) {
       [DG__STORE_OPEN] = {[DG__STORE_CLOSING] = true},
       [DG__STORE_CLOSING] = {[DG__STORE_CLOSED] = true},
   };
-  assert(legal[s->state][next]);
+  /* Checked in every build: an illegal transition is a bug worth a stop. */
+  if (!legal[s->state][next]) {
+    dg_log_json(DG_LOG_ERROR, "illegal_state",
+                json_pack("{s:s,s:s,s:s}", "what", "store", "from", state_names[s->state], "to",
+                          state_names[next]));
+    abort();
+  }
   dg_log_json(DG_LOG_DEBUG, "store_state",
               json_pack("{s:s,s:s}", "from", state_names[s->state], "to", state_names[next]));
   s->state = next;

@@ -164,3 +164,10 @@ char *dg__tools_lower(dg_arena_t *arena, const char *s) {
     *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
   return out;
 }
+
+json_t *dg__tools_store_json(json_t *result) {
+  const json_t *text = dg_json_raw_text(result);
+  if (text == NULL)
+    return json_incref(result);
+  return json_loadb(json_string_value(text), json_string_length(text), 0, NULL);
+}

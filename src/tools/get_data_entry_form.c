@@ -194,8 +194,10 @@ static void build(form_t *f) {
 /* ---- Reading the record and the choices ---------------------------------------------------------
  */
 
-static void on_record(int status, json_t *result, const dg_errctx_t *err, void *data) {
+static void on_record(int status, json_t *answer, const dg_errctx_t *err, void *data) {
   form_t *f = data;
+  json_t *result = status == 0 ? dg__tools_store_json(answer) : NULL;
+  json_decref(answer);
   json_t *e = json_array_get(json_object_get(result, "entities"), 0);
   if (status == 0 && e == NULL) {
     json_decref(result);
@@ -240,8 +242,11 @@ static const dg_property_t *label_property(const dg_model_t *m) {
   return NULL;
 }
 
-static void on_choices(int status, json_t *result, const dg_errctx_t *err, void *data) {
+static void on_choices(int status, json_t *answer, const dg_errctx_t *err, void *data) {
   form_t *f = data;
+  json_t *result = status == 0 ? dg__tools_store_json(answer) : NULL;
+  json_decref(answer);
+  status = status == 0 && result == NULL ? DG_ENOMEM : status;
   const dg_property_t *p = &f->model->properties[f->ref];
   json_t *list = json_object_get(result, "entities");
   const dg_property_t *label = label_property(p->reference->target);

@@ -163,6 +163,11 @@ int dg__tools_form_values(const dg_principal_t *p, const dg_model_t *m, const js
 json_t *dg__tools_record_values(const dg_model_t *m, const json_t *properties);
 /* Every stored property of m (Inbound references hold no value). */
 int dg__tools_stored_select(const dg_model_t *m, dg_arena_t *arena, dg_store_select_t *out);
+/* A store answer as jansson values: the parsed text of a query's or
+ * fetch's answer (written out as JSON text on the threadpool), or the
+ * value itself; the caller releases it; NULL when it cannot be read. For
+ * small answers: one record, a page of choices. */
+json_t *dg__tools_store_json(json_t *result);
 /* A copy of s in lower case (GUIDs), in arena. */
 char *dg__tools_lower(dg_arena_t *arena, const char *s);
 /* A fetch of one record with every stored property; NULL out of memory. */

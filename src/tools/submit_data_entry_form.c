@@ -232,6 +232,10 @@ static void on_finished(int status, json_t *result, const dg_errctx_t *err, void
 /* ---- The save tree
  * ---------------------------------------------------------------------------------- */
 
+/* Answers up to this size are read on the loop; larger ones (long child
+ * lists) on the threadpool. */
+#define INLINE_PARSE_BYTES (16u * 1024u)
+
 typedef struct load {
   submission_t *s;
   dg_store_query_t q;
@@ -239,20 +243,63 @@ typedef struct load {
   dg_store_filter_t filter;
   dg_save_loaded_fn done;
   void *token;
+  json_t *answer;  /* the store's answer while it is read on the threadpool */
+  json_t *records; /* [{id, values}] */
+  uv_work_t work;
 } load_t;
 
-static void on_children(int status, json_t *result, const dg_errctx_t *err, void *data) {
-  load_t *l = data;
-  json_t *records = status == 0 ? json_array() : NULL;
+/* The store's answer as the records the save tree takes. Touches only the
+ * answer and the immutable catalog, so it may run on a worker thread. */
+static json_t *records_of(const dg_model_t *m, json_t *answer) {
+  json_t *result = dg__tools_store_json(answer);
+  json_t *records = result ? json_array() : NULL;
   size_t i;
   json_t *e;
   json_array_foreach(json_object_get(result, "entities"), i, e) {
-    json_array_append_new(
-        records, json_pack("{s:O,s:o}", "id", json_object_get(e, "id"), "values",
-                           dg__tools_record_values(l->q.model, json_object_get(e, "properties"))));
+    json_array_append_new(records,
+                          json_pack("{s:O,s:o}", "id", json_object_get(e, "id"), "values",
+                                    dg__tools_record_values(m, json_object_get(e, "properties"))));
   }
   json_decref(result);
-  l->done(l->token, status, records, err);
+  return records;
+}
+
+static void records_work(uv_work_t *w) {
+  load_t *l = w->data;
+  l->records = records_of(l->q.model, l->answer);
+}
+
+static void records_done(uv_work_t *w, int status) {
+  load_t *l = w->data;
+  json_decref(l->answer);
+  l->answer = NULL;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  if (l->records == NULL)
+    dg_errctx_set(&err, DG_ENOMEM, "", "the list could not be read: out of memory");
+  l->done(l->token, l->records ? 0 : DG_ENOMEM, l->records, &err);
+}
+
+static void on_children(int status, json_t *answer, const dg_errctx_t *err, void *data) {
+  load_t *l = data;
+  const json_t *text = status == 0 ? dg_json_raw_text(answer) : NULL;
+  if (text != NULL && json_string_length(text) > INLINE_PARSE_BYTES) {
+    l->answer = answer;
+    l->work.data = l;
+    if (uv_queue_work(dg_tool_call_loop(l->s->call), &l->work, records_work, records_done) == 0)
+      return;
+    l->answer = NULL;
+  }
+  json_t *records = status == 0 ? records_of(l->q.model, answer) : NULL;
+  json_decref(answer);
+  dg_errctx_t oom;
+  const dg_errctx_t *why = err;
+  dg_errctx_clear(&oom);
+  if (status == 0 && records == NULL) {
+    status = dg_errctx_set(&oom, DG_ENOMEM, "", "the list could not be read: out of memory");
+    why = &oom;
+  }
+  l->done(l->token, status, records, why);
 }
 
 /* The records of a child list: those whose inverse reference names the parent. */
@@ -327,8 +374,10 @@ static void start_tree(submission_t *s, const json_t *values) {
     fail_early(s, s->endpoint->root->title, err.message);
 }
 
-static void on_fetched(int status, json_t *result, const dg_errctx_t *err, void *data) {
+static void on_fetched(int status, json_t *answer, const dg_errctx_t *err, void *data) {
   submission_t *s = data;
+  json_t *result = status == 0 ? dg__tools_store_json(answer) : NULL;
+  json_decref(answer);
   json_t *e = json_array_get(json_object_get(result, "entities"), 0);
   json_t *values = e ? dg__tools_record_values(s->model, json_object_get(e, "properties")) : NULL;
   if (values != NULL)

@@ -115,6 +115,21 @@ describe('the REST order edit', () => {
     assert.equal(f.lastSubmission.endpoint, 'OrderEdit');
   });
 
+  it('saves a long list of children (120 lines, read from the store off the loop)', async () => {
+    mock.upstream.control({ reset: true });
+    const { order, lines } = sampleOrder('SO-1001');
+    const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    assert.equal(r.status, 'succeeded', JSON.stringify(r).slice(0, 2000));
+    const children = r.actions.find((a) => a.type === 'ChildSaves');
+    assert.equal(children.count, lines.length);
+    assert.equal(children.saves.length, 100); // detailed up to 100
+    assert.equal(children.omitted, lines.length - 100);
+    assert.equal(requestsTo(mock, erp('/orders/SO-1001/edits/begin.json')).length, 1);
+    assert.equal(mock.upstream.log.filter((q) => q.path.includes('/line_items/')).length, lines.length);
+    for (const l of lines.slice(0, 5))
+      assert.match((await entity(gw, ORDER_LINES, l.id)).lineItemId, /^cli-1-\d+$/);
+  });
+
   it('does not run the tree when a form creates an order (the edit is for existing orders)', async () => {
     mock.upstream.control({ reset: true });
     const r = structured(await call(gw, 'submit_data_entry_form', { dataModelId: ORDERS,

@@ -201,6 +201,89 @@ static void test_depth_limit(void **state) {
   json_decref(root);
 }
 
+/* Reals of money and measures take a path of their own; its digits must
+ * be jansson's, on both sides of every boundary it has. */
+static void test_hundredths_as_jansson(void **state) {
+  static const double edges[] = {0.0,   -0.0,        0.01, -0.01, 0.05,
+                                 0.1,   0.5,         0.55, 1.0,   10.0,
+                                 100.1, 99.99,       1e12, -1e12, 9999999999999.99,
+                                 1e13,  -1e13,       1e15, 2.675, 1e-5,
+                                 0.001, 123456789.12};
+  for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+    json_t *v = json_real(edges[i]);
+    assert_same_as_jansson(v);
+    json_decref(v);
+  }
+  uint64_t x = 88172645463325252ULL;
+  for (int i = 0; i < 20000; i++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    long long cents = (long long)(x % 2000000000000000ULL) - 1000000000000000LL;
+    double d = i % 2 ? (double)cents / 100 : (double)(cents % 1000000) / 100;
+    json_t *v = json_real(i % 7 == 0 ? d / 3 : d);
+    assert_same_as_jansson(v);
+    json_decref(v);
+  }
+}
+
+/* The pieces for writers of their own give dg_json_write's bytes. */
+static void test_pieces(void **state) {
+  static const char *const strings[] = {"", "plain", "quote \" and \\", "tab\tnl\n\x01",
+                                        "caf\xc3\xa9"};
+  static const double reals[] = {0.0, 1450.1, -2.5, 1e300, 3.14159265358979, 1e-7, 42.0};
+  for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+    dg_buf_t a, b;
+    dg_buf_init(&a, 1024);
+    dg_buf_init(&b, 1024);
+    json_t *v = json_string(strings[i]);
+    assert_int_equal(dg_json_write_string(&a, strings[i], strlen(strings[i])), 0);
+    assert_int_equal(dg_json_write(v, &b), 0);
+    assert_string_equal(a.data, b.data);
+    json_decref(v);
+    dg_buf_free(&a);
+    dg_buf_free(&b);
+  }
+  for (size_t i = 0; i < sizeof(reals) / sizeof(reals[0]); i++) {
+    dg_buf_t a, b;
+    dg_buf_init(&a, 1024);
+    dg_buf_init(&b, 1024);
+    json_t *v = json_real(reals[i]);
+    assert_int_equal(dg_json_write_real(&a, reals[i]), 0);
+    assert_int_equal(dg_json_write(v, &b), 0);
+    assert_string_equal(a.data, b.data);
+    json_decref(v);
+    dg_buf_free(&a);
+    dg_buf_free(&b);
+  }
+}
+
+/* A raw value is written as it is, wherever it sits; a look-alike array is
+ * just an array. */
+static void test_raw_values(void **state) {
+  const char text[] = "{\"entities\":[{\"id\":\"a\",\"n\":1.5}],\"hasMore\":false}";
+  json_t *raw = dg_json_raw(text, strlen(text));
+  assert_non_null(raw);
+  assert_string_equal(json_string_value(dg_json_raw_text(raw)), text);
+  json_t *reply = json_pack("{s:s,s:O}", "jsonrpc", "2.0", "result", raw);
+  dg_buf_t out;
+  dg_buf_init(&out, 1 << 20);
+  assert_int_equal(dg_json_write(reply, &out), 0);
+  char want[256];
+  snprintf(want, sizeof(want), "{\"jsonrpc\":\"2.0\",\"result\":%s}", text);
+  assert_string_equal(out.data, want);
+  dg_buf_free(&out);
+  json_t *forged = json_pack("[{},s]", text);
+  assert_null(dg_json_raw_text(forged));
+  assert_same_as_jansson(forged);
+  json_t *plain = json_string(text);
+  assert_null(dg_json_raw_text(plain));
+  json_decref(plain);
+  json_decref(forged);
+  json_decref(reply);
+  json_decref(raw);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scalars),
@@ -212,6 +295,9 @@ int main(void) {
       cmocka_unit_test(test_generated_values),
       cmocka_unit_test(test_limit_leaves_buffer_unchanged),
       cmocka_unit_test(test_depth_limit),
+      cmocka_unit_test(test_hundredths_as_jansson),
+      cmocka_unit_test(test_raw_values),
+      cmocka_unit_test(test_pieces),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

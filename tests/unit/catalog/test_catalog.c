@@ -355,6 +355,35 @@ static void test_broken_settings_and_access(void **state) {
   expect_errors(datagate, good_models, want, DG_ARRAY_SIZE(want));
 }
 
+/* The session key comes from the environment, long enough or not at all. */
+static void test_session_key(void **state) {
+  static const char datagate[] = "{\"server\": {\"sessionKeyEnv\": \"DG_TEST_SESSION_KEY\"}}";
+  static const char *const unset[] = {
+      "datagate.json: /server/sessionKeyEnv: environment variable 'DG_TEST_SESSION_KEY' is not "
+      "set; it must hold a random secret of at least 32 characters, the same on every instance",
+  };
+  static const char *const shorter[] = {
+      "datagate.json: /server/sessionKeyEnv: environment variable 'DG_TEST_SESSION_KEY' is too "
+      "short; it must hold a random secret of at least 32 characters, the same on every instance",
+  };
+  unsetenv("DG_TEST_SESSION_KEY");
+  expect_errors(datagate, good_models, unset, DG_ARRAY_SIZE(unset));
+  setenv("DG_TEST_SESSION_KEY", "0123456789abcdef0123456789abcde", 1);
+  expect_errors(datagate, good_models, shorter, DG_ARRAY_SIZE(shorter));
+  static const char key[] = "0123456789abcdef0123456789abcdef";
+  setenv("DG_TEST_SESSION_KEY", key, 1);
+  tmpconf_t t;
+  tmpconf_make(&t, datagate, good_models);
+  dg_catalog_t *cat;
+  assert_int_equal(dg_catalog_load(t.dir, &cat, NULL), 0);
+  assert_string_equal(cat->server.session_key_env, "DG_TEST_SESSION_KEY");
+  assert_int_equal(cat->server.session_key_len, strlen(key));
+  assert_memory_equal(cat->server.session_key, key, strlen(key));
+  dg_catalog_unref(cat);
+  tmpconf_remove(&t);
+  unsetenv("DG_TEST_SESSION_KEY");
+}
+
 static void test_missing_and_invalid_files(void **state) {
   static const char *const missing[] = {
       "datagate.json: /: file not found in '%s' (it is required)",
@@ -424,6 +453,9 @@ static void test_defaults(void **state) {
   assert_int_equal(s->max_sessions, 10000);
   assert_int_equal(s->session_idle_timeout_ms, 1800000);
   assert_int_equal(s->max_inflight_per_session, 32);
+  assert_int_equal(s->session_max_lifetime_ms, 86400000);
+  assert_null(s->session_key_env);
+  assert_null(s->session_key);
   assert_int_equal(s->tool_timeout_ms, 30000);
   assert_int_equal(s->max_result_bytes, 1048576);
   assert_string_equal(s->log_level, "info");
@@ -526,6 +558,7 @@ int main(void) {
       cmocka_unit_test(test_missing_and_invalid_files),
       cmocka_unit_test(test_bad_public_key_file),
       cmocka_unit_test(test_defaults),
+      cmocka_unit_test(test_session_key),
       cmocka_unit_test(test_absolute_paths_kept_and_null_access_log),
       cmocka_unit_test(test_check_output),
       cmocka_unit_test(test_data_types),

@@ -20,6 +20,7 @@ typedef struct ht {
   uv_thread_t thread;
   uv_async_t stop;
   dg_catalog_t *cat;
+  dg_mcp_shared_t *shared; /* set before ht_run to share sessions with another server */
   dg_mcp_server_t *mcp;
   dg_http_server_t *http;
   int port;
@@ -55,7 +56,7 @@ static inline ht_t *ht_new(void) {
 }
 
 static inline void ht_run(ht_t *t) {
-  assert_int_equal(mt_server_new(&t->loop, t->cat, &t->mcp), 0);
+  assert_int_equal(mt_server_new_shared(&t->loop, t->cat, t->shared, &t->mcp), 0);
   dg_http_server_config_t cfg = {
       .host = "127.0.0.1", .handler = dg_mcp_http_handler, .data = t->mcp};
   dg_http_limits_default(&cfg.limits);

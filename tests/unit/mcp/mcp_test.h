@@ -152,17 +152,25 @@ static const dg_tool_t mt_fail = {.name = "fail",
                                   .run = mt_fail_run};
 static const dg_tool_t *const mt_tools[] = {&mt_echo, &mt_slow, &mt_progress, &mt_big, &mt_fail};
 
-static inline int mt_server_new(uv_loop_t *loop, dg_catalog_t *cat, dg_mcp_server_t **out) {
+/* A server with the fake tools; with shared NULL it makes its own session
+ * key and table, otherwise it shares them like a worker. */
+static inline int mt_server_new_shared(uv_loop_t *loop, dg_catalog_t *cat, dg_mcp_shared_t *shared,
+                                       dg_mcp_server_t **out) {
   dg_mcp_config_t config = {
       .server_name = "datagate",
       .server_version = "9.9.9",
       .instructions = "Call echo first.",
       .tools = mt_tools,
       .ntools = DG_ARRAY_SIZE(mt_tools),
+      .shared = shared,
   };
   dg_errctx_t err;
   dg_errctx_clear(&err);
   return dg_mcp_server_new(loop, &config, cat, out, &err);
+}
+
+static inline int mt_server_new(uv_loop_t *loop, dg_catalog_t *cat, dg_mcp_server_t **out) {
+  return mt_server_new_shared(loop, cat, NULL, out);
 }
 
 /* ---- In-memory transport -------------------------------------------------------- */

@@ -131,7 +131,7 @@ static void test_json_flow(void **state) {
   static hc_resp_t r;
   char sid[64];
   hc_initialize(t->port, "2025-06-18", sid);
-  assert_int_equal(strlen(sid), 32);
+  assert_int_equal(strlen(sid), DG__MCP_SESSION_ID_LEN);
   assert_int_equal(
       hc_post(t->port, sid, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &r),
       202);

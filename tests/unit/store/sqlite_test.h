@@ -37,7 +37,20 @@ static inline void sq_on_result(int status, json_t *result, const dg_errctx_t *e
   r->calls++;
   r->early |= r->starting;
   r->status = status;
-  r->json = result;
+  /* Results come written out (dg_json_raw): read them back as a client
+   * would, and check that the store wrote exactly the bytes that the JSON
+   * writer gives for the same value (member order, number forms). */
+  const json_t *text = dg_json_raw_text(result);
+  r->json = text != NULL ? json_loads(json_string_value(text), 0, NULL) : result;
+  if (text != NULL) {
+    dg_buf_t again;
+    dg_buf_init(&again, 64 * 1024 * 1024);
+    if (r->json == NULL || dg_json_write(r->json, &again) != 0 ||
+        strcmp(again.data, json_string_value(text)) != 0)
+      fail_msg("the store wrote %s", json_string_value(text));
+    dg_buf_free(&again);
+    json_decref(result);
+  }
   snprintf(r->message, sizeof(r->message), "%s", status != 0 && err ? err->message : "");
 }
 

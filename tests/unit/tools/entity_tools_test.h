@@ -39,8 +39,15 @@ typedef struct et_fixture {
 
 static et_fixture_t *et_current; /* the transport has no other way back */
 
+/* Keeps each reply as a client reads it: written out, then parsed. */
 static inline void et_reply(dg__mcp_exchange_t *ex, json_t *reply) {
-  json_array_append_new(et_current->replies, reply ? json_deep_copy(reply) : json_null());
+  json_t *seen = json_null();
+  dg_buf_t text;
+  dg_buf_init(&text, 64 * 1024 * 1024);
+  if (reply != NULL && dg_json_write(reply, &text) == 0)
+    seen = json_loads(text.data, 0, NULL);
+  dg_buf_free(&text);
+  json_array_append_new(et_current->replies, seen);
 }
 
 static inline void et_notify(dg__mcp_exchange_t *ex, json_t *note) {
