@@ -26,6 +26,7 @@
 
 #include "datagate/base.h"
 #include "datagate/catalog.h"
+#include "datagate/extract.h"
 #include "datagate/mcp.h"
 #include "datagate/net.h"
 #include "datagate/save.h"
@@ -100,6 +101,8 @@ static void print_usage(FILE *out) {
         "                         with the session values each action may use, and exit\n"
         "      --log-level LEVEL  debug, info, warn or error (overrides server.logLevel)\n"
         "      --database FILE    SQLite database file (overrides server.database)\n"
+        "      --extract FILE [--content-type T] [--offset N] [--chunk-chars N] [--json]\n"
+        "                         print the text of a document (or its chunks as JSON)\n"
         "  -V, --version          print the version and exit\n"
         "  -h, --help             print this help and exit\n"
         "\n"
@@ -379,6 +382,9 @@ static void app_finish(app_t *app) {
   if (app->mcp != NULL)
     dg_mcp_server_free(app->mcp);
   app->mcp = NULL;
+  /* Freed once the document calls the MCP server canceled have ended. */
+  dg_tools_files_close(app->env.files);
+  app->env.files = NULL;
   /* Upstream calls still running are cancelled; their callbacks follow. */
   dg_connectors_close(app->env.connectors);
   app->env.connectors = NULL;
@@ -472,6 +478,8 @@ static void check_restart_settings(const options_t *o, const dg_server_settings_
     log_restart_required("server.tlsKeyFile");
   if (str_changed(old->upstream_ca_file, cur->upstream_ca_file))
     log_restart_required("server.upstreamCaFile");
+  if (str_changed(old->upstream_dns_servers, cur->upstream_dns_servers))
+    log_restart_required("server.upstreamDnsServers");
   if (o->database == NULL && str_changed(old->database, cur->database))
     log_restart_required("server.database");
   if (str_changed(old->session_key_env, cur->session_key_env))
@@ -601,11 +609,15 @@ static int start_client(app_t *app, dg_errctx_t *err) {
   dg_http_client_config_t config;
   dg_http_client_config_default(&config);
   config.ca_file = app->boot->server.upstream_ca_file;
+  config.dns_servers = app->boot->server.upstream_dns_servers;
   int rc = dg_http_client_new(&app->loop, &config, &app->env.client, err);
   if (rc == 0)
     rc = dg_connectors_new(&app->loop, app->env.client, &app->env.connectors, err);
   if (rc == 0)
     rc = dg_connectors_configure(app->env.connectors, app->cat, err);
+  app->env.files = rc == 0 ? dg_tools_files_new(app->boot) : NULL;
+  if (rc == 0 && app->env.files == NULL)
+    rc = dg_errctx_set(err, DG_ENOMEM, "files", "out of memory");
   return rc;
 }
 
@@ -1063,6 +1075,9 @@ static int serve(const options_t *o, dg_catalog_t *cat) {
 }
 
 int main(int argc, char **argv) {
+  /* "datagate --extract FILE ..." extracts one document and exits. */
+  if (argc > 1 && strcmp(argv[1], "--extract") == 0)
+    return dg_extract_main(argc - 1, argv + 1, stdout, stderr);
   options_t opt;
   args_result_t args = parse_args(argc, argv, &opt);
   if (args != ARGS_RUN)
@@ -1073,6 +1088,7 @@ int main(int argc, char **argv) {
     return explain_endpoint(&opt);
   /* Seeded once, before any thread exists, as jansson asks. */
   json_object_seed(0);
+  dg_json_use_block_cache();
   dg_log_init(2, opt.has_log_level ? opt.log_level : DG_LOG_INFO);
   dg_catalog_t *cat = NULL;
   if (load_catalog(opt.config_dir, &cat) != 0)

@@ -9,6 +9,7 @@
  *   connectors.json external APIs: base URL, headers, limits, authentication
  *   saved_queries.json  Saved Queries (Live Data Providers) over connectors
  *   endpoints.json  endpoints with their save action trees (data entry forms)
+ *   files.json      where get_file_text may download documents, and its limits
  */
 #ifndef DATAGATE_CATALOG_H
 #define DATAGATE_CATALOG_H
@@ -161,6 +162,8 @@ typedef struct dg_server_settings {
   const char *tls_cert_file;
   const char *tls_key_file;
   const char *upstream_ca_file; /* PEM CAs trusted for HTTPS upstreams besides the system's */
+  /* Name servers for upstream host names ("ip[:port],..."), or NULL. */
+  const char *upstream_dns_servers;
   size_t max_header_bytes;
   unsigned max_headers;
   size_t max_body_bytes;
@@ -187,6 +190,8 @@ typedef struct dg_server_settings {
   size_t session_key_len;
   uint64_t tool_timeout_ms;
   size_t max_result_bytes; /* tool results over this are truncated (said in the result) */
+  /* A grouped aggregate that matches more records than this is refused. */
+  uint64_t max_grouped_aggregate_records;
   const char *log_level;
   const char *access_log; /* path, "-" for stderr, NULL for off */
   const char *stdio_user; /* principal used by --stdio */
@@ -319,6 +324,46 @@ typedef struct dg_saved_query {
   unsigned max_results; /* items mapped at most; more are reported as truncated */
   size_t index;
 } dg_saved_query_t;
+
+/* ---- Document sources (files.json) ------------------------------------------
+ * Where get_file_text may download documents from. A URL is fetched only
+ * when its scheme is allowed and it falls under a source: the same scheme,
+ * host and port, and a path under the source's prefix (the longest prefix
+ * wins). The source says whether loopback, link-local and private addresses
+ * may be reached, and which connector's headers, credentials and limits
+ * apply. Without files.json no source is configured and nothing is fetched. */
+typedef struct dg_file_source {
+  const char *name;
+  bool https;
+  const char *host;        /* lower case; an IPv6 literal without brackets */
+  unsigned port;           /* explicit or the scheme's default */
+  const char *origin;      /* "https://host[:port]" as matched, for messages */
+  const char *path_prefix; /* starts with '/'; "/" matches every path */
+  /* Connector whose headers, authentication and limits are used, or NULL.
+   * Its base URL is a prefix of every URL the source matches, so the rest
+   * of the URL is the path of the connector call. */
+  const dg_connector_t *connector;
+  bool allow_private_addresses; /* loopback, link-local and private networks */
+  size_t index;
+} dg_file_source_t;
+
+typedef struct dg_file_settings {
+  const char *const *allowed_schemes; /* "https" and/or "http" */
+  size_t nallowed_schemes;
+  const dg_file_source_t *sources;
+  size_t nsources;
+  size_t max_download_bytes;    /* decoded document bytes */
+  uint64_t download_timeout_ms; /* one download, redirects included */
+  unsigned max_redirects;       /* each target is checked like the first URL */
+  size_t chunk_chars;           /* characters of text per chunk */
+  size_t max_text_bytes;        /* extracted text kept; the rest is cut */
+  uint64_t extract_timeout_ms;  /* parsing one document */
+  unsigned max_concurrent;      /* documents downloaded and extracted at once */
+  unsigned max_queued;          /* calls waiting for a slot beyond that */
+  size_t cache_bytes;           /* extracted text cached (0: no cache) */
+  unsigned cache_entries;
+  uint64_t cache_ttl_ms; /* served without asking the source again */
+} dg_file_settings_t;
 
 /* ---- Endpoints and their save action trees (endpoints.json) ---------------
  * An endpoint saves records of one Data Model through a tree of actions:
@@ -481,6 +526,7 @@ typedef struct dg_catalog {
   size_t nsaved_queries;
   const dg_endpoint_t *endpoints;
   size_t nendpoints;
+  dg_file_settings_t files;
   /* private: reference count and the memory everything above lives in */
   int refs;
   dg_arena_t *arena;

@@ -66,6 +66,16 @@ void dg_tool_call_on_cancel(dg_tool_call_t *call, void (*fn)(dg_tool_call_t *cal
  * total < 0 means unknown, message may be NULL. No-op otherwise. */
 void dg_tool_call_progress(dg_tool_call_t *call, double progress, double total,
                            const char *message);
+/* As dg_tool_call_progress, with meta (borrowed; may be NULL) sent as
+ * params._meta, for data that travels with the progress (a streamed chunk's
+ * offsets). Returns 0 when the notification was queued for the client,
+ * DG_ENOTSUP when the caller gave no progress token or the transport cannot
+ * carry it (a JSON answer rather than SSE), DG_ECLOSED when the client is
+ * gone, DG_E2BIG when the client's unsent output is over half its limit
+ * (nothing was sent: progress is advisory; a sender may try again later or
+ * stop). */
+int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double total,
+                               const char *message, json_t *meta);
 /* True when the caller gave a progress token (chunks may be streamed). */
 bool dg_tool_call_wants_progress(const dg_tool_call_t *call);
 

@@ -316,6 +316,31 @@ typedef struct dg_http_address_policy {
 /* True when policy lets a call connect to addr (AF_INET or AF_INET6). */
 bool dg_http_address_allowed(const dg_http_address_policy_t *policy, const struct sockaddr *addr);
 
+/* An absolute http(s) URL as the client parses it, for callers that
+ * decide themselves where a URL may lead (document downloads). */
+typedef struct dg_http_url {
+  bool https;
+  bool ipv6; /* host is an IPv6 literal (written in brackets) */
+  uint16_t port;
+  char host[256];     /* lower case, without brackets */
+  const char *target; /* path and query, starting with '/' */
+  size_t path_len;    /* bytes of target before the query */
+  char origin[300];   /* "https://host:port" */
+} dg_http_url_t;
+
+/* Parses an absolute http(s) URL of at most 8192 bytes (the fragment is
+ * dropped; user info, spaces and non-ASCII are refused); strings live in
+ * arena. Returns 0, or DG_EINVAL with *why saying what is wrong. */
+int dg_http_url_parse(dg_arena_t *arena, const char *text, dg_http_url_t *out, const char **why);
+/* Resolves a Location header value against base, as a redirect does. */
+int dg_http_url_resolve(dg_arena_t *arena, const dg_http_url_t *base, const char *location,
+                        dg_http_url_t *out, const char **why);
+/* "https://host[:port]/path" without the query (which may hold a key), for
+ * messages and logs. */
+void dg_http_url_display(const dg_http_url_t *url, char *out, size_t size);
+/* The whole URL, query included, default port left out. */
+char *dg_http_url_full(dg_arena_t *arena, const dg_http_url_t *url);
+
 /* A response as the caller sees it. Header names and values are as
  * received (look them up with dg_http_response_header). body is the decoded
  * body, NUL-terminated; empty when it was streamed to on_chunk. Valid only
@@ -446,6 +471,10 @@ int dg_http_client_request(dg_http_client_t *client, const dg_http_client_reques
  * done runs once, on a later loop turn, with DG_ECANCELED. Must not be
  * used after done has run. */
 void dg_http_call_cancel(dg_http_call_t *call);
+
+/* The name servers the client was created with ("ip[:port],..."), or NULL
+ * for the system's; valid while the client lives. */
+const char *dg_http_client_dns_servers(const dg_http_client_t *client);
 
 /* Calls started and not yet completed. */
 unsigned dg_http_client_active(const dg_http_client_t *client);

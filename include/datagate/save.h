@@ -141,6 +141,21 @@ struct dg_http_response; /* net.h */
 typedef struct dg_connectors dg_connectors_t;
 typedef struct dg_connector_call dg_connector_call_t;
 
+/* A download through a connector (get_file_text): the body of a 2xx answer
+ * is handed over as it arrives instead of being collected, within the
+ * caller's caps. The callbacks get the user of dg_connectors_call. */
+typedef struct dg_connector_stream {
+  size_t max_body_bytes; /* decoded body cap; 0: the connector's maxResponseBytes */
+  uint64_t timeout_ms;   /* the whole call; 0: the connector's */
+  bool no_redirects;     /* a 3xx answer is the result (rc 0) for the caller to judge */
+  /* The final response's head (any status) before its body; a negative
+   * DG_E* code aborts the call with that code. Optional. */
+  int (*on_head)(int status, const dg_http_header_t *headers, size_t nheaders, void *user);
+  /* Body bytes of a 2xx answer, valid during the call; a negative DG_E*
+   * code aborts the call. Optional: without it the body is collected. */
+  int (*on_chunk)(const char *data, size_t len, void *user);
+} dg_connector_stream_t;
+
 typedef struct dg_connector_request {
   const char *method; /* GET, POST, PUT, PATCH or DELETE */
   /* Appended to the base URL: "" or starting with '/', already encoded,
@@ -150,8 +165,9 @@ typedef struct dg_connector_request {
   size_t nheaders;
   const void *body;
   size_t body_len;
-  bool retry_unsafe;      /* a POST or PATCH that may be retried anyway */
-  const char *request_id; /* the tool call's, for traceparent (may be NULL) */
+  bool retry_unsafe;                   /* a POST or PATCH that may be retried anyway */
+  const char *request_id;              /* the tool call's, for traceparent (may be NULL) */
+  const dg_connector_stream_t *stream; /* a download; NULL for an ordinary call */
 } dg_connector_request_t;
 
 typedef struct dg_connector_result {

@@ -1,5 +1,5 @@
 /* store: the entity store behind lookup_by_keyword, query_entities,
- * get_entities_by_ids, submit_data_entry_form (and later aggregate_entities).
+ * get_entities_by_ids, aggregate_entities, submit_data_entry_form.
  *
  * Two halves:
  *
@@ -24,6 +24,8 @@
  *   fetch   {"entities": [E...]}                     (in the order asked)
  *   lookup  {"entities": [L...]}                     (best match first)
  *   write   {"id": "...", "created": b}
+ *   aggregate {"matchedCount": n, "groupByProperties": ["Status", ...],
+ *            "rows": [{"groupKey": {...}, "aggregates": {...}}]}
  * where E is {"id": "...", "properties": {...}} with camelCased keys, and
  * with expansion properties.expanded.<reference> (Outbound: an object or
  * null; Inbound: an array, possibly []), each expanded entity a flat object
@@ -55,6 +57,12 @@
 #define DG_STORE_VALUE_MAX 4096      /* bytes of one filter value */
 #define DG_STORE_SEARCH_MAX 256      /* bytes of a lookup searchValue */
 #define DG_STORE_SEARCH_TERMS_MAX 16 /* words of a searchValue */
+#define DG_STORE_AGGREGATIONS_MAX 32 /* aggregation clauses of one call */
+#define DG_STORE_GROUP_BY_MAX 8      /* groupBy entries */
+#define DG_STORE_ALIAS_MAX 64        /* characters of an alias */
+/* Records a grouped aggregate may match when server.maxGroupedAggregateRecords
+ * is not set; ungrouped totals have no cap. */
+#define DG_STORE_GROUPED_CAP_DEFAULT 100000
 
 /* ---- Operators -------------------------------------------------------------- */
 #define DG_STORE_OP_MAP(XX)                                                                        \
@@ -208,6 +216,66 @@ typedef struct dg_store_write {
   size_t nvalues;
 } dg_store_write_t;
 
+/* ---- Aggregates ---------------------------------------------------------------- */
+#define DG_STORE_AGG_MAP(XX)                                                                       \
+  XX(SUM, "Sum")                                                                                   \
+  XX(AVERAGE, "Average")                                                                           \
+  XX(COUNT, "Count")                                                                               \
+  XX(MIN, "Min")                                                                                   \
+  XX(MAX, "Max")                                                                                   \
+  XX(DISTINCT_COUNT, "DistinctCount")
+
+typedef enum dg_store_agg_fn {
+#define XX(name, text) DG_STORE_AGG_##name,
+  DG_STORE_AGG_MAP(XX)
+#undef XX
+      DG_STORE_AGG__COUNT
+} dg_store_agg_fn_t;
+
+const char *dg_store_agg_name(dg_store_agg_fn_t fn);
+
+/* A joinFilter: the base row is joined to at most one entity of target,
+ * whose id equals the base row's key (1-to-1 joins only), and the clause
+ * counts the row only when that entity exists and the condition holds. */
+typedef struct dg_store_join {
+  const dg_model_t *target;
+  const dg_property_t *reference; /* the Outbound reference named, or NULL (entity + on) */
+  const dg_property_t *key;       /* base property holding target's id (NULL: the base id) */
+  dg_store_op_t op;
+  const dg_property_t *local;   /* condition.localProperty (NULL: the base id) */
+  bool compare_property;        /* foreignProperty given, else value */
+  const dg_property_t *foreign; /* of target (NULL with compare_property: its id) */
+  dg_store_value_t value;       /* read as local's type; DG_STORE_NULL: a null test */
+} dg_store_join_t;
+
+typedef struct dg_store_aggregation {
+  dg_store_agg_fn_t fn;
+  const dg_property_t *prop;   /* of the base model; NULL for Count */
+  const char *key;             /* result key: the alias (default Function_Property), camelCased */
+  const dg_store_join_t *join; /* NULL: every matched record counts */
+} dg_store_aggregation_t;
+
+/* A group key: a base property, or with reference a property of the
+ * related entities (Outbound: one; Inbound: each distinct value). */
+typedef struct dg_store_group_key {
+  const dg_property_t *reference;
+  const dg_model_t *model; /* the model prop belongs to */
+  const dg_property_t *prop;
+  const char *name; /* in groupByProperties: "Status", "Customer.Region" */
+  const char *key;  /* in groupKey: "status", "customer.Region" */
+} dg_store_group_key_t;
+
+typedef struct dg_store_aggregate {
+  const dg_model_t *model;
+  dg_store_filters_t filters;
+  dg_store_aggregation_t *aggs;
+  size_t naggs;
+  dg_store_group_key_t *group_by; /* none: one totals row; never with a join */
+  size_t ngroup_by;
+  int64_t grouped_cap;            /* records a grouped aggregate may match */
+  const dg_property_t *date_hint; /* a date the caller may filter on, for the cap's message */
+} dg_store_aggregate_t;
+
 /* ---- The parser ------------------------------------------------------------------ *
  * Everything is allocated in arena and refers into cat, which must outlive
  * the description (a tool call holds both until it ends). */
@@ -239,6 +307,13 @@ int dg_store_parse_fetch(const dg_store_parse_t *ps, const dg_model_t *model, co
 /* lookup_by_keyword: searchValue, entityType, entitySubType and limit, over
  * the models the caller may read. */
 int dg_store_parse_lookup(const dg_store_parse_t *ps, const json_t *args, dg_store_lookup_t *out);
+/* aggregate_entities: aggregations, queryParameterGroups (as in
+ * query_entities) and groupBy of args against model. Refuses a joinFilter
+ * together with groupBy, aggregations over a related collection, and
+ * functions on properties of the wrong type. grouped_cap comes from
+ * ps->cat->server.max_grouped_aggregate_records. */
+int dg_store_parse_aggregate(const dg_store_parse_t *ps, const dg_model_t *model,
+                             const json_t *args, dg_store_aggregate_t *out);
 
 /* ---- The store ---------------------------------------------------------------------- */
 typedef struct dg_store dg_store_t;
@@ -291,6 +366,11 @@ int dg_store_fetch(dg_store_t *store, const dg_store_fetch_t *f, dg_store_cb cb,
                    dg_store_req_t **req, dg_errctx_t *err);
 int dg_store_lookup(dg_store_t *store, const dg_store_lookup_t *l, dg_store_cb cb, void *data,
                     dg_store_req_t **req, dg_errctx_t *err);
+/* Counts the records the filters match; when grouping and they are more
+ * than a->grouped_cap, fails with DG_E2BIG and a message giving the count
+ * and saying how to narrow the request. */
+int dg_store_aggregate(dg_store_t *store, const dg_store_aggregate_t *a, dg_store_cb cb, void *data,
+                       dg_store_req_t **req, dg_errctx_t *err);
 /* Writes with synchronous=FULL: when cb reports 0 the change is durable. */
 int dg_store_write(dg_store_t *store, const dg_store_write_t *w, dg_store_cb cb, void *data,
                    dg_store_req_t **req, dg_errctx_t *err);

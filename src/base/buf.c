@@ -64,11 +64,23 @@ int dg_buf_append_str(dg_buf_t *buf, const char *s) {
 
 int dg_buf_appendf(dg_buf_t *buf, const char *fmt, ...) {
   va_list ap;
+  /* Formatted once into the room already there; only text that does not
+   * fit is measured and formatted again after growing. */
+  size_t room = buf->cap > buf->len ? buf->cap - buf->len : 0;
   va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
+  int n = vsnprintf(room > 0 ? buf->data + buf->len : NULL, room, fmt, ap);
   va_end(ap);
-  if (n < 0)
+  if (n < 0) {
+    if (room > 0)
+      buf->data[buf->len] = '\0';
     return DG_EINVAL;
+  }
+  if ((size_t)n < room && (size_t)n <= buf->max - buf->len && buf->len + (size_t)n != SIZE_MAX) {
+    buf->len += (size_t)n;
+    return 0;
+  }
+  if (room > 0)
+    buf->data[buf->len] = '\0'; /* out keeps what it had */
   int rc = dg_buf_reserve(buf, (size_t)n);
   if (rc != 0)
     return rc;

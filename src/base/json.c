@@ -23,27 +23,22 @@ static bool needs_escape(unsigned char ch) {
   return ch < 0x20 || ch == '"' || ch == '\\';
 }
 
-static int put_escape(dg_buf_t *out, unsigned char ch) {
+/* Writes the escape sequence of ch to seq (room for 6) and returns its
+ * length. */
+static size_t escape_seq(unsigned char ch, char *seq) {
   static const char hex[] = "0123456789ABCDEF";
-  char seq[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
-  switch (ch) {
-  case '"':
-    return dg_buf_append(out, "\\\"", 2);
-  case '\\':
-    return dg_buf_append(out, "\\\\", 2);
-  case '\b':
-    return dg_buf_append(out, "\\b", 2);
-  case '\f':
-    return dg_buf_append(out, "\\f", 2);
-  case '\n':
-    return dg_buf_append(out, "\\n", 2);
-  case '\r':
-    return dg_buf_append(out, "\\r", 2);
-  case '\t':
-    return dg_buf_append(out, "\\t", 2);
-  default:
-    return dg_buf_append(out, seq, sizeof(seq));
+  static const char shorts[] = "\"\"\\\\\bb\ff\nn\rr\tt";
+  for (size_t i = 0; i < sizeof(shorts) - 1; i += 2) {
+    if ((unsigned char)shorts[i] == ch) {
+      seq[0] = '\\';
+      seq[1] = shorts[i + 1];
+      return 2;
+    }
   }
+  memcpy(seq, "\\u00", 4);
+  seq[4] = hex[ch >> 4];
+  seq[5] = hex[ch & 15];
+  return 6;
 }
 
 /* True when one of the eight bytes in w needs escaping: a byte below
@@ -70,28 +65,53 @@ static size_t next_escape(const unsigned char *p, size_t i, size_t len) {
   return i;
 }
 
-static int put_string(dg_buf_t *out, const char *s, size_t len) {
-  const unsigned char *p = (const unsigned char *)s;
-  int rc = dg_buf_reserve(out, len + 2);
-  if (rc != 0)
-    return rc;
-  out->data[out->len++] = '"';
-  size_t run = 0;
-  for (size_t i = next_escape(p, 0, len); i < len && rc == 0; i = next_escape(p, i + 1, len)) {
-    rc = dg_buf_append(out, s + run, i - run);
-    if (rc == 0)
-      rc = put_escape(out, p[i]);
-    run = i + 1;
-  }
-  if (rc == 0)
-    rc = dg_buf_append(out, s + run, len - run);
-  return rc == 0 ? dg_buf_append(out, "\"", 1) : rc;
+/* Bytes the escapes of p add: the string is measured first so that it is
+ * then written straight into the buffer, reserved once. */
+static size_t escaped_extra(const unsigned char *p, size_t len) {
+  size_t extra = 0;
+  char seq[6];
+  for (size_t i = next_escape(p, 0, len); i < len; i = next_escape(p, i + 1, len))
+    extra += escape_seq(p[i], seq) - 1;
+  return extra;
 }
 
+static int put_string(dg_buf_t *out, const char *s, size_t len) {
+  const unsigned char *p = (const unsigned char *)s;
+  if (len > SIZE_MAX / 8)
+    return DG_E2BIG;
+  int rc = dg_buf_reserve(out, len + escaped_extra(p, len) + 2);
+  if (rc != 0)
+    return rc;
+  char *w = out->data + out->len;
+  *w++ = '"';
+  size_t run = 0;
+  for (size_t i = next_escape(p, 0, len); i < len; i = next_escape(p, i + 1, len)) {
+    memcpy(w, s + run, i - run);
+    w += i - run;
+    w += escape_seq(p[i], w);
+    run = i + 1;
+  }
+  memcpy(w, s + run, len - run);
+  w += len - run;
+  *w++ = '"';
+  *w = '\0';
+  out->len = (size_t)(w - out->data);
+  return 0;
+}
+
+/* Decimal digits without printf, which costs more than the rest of a
+ * small value. */
 static int put_integer(dg_buf_t *out, json_int_t v) {
-  char text[32];
-  int n = snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, v);
-  return dg_buf_append(out, text, (size_t)n);
+  char text[24];
+  char *p = text + sizeof(text);
+  unsigned long long m = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+  do {
+    *--p = (char)('0' + m % 10);
+    m /= 10;
+  } while (m != 0);
+  if (v < 0)
+    *--p = '-';
+  return dg_buf_append(out, p, (size_t)(text + sizeof(text) - p));
 }
 
 /* jansson's own digits for a real (it keeps a ".0" on whole numbers), 15

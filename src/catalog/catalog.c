@@ -99,6 +99,16 @@ static void load_optional(dg__cfg_t *cfg, const char *name,
   json_decref(root);
 }
 
+/* files.json is optional, but its defaults apply without it. */
+static void load_files_json(dg__cfg_t *cfg) {
+  bool missing;
+  cfg->file = "files.json";
+  json_t *root = load_json(cfg, "files.json", &missing);
+  if (root != NULL || missing)
+    dg__catalog_parse_files(cfg, root);
+  json_decref(root);
+}
+
 static void load_files(dg__cfg_t *cfg) {
   bool missing;
   cfg->file = "models.json";
@@ -109,6 +119,7 @@ static void load_files(dg__cfg_t *cfg) {
   load_optional(cfg, "connectors.json", dg__catalog_parse_connectors);
   load_optional(cfg, "saved_queries.json", dg__catalog_parse_saved_queries);
   load_optional(cfg, "endpoints.json", dg__catalog_parse_endpoints);
+  load_files_json(cfg);
 
   cfg->file = "datagate.json";
   json_t *root = load_json(cfg, "datagate.json", &missing);

@@ -100,6 +100,9 @@ void dg__catalog_load_keys(dg__cfg_t *cfg, const char *path);
 void dg__catalog_parse_connectors(dg__cfg_t *cfg, const json_t *root);
 void dg__catalog_parse_saved_queries(dg__cfg_t *cfg, const json_t *root);
 void dg__catalog_check_role_queries(dg__cfg_t *cfg);
+/* files.json, read after connectors.json (sources name connectors); also
+ * called without the file (root NULL) so that the defaults are set. */
+void dg__catalog_parse_files(dg__cfg_t *cfg, const json_t *root);
 /* Validators shared by the connector and Saved Query tables. */
 void dg__cfg_check_guid(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path);
 void dg__cfg_check_env_name(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path);

@@ -1,4 +1,5 @@
 /* datagate.json: the "server" and "oauth" objects, and the OAuth keys. */
+#include <arpa/inet.h>
 #include <mbedtls/pk.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,48 @@ static void check_origins(dg__cfg_t *cfg, const json_t *v, void *obj, const char
   }
 }
 
+/* One name server: "1.2.3.4", "1.2.3.4:53", "::1" or "[::1]:53". */
+static bool dns_server_ok(const char *item, size_t len) {
+  char host[64];
+  const char *port = NULL;
+  if (len == 0 || len >= sizeof(host))
+    return false;
+  memcpy(host, item, len);
+  host[len] = '\0';
+  char *h = host;
+  char *close = strchr(host, ']');
+  if (host[0] == '[' && close != NULL) {
+    *close = '\0';
+    h = host + 1;
+    port = close[1] == ':' ? close + 2 : (close[1] == '\0' ? NULL : "");
+  } else if (strchr(host, ':') == strrchr(host, ':') && strchr(host, ':') != NULL) {
+    *strchr(host, ':') = '\0';
+    port = h + strlen(h) + 1;
+  }
+  unsigned char addr[16];
+  int64_t n = 0;
+  if (port != NULL && !dg_parse_int64(port, 1, 65535, &n))
+    return false;
+  return inet_pton(AF_INET, h, addr) == 1 || inet_pton(AF_INET6, h, addr) == 1;
+}
+
+static void check_dns_servers(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
+  const char *s = ((const dg_server_settings_t *)obj)->upstream_dns_servers;
+  if (s == NULL)
+    return;
+  for (;;) {
+    size_t len = strcspn(s, ",");
+    if (!dns_server_ok(s, len)) {
+      dg__cfg_error(cfg, path, "'%.*s' is not a name server (ip, ip:port or [ipv6]:port)",
+                    (int)(len > 64 ? 64 : len), s);
+      return;
+    }
+    if (s[len] == '\0')
+      return;
+    s += len + 1;
+  }
+}
+
 #define S(field) offsetof(dg_server_settings_t, field)
 static const dg__cfg_field_t server_fields[] = {
     {"host", DG__CFG_STRING, false, "127.0.0.1", 0, 1, 255, NULL, S(host), 0, NULL},
@@ -49,6 +92,8 @@ static const dg__cfg_field_t server_fields[] = {
     {"tlsCertFile", DG__CFG_PATH, false, NULL, 0, 1, 4096, NULL, S(tls_cert_file), 0, NULL},
     {"tlsKeyFile", DG__CFG_PATH, false, NULL, 0, 1, 4096, NULL, S(tls_key_file), 0, NULL},
     {"upstreamCaFile", DG__CFG_PATH, false, NULL, 0, 1, 4096, NULL, S(upstream_ca_file), 0, NULL},
+    {"upstreamDnsServers", DG__CFG_STRING, false, NULL, 0, 1, 1024, NULL, S(upstream_dns_servers),
+     0, check_dns_servers},
     {"maxHeaderBytes", DG__CFG_SIZE, false, NULL, 16 * KIB, KIB, MIB, NULL, S(max_header_bytes), 0,
      NULL},
     {"maxHeaders", DG__CFG_UINT, false, NULL, 64, 8, 1000, NULL, S(max_headers), 0, NULL},
@@ -85,6 +130,8 @@ static const dg__cfg_field_t server_fields[] = {
      NULL},
     {"maxResultBytes", DG__CFG_SIZE, false, NULL, MIB, 4 * KIB, 1024 * MIB, NULL,
      S(max_result_bytes), 0, NULL},
+    {"maxGroupedAggregateRecords", DG__CFG_U64, false, NULL, 100000, 1, 1000000000, NULL,
+     S(max_grouped_aggregate_records), 0, NULL},
     {"logLevel", DG__CFG_STRING, false, "info", 0, 1, 16, NULL, S(log_level), 0, check_log_level},
     {"accessLog", DG__CFG_PATH, false, "-", 0, 1, 4096, NULL, S(access_log), 0, NULL},
     {"stdioUser", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, S(stdio_user), 0, NULL},

@@ -189,6 +189,8 @@ static void record(const dg_tool_call_t *call, outcome_t outcome) {
   dg_metrics_observe("dg_tool_call_duration_seconds", labels, seconds);
   const dg__mcp_session_t *ss = call->ex->session;
   const dg_principal_t *p = call->ex->principal;
+  if (!dg_log_enabled(DG_LOG_INFO))
+    return; /* the line would be dropped: spare building it */
   dg_log_json(DG_LOG_INFO, "tool_call",
               json_pack("{s:s,s:s%,s:s,s:s,s:s,s:f,s:s}", "request_id", call->request_id, "session",
                         ss ? ss->id : "", (size_t)(ss ? 8 : 0), "tool", tool, "transport",
@@ -330,22 +332,35 @@ void dg__mcp_call_detach(dg_tool_call_t *call) {
 
 /* ---- Progress ------------------------------------------------------------------ */
 
-void dg_tool_call_progress(dg_tool_call_t *call, double progress, double total,
-                           const char *message) {
+int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double total,
+                               const char *message, json_t *meta) {
   const dg__mcp_transport_t *t = call->ex->transport;
   if (call->progress_token == NULL || call->state != CALL_RUNNING || call->slot == NULL ||
       t == NULL || t->notify == NULL)
-    return;
+    return DG_ENOTSUP;
+  int rc = t->can_notify != NULL ? t->can_notify(call->ex) : 0;
+  if (rc != 0)
+    return rc;
   json_t *params =
       json_pack("{s:O,s:f}", "progressToken", call->progress_token, "progress", progress);
-  if (total >= 0)
+  if (params != NULL && total >= 0)
     json_object_set_new(params, "total", json_real(total));
-  if (message != NULL)
+  if (params != NULL && message != NULL)
     json_object_set_new(params, "message", json_string(message));
+  if (params != NULL && meta != NULL)
+    json_object_set(params, "_meta", meta);
   json_t *note = json_pack("{s:s,s:s,s:o}", "jsonrpc", "2.0", "method", "notifications/progress",
                            "params", params);
+  if (note == NULL)
+    return DG_ENOMEM;
   t->notify(call->ex, note);
   json_decref(note);
+  return 0;
+}
+
+void dg_tool_call_progress(dg_tool_call_t *call, double progress, double total,
+                           const char *message) {
+  dg_tool_call_progress_meta(call, progress, total, message, NULL);
 }
 
 /* ---- Start ------------------------------------------------------------------------ */

@@ -200,6 +200,16 @@ static void http_notify(dg__mcp_exchange_t *ex, json_t *note) {
   dg_buf_free(&out);
 }
 
+static int http_can_notify(dg__mcp_exchange_t *ex) {
+  http_ex_t *hx = ex->data;
+  if (hx->req == NULL)
+    return DG_ECLOSED;
+  if (!hx->streaming)
+    return DG_ENOTSUP;
+  size_t max = ex->cat->server.max_write_buffer;
+  return dg_http_stream_pending(hx->req) > max / 2 ? DG_E2BIG : 0;
+}
+
 static void http_abort(dg__mcp_exchange_t *ex) {
   http_ex_t *hx = ex->data;
   if (hx->req == NULL)
@@ -217,6 +227,7 @@ const dg__mcp_transport_t dg__mcp_http_transport = {
     .name = "http",
     .reply = http_reply,
     .notify = http_notify,
+    .can_notify = http_can_notify,
     .abort = http_abort,
 };
 

@@ -59,6 +59,12 @@ typedef struct dg__mcp_transport {
   /* A notification for the client that sent the exchange (progress);
    * borrowed. Optional. */
   void (*notify)(dg__mcp_exchange_t *ex, json_t *note);
+  /* Whether a notification would be queued now: 0, DG_E2BIG while the
+   * client's output is over half its limit (a sender may hold back or
+   * drop), DG_ENOTSUP when this exchange cannot carry one (a JSON answer
+   * rather than SSE), DG_ECLOSED when the client is gone. Optional: without
+   * it notify is always tried. */
+  int (*can_notify)(dg__mcp_exchange_t *ex);
   /* The session ended before the reply (deleted, expired, server closing).
    * The exchange is detached from the transport after this returns. */
   void (*abort)(dg__mcp_exchange_t *ex);

@@ -8,6 +8,7 @@
 #include "mcp/internal.h"
 
 #define TOOL_LIST_MAX 4096
+#define TOOLS_TEXT_MAX (1u << 20) /* the written tools/list array */
 
 static const char *const versions[DG__MCP_NVERSIONS] = DG_MCP_VERSIONS;
 
@@ -73,7 +74,9 @@ static json_t *tool_entry(const dg__mcp_tool_t *t, bool with_output) {
   return entry;
 }
 
-/* The list is built once per variant and shared: answers only read it. */
+/* The list is built and written out as JSON text once per variant and
+ * shared: an answer copies the text instead of serialising every schema
+ * again (the list of twelve tools is about 20 KB). */
 static json_t *tool_list(dg_mcp_server_t *s, bool with_output) {
   json_t **cached = &s->tool_list[with_output];
   if (*cached != NULL)
@@ -81,8 +84,13 @@ static json_t *tool_list(dg_mcp_server_t *s, bool with_output) {
   json_t *tools = json_array();
   for (size_t i = 0; tools != NULL && i < s->ntools; i++)
     json_array_append_new(tools, tool_entry(&s->tools[i], with_output));
-  *cached = tools;
-  return tools;
+  dg_buf_t text;
+  dg_buf_init(&text, TOOLS_TEXT_MAX);
+  if (tools != NULL && dg__mcp_dump(tools, &text) == 0)
+    *cached = dg_json_raw(text.data, text.len);
+  dg_buf_free(&text);
+  json_decref(tools);
+  return *cached;
 }
 
 /* A cursor is accepted and ignored: the whole list always fits one page. */

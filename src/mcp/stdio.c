@@ -216,6 +216,13 @@ static void stdio_send(dg__mcp_exchange_t *ex, json_t *msg) {
   dg_buf_free(&out);
 }
 
+static int stdio_can_notify(dg__mcp_exchange_t *ex) {
+  stdio_conn_t *c = ex->data;
+  if (c->closing)
+    return DG_ECLOSED;
+  return c->pending > max_pending(c) / 2 ? DG_E2BIG : 0;
+}
+
 static void stdio_reply(dg__mcp_exchange_t *ex, json_t *reply) {
   stdio_send(ex, reply);
   schedule_check(ex->data);
@@ -225,6 +232,7 @@ static const dg__mcp_transport_t stdio_transport = {
     .name = "stdio",
     .reply = stdio_reply,
     .notify = stdio_send,
+    .can_notify = stdio_can_notify,
     .close = stdio_close,
     .call_ended = call_ended,
 };

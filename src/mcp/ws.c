@@ -47,6 +47,27 @@ static void ws_send(dg__mcp_exchange_t *ex, json_t *msg) {
   }
 }
 
+/* Progress is advisory: when the client does not keep up it is dropped,
+ * and the connection stays open for the reply. */
+static void ws_notify(dg__mcp_exchange_t *ex, json_t *note) {
+  ws_conn_t *conn = ex->data;
+  if (conn->ws == NULL || conn->closing)
+    return;
+  size_t max = ex->cat->server.max_result_bytes;
+  dg_buf_t out;
+  dg_buf_init(&out, (max > 0 ? max : 64 * 1024 * 1024) * 2 + DG__MCP_REPLY_SLACK);
+  if (dg__mcp_dump(note, &out) == 0)
+    dg_ws_send_text(conn->ws, out.data, out.len);
+  dg_buf_free(&out);
+}
+
+static int ws_can_notify(dg__mcp_exchange_t *ex) {
+  ws_conn_t *conn = ex->data;
+  if (conn->ws == NULL || conn->closing)
+    return DG_ECLOSED;
+  return dg_ws_pending(conn->ws) > ex->cat->server.max_write_buffer / 2 ? DG_E2BIG : 0;
+}
+
 static void ws_reply(dg__mcp_exchange_t *ex, json_t *reply) {
   ws_send(ex, reply);
 }
@@ -58,7 +79,8 @@ static void ws_session_close(dg__mcp_session_t *ss) {
 static const dg__mcp_transport_t ws_transport = {
     .name = "ws",
     .reply = ws_reply,
-    .notify = ws_send,
+    .notify = ws_notify,
+    .can_notify = ws_can_notify,
     .close = ws_session_close,
 };
 

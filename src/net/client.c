@@ -1,6 +1,7 @@
 /* The HTTP client's public face: configuration defaults, creating and
  * closing the client, checking and copying a request into a new call, and
  * cancelling. The call's life is in client_call.c. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -84,7 +85,34 @@ static void complete_config(dg_http_client_config_t *cfg) {
   FILL(connector_defaults.breaker_cooldown_ms);
 }
 
+/* Calls kept for reuse: a call is 5 KiB, an allocation that glibc serves
+ * slowly (past its per-thread cache, after sweeping its fast bins). */
+#define SPARE_CALLS 256
+
+void dg__client_call_free(dg_http_client_t *client, dg_http_call_t *call) {
+  if (client->state != DG__CLIENT_RUNNING || client->nspare >= SPARE_CALLS) {
+    free(call);
+    return;
+  }
+  DG_POISON(call, sizeof(*call));
+  DG_UNPOISON(&call->next, sizeof(call->next));
+  call->next = client->spare;
+  client->spare = call;
+  client->nspare++;
+}
+
+static void spare_free_all(dg_http_client_t *client) {
+  while (client->spare != NULL) {
+    dg_http_call_t *call = client->spare;
+    client->spare = call->next;
+    DG_UNPOISON(call, sizeof(*call));
+    free(call);
+  }
+  client->nspare = 0;
+}
+
 static void client_free(dg_http_client_t *client) {
+  spare_free_all(client);
   dg__connectors_free(client);
   dg__ctls_config_free(client->tls);
   free(client);
@@ -125,7 +153,14 @@ int dg_http_client_new(uv_loop_t *loop, const dg_http_client_config_t *config,
     dg_http_client_config_default(&client->cfg);
   complete_config(&client->cfg);
   client->loop = loop;
-  int rc = dg__ctls_config_new(client->cfg.system_ca_file, client->cfg.ca_file, &client->tls, err);
+  int rc = 0;
+  if (client->cfg.dns_servers != NULL &&
+      !dg_strlcpy(client->dns_servers, client->cfg.dns_servers, sizeof(client->dns_servers)))
+    rc = dg_errctx_set(err, DG_ECONFIG, "client.dns_servers",
+                       "the list of name servers is longer than %zu bytes",
+                       sizeof(client->dns_servers) - 1);
+  if (rc == 0)
+    rc = dg__ctls_config_new(client->cfg.system_ca_file, client->cfg.ca_file, &client->tls, err);
   if (rc == 0)
     rc = dg__dns_new(loop, client->cfg.dns_servers, client->cfg.dns_cache_max,
                      client->cfg.dns_cache_max_ttl_ms, &client->dns, err);
@@ -133,8 +168,10 @@ int dg_http_client_new(uv_loop_t *loop, const dg_http_client_config_t *config,
     client_free(client);
     return rc;
   }
-  /* The strings were only needed to start. */
-  client->cfg.ca_file = client->cfg.system_ca_file = client->cfg.dns_servers = NULL;
+  /* The file names were only needed to start; the name servers are kept
+   * for clients made alike (dg_http_client_dns_servers). */
+  client->cfg.ca_file = client->cfg.system_ca_file = NULL;
+  client->cfg.dns_servers = client->dns_servers;
   client->cfg.connector_defaults.name = NULL;
   if (dg_random_bytes(&client->rng, sizeof(client->rng)) != 0 || client->rng == 0)
     client->rng = dg_now_ns() | 1;
@@ -142,6 +179,10 @@ int dg_http_client_new(uv_loop_t *loop, const dg_http_client_config_t *config,
   describe_metrics();
   *out = client;
   return 0;
+}
+
+const char *dg_http_client_dns_servers(const dg_http_client_t *client) {
+  return client->dns_servers[0] != '\0' ? client->dns_servers : NULL;
 }
 
 unsigned dg_http_client_active(const dg_http_client_t *client) {
@@ -160,6 +201,7 @@ void dg_http_client_close(dg_http_client_t *client) {
   if (client == NULL || client->state == DG__CLIENT_CLOSING)
     return;
   client->state = DG__CLIENT_CLOSING;
+  spare_free_all(client);
   for (dg_http_call_t *c = client->calls; c != NULL; c = c->next) {
     if (c->state != DG__CALL_FINISHING && c->state != DG__CALL_DONE)
       dg__call_fail(c, DG_HTTP_FAIL_CANCELED, DG_ECANCELED, NULL,
@@ -277,12 +319,23 @@ static void copy_options(dg_http_call_t *call, const dg_http_client_request_t *r
 }
 
 static dg_http_call_t *call_new(dg_http_client_t *client) {
-  dg_http_call_t *call = calloc(1, sizeof(*call));
+  dg_http_call_t *call = client->spare;
+  if (call != NULL) {
+    client->spare = call->next;
+    client->nspare--;
+    DG_UNPOISON(call, sizeof(*call));
+  } else {
+    call = malloc(sizeof(*call));
+  }
   if (call == NULL)
     return NULL;
-  call->arena = dg_arena_new(4096);
+  /* Zeroed up to the response parser, which dg__resp_init prepares. */
+  memset(call, 0, offsetof(dg_http_call_t, resp));
+  /* A call keeps its URL, headers and the response's headers here: 2 KiB
+   * holds a usual call, and a larger one takes more blocks. */
+  call->arena = dg_arena_new(2048);
   if (call->arena == NULL) {
-    free(call);
+    dg__client_call_free(client, call);
     return NULL;
   }
   call->client = client;
@@ -292,7 +345,7 @@ static dg_http_call_t *call_new(dg_http_client_t *client) {
 
 static void call_discard(dg_http_call_t *call) {
   dg_arena_destroy(call->arena);
-  free(call);
+  dg__client_call_free(call->client, call);
 }
 
 /* From here on the call is the loop's: it owns a timer and completes once. */

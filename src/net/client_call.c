@@ -67,12 +67,24 @@ static bool finished(const dg_http_call_t *call) {
 
 /* ---- timers ------------------------------------------------------------------ */
 
+/* A timer due no later than the next deadline is left running: when it
+ * fires early, on_timer arms it again. This spares a timer update each time
+ * a phase moves its deadline later (every read of a response). */
 static void arm(dg_http_call_t *call) {
   uint64_t now = dg_now_ms();
   uint64_t next = call->deadline_ms;
   if (call->phase_deadline_ms != 0 && call->phase_deadline_ms < next)
     next = call->phase_deadline_ms;
+  if (uv_is_active((uv_handle_t *)&call->timer) && call->armed_ms <= next)
+    return;
+  call->armed_ms = next;
   uv_timer_start(&call->timer, on_timer, next > now ? next - now : 0, 0);
+}
+
+/* The timer fires on the next loop turn (deferred delivery and start). */
+static void arm_now(dg_http_call_t *call) {
+  call->armed_ms = 0;
+  uv_timer_start(&call->timer, on_timer, 0, 0);
 }
 
 static void set_phase(dg_http_call_t *call, const char *phase, uint64_t ms) {
@@ -135,7 +147,7 @@ static void finish(dg_http_call_t *call, dg_http_failure_t failure, int rc, cons
   call->probe = false;
   release_slot(call);
   call->phase_deadline_ms = 0;
-  uv_timer_start(&call->timer, on_timer, 0, 0);
+  arm_now(call);
 }
 
 void dg__call_fail(dg_http_call_t *call, dg_http_failure_t failure, int rc, const char *phase,
@@ -304,21 +316,51 @@ static bool reserved_header(const char *name) {
   return false;
 }
 
+/* Appends the NULL-terminated list of strings: the request is built with
+ * plain copies, without printf, as it is written for every call. */
+static int put(dg_buf_t *out, ...) {
+  va_list ap;
+  va_start(ap, out);
+  int rc = 0;
+  for (const char *s = va_arg(ap, const char *); rc == 0 && s != NULL; s = va_arg(ap, const char *))
+    rc = dg_buf_append_str(out, s);
+  va_end(ap);
+  return rc;
+}
+
+/* n as hex digits, width fixed, into out (width + 1 bytes). */
+static void hex_u64(uint64_t n, int width, char *out) {
+  static const char digits[] = "0123456789abcdef";
+  for (int i = width - 1; i >= 0; i--, n >>= 4)
+    out[i] = digits[n & 15];
+  out[width] = '\0';
+}
+
+/* n in decimal into out (at least 21 bytes). */
+static const char *dec_u64(uint64_t n, char *out) {
+  char *p = out + 20;
+  *p = '\0';
+  do {
+    *--p = (char)('0' + n % 10);
+    n /= 10;
+  } while (n != 0);
+  return p;
+}
+
 static int write_head(dg_http_call_t *call, dg_buf_t *out) {
   const dg__url_t *u = &call->url;
   /* The span id needs to be unique, not secret: the client's generator
    * spares a system call per request. */
-  char span_hex[17];
-  uint64_t span = dg__client_random(call->client, UINT64_MAX) | 1; /* never all zero */
-  snprintf(span_hex, sizeof(span_hex), "%016llx", (unsigned long long)span);
+  char span_hex[17], port[21];
+  hex_u64(dg__client_random(call->client, UINT64_MAX) | 1, 16, span_hex); /* never all zero */
   bool default_port = u->port == (u->https ? 443 : 80);
-  int rc = dg_buf_appendf(out, "%s %s HTTP/1.1\r\nHost: %s%s%s", call->method, u->target,
-                          u->ipv6 ? "[" : "", u->host, u->ipv6 ? "]" : "");
+  int rc = put(out, call->method, " ", u->target, " HTTP/1.1\r\nHost: ", u->ipv6 ? "[" : "",
+               u->host, u->ipv6 ? "]" : "", NULL);
   if (rc == 0 && !default_port)
-    rc = dg_buf_appendf(out, ":%u", (unsigned)u->port);
+    rc = put(out, ":", dec_u64(u->port, port), NULL);
   if (rc == 0)
-    rc = dg_buf_appendf(out, "\r\ntraceparent: 00-%s-%s-01\r\nAccept-Encoding: gzip, deflate\r\n",
-                        call->trace_id, span_hex);
+    rc = put(out, "\r\ntraceparent: 00-", call->trace_id, "-", span_hex,
+             "-01\r\nAccept-Encoding: gzip, deflate\r\n", NULL);
   return rc;
 }
 
@@ -336,11 +378,12 @@ static int write_rest(dg_http_call_t *call, dg_buf_t *out) {
     rc = dg_buf_append_str(out, "User-Agent: datagate/" DG_VERSION "\r\n");
   bool wants_length = call->body_len > 0 || strcmp(call->method, "POST") == 0 ||
                       strcmp(call->method, "PUT") == 0 || strcmp(call->method, "PATCH") == 0;
+  char length[21];
   if (rc == 0 && wants_length)
-    rc = dg_buf_appendf(out, "Content-Length: %zu\r\n", call->body_len);
+    rc = put(out, "Content-Length: ", dec_u64(call->body_len, length), "\r\n", NULL);
   for (size_t i = 0; rc == 0 && i < call->nheaders; i++) {
     if (!reserved_header(call->headers[i].name))
-      rc = dg_buf_appendf(out, "%s: %s\r\n", call->headers[i].name, call->headers[i].value);
+      rc = put(out, call->headers[i].name, ": ", call->headers[i].value, "\r\n", NULL);
   }
   if (rc == 0)
     rc = dg_buf_append(out, "\r\n", 2);
@@ -458,10 +501,8 @@ static bool reuse_pooled(dg_http_call_t *call) {
   dg__uconn_t *c = dg__pool_checkout(call->client, call->url.origin, call);
   if (c == NULL)
     return false;
-  struct sockaddr_storage peer;
-  int len = sizeof(peer);
-  if (call->policy.enforce && (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &len) != 0 ||
-                               !dg_http_address_allowed(&call->policy, (struct sockaddr *)&peer))) {
+  if (call->policy.enforce &&
+      !dg_http_address_allowed(&call->policy, (struct sockaddr *)&c->peer)) {
     dg__uconn_release(c, true);
     return false;
   }
@@ -515,7 +556,7 @@ static void begin(dg_http_call_t *call) {
 
 void dg__call_start(dg_http_call_t *call) {
   call->timer.data = call;
-  uv_timer_start(&call->timer, on_timer, 0, 0);
+  arm_now(call);
 }
 
 /* ---- connection events ---------------------------------------------------------- */
@@ -624,8 +665,10 @@ static int keep_head(dg_http_call_t *call, dg__resp_t *r) {
   if (h == NULL)
     return DG_ENOMEM;
   for (size_t i = 0; i < r->nheaders; i++) {
-    h[i].name = dg_arena_strdup(call->arena, r->headers[i].name);
-    h[i].value = dg_arena_strdup(call->arena, r->headers[i].value);
+    const char *name, *value;
+    dg__resp_header_at(r, i, &name, &value);
+    h[i].name = dg_arena_strdup(call->arena, name);
+    h[i].value = dg_arena_strdup(call->arena, value);
     if (h[i].name == NULL || h[i].value == NULL)
       return DG_ENOMEM;
   }
@@ -772,7 +815,7 @@ static void on_call_closed(uv_handle_t *h) {
   dg__resp_free(&call->resp);
   dg_buf_free(&call->body_buf);
   dg_arena_destroy(call->arena);
-  free(call);
+  dg__client_call_free(client, call);
   dg__client_handle_gone(client);
 }
 

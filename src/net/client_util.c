@@ -230,6 +230,24 @@ char *dg__url_full(dg_arena_t *arena, const dg__url_t *url) {
                           url->target != NULL ? url->target : "/");
 }
 
+/* The public names of the URL helpers. */
+int dg_http_url_parse(dg_arena_t *arena, const char *text, dg_http_url_t *out, const char **why) {
+  return dg__url_parse(arena, text, out, why);
+}
+
+int dg_http_url_resolve(dg_arena_t *arena, const dg_http_url_t *base, const char *location,
+                        dg_http_url_t *out, const char **why) {
+  return dg__url_resolve(arena, base, location, out, why);
+}
+
+void dg_http_url_display(const dg_http_url_t *url, char *out, size_t size) {
+  dg__url_display(url, out, size);
+}
+
+char *dg_http_url_full(dg_arena_t *arena, const dg_http_url_t *url) {
+  return dg__url_full(arena, url);
+}
+
 /* ---- traceparent --------------------------------------------------------- */
 
 static void hex(const unsigned char *in, size_t n, char *out) {

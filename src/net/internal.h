@@ -272,15 +272,8 @@ typedef struct dg__connector dg__connector_t;
 typedef struct dg__breaker dg__breaker_t;
 
 /* ---- client_util.c ---- */
-typedef struct dg__url {
-  bool https;
-  bool ipv6; /* host is an IPv6 literal (written in brackets) */
-  uint16_t port;
-  char host[256];     /* lower case, without brackets */
-  const char *target; /* path and query, starting with '/' */
-  size_t path_len;    /* bytes of target before the query */
-  char origin[300];   /* "https://host:port" */
-} dg__url_t;
+/* The client's URLs are the public dg_http_url_t (net.h). */
+typedef dg_http_url_t dg__url_t;
 
 /* Parses an absolute http(s) URL (the fragment is dropped); strings live in
  * arena. On failure *why says what is wrong. */
@@ -369,9 +362,6 @@ struct dg__resp {
   const dg__resp_sink_t *sink;
   void *user;
   dg_buf_t head; /* names and values, NUL-separated */
-  size_t name_off[DG__CLIENT_MAX_HEADERS];
-  size_t value_off[DG__CLIENT_MAX_HEADERS];
-  dg_http_header_t headers[DG__CLIENT_MAX_HEADERS];
   size_t nheaders;
   int status;
   size_t status_len; /* bytes of the reason phrase so far */
@@ -391,6 +381,11 @@ struct dg__resp {
   int error;        /* what failed (DG_EPROTO, DG_E2BIG or a sink error) */
   bool sink_failed; /* the error came from the sink, not the response */
   char reason[160];
+  /* Last, and never zeroed: only the first nheaders entries are read.
+   * Offsets into head of each name and value (a response head is at most
+   * max_header_bytes, far below 4 GiB). */
+  uint32_t name_off[DG__CLIENT_MAX_HEADERS];
+  uint32_t value_off[DG__CLIENT_MAX_HEADERS];
 };
 
 void dg__resp_init(dg__resp_t *r, size_t max_header_bytes, const dg__resp_sink_t *sink, void *user);
@@ -404,6 +399,8 @@ int dg__resp_feed(dg__resp_t *r, const char *data, size_t len, size_t *used);
 int dg__resp_eof(dg__resp_t *r);
 void dg__resp_free(dg__resp_t *r);
 const char *dg__resp_header(const dg__resp_t *r, const char *name);
+/* The i-th header (i < r->nheaders) once the head is complete. */
+void dg__resp_header_at(const dg__resp_t *r, size_t i, const char **name, const char **value);
 
 /* ---- client_conn.c ---- */
 typedef enum dg__uconn_state {
@@ -431,6 +428,9 @@ struct dg__uconn {
   bool reading;
   bool broken; /* failed; never pooled */
   uint64_t idle_since_ms;
+  /* The address connected to, checked against the policy of each call
+   * that reuses the connection without asking the kernel again. */
+  struct sockaddr_storage peer;
 };
 
 /* Opens a connection to addr for call's current origin; the call hears
@@ -540,6 +540,7 @@ struct dg_http_call {
   uint64_t start_ms;
   uint64_t deadline_ms;       /* the whole call */
   uint64_t phase_deadline_ms; /* the current phase, or the end of a backoff */
+  uint64_t armed_ms;          /* when the running timer is due (0: next turn) */
   const char *phase;
   unsigned attempts;
   unsigned retries;
@@ -555,7 +556,6 @@ struct dg_http_call {
   char addr_refused[64]; /* the last address the policy refused */
   dg__uconn_t *conn;
   bool conn_reused;
-  dg__resp_t resp;
   dg__body_mode_t body_mode;
   dg_buf_t body_buf;
   uint64_t retry_after_ms; /* from the last 429/503, or 0 */
@@ -564,6 +564,8 @@ struct dg_http_call {
   dg_http_result_t result;
   dg_errctx_t err;
   dg_http_response_t response;
+  /* Last: its header tables are never zeroed (see dg__resp_init). */
+  dg__resp_t resp;
 };
 
 /* The response sink of every call (user data: the call). */
@@ -602,6 +604,9 @@ struct dg_http_client {
   dg__uconn_t *conns; /* every open connection */
   unsigned handles;   /* calls' timers and connections not yet freed, plus the resolver */
   uint64_t rng;
+  dg_http_call_t *spare; /* freed calls kept for the next ones (linked by next) */
+  unsigned nspare;
+  char dns_servers[1025]; /* the configured name servers, or "" */
   bool rbuf_busy;
   char rbuf[DG__READ_BUF_SIZE];
 };
@@ -609,6 +614,8 @@ struct dg_http_client {
 /* A call or connection handle was freed: frees the client when closing and
  * nothing is left. */
 void dg__client_handle_gone(dg_http_client_t *client);
+/* Releases a call's memory: kept for the next call, or freed. */
+void dg__client_call_free(dg_http_client_t *client, dg_http_call_t *call);
 /* Uniform random number in [0, n). */
 uint64_t dg__client_random(dg_http_client_t *client, uint64_t n);
 

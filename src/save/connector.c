@@ -48,6 +48,31 @@ static void unlink_call(dg_connector_call_t *call) {
   cs->ncalls--;
 }
 
+/* Calls kept for reuse (1.4 KiB each, past glibc's per-thread cache). */
+#define SPARE_CALLS 256
+
+static void call_free(dg_connectors_t *cs, dg_connector_call_t *call) {
+  if (cs->closing || cs->nspare >= SPARE_CALLS) {
+    free(call);
+    return;
+  }
+  DG_POISON(call, sizeof(*call));
+  DG_UNPOISON(&call->next, sizeof(call->next));
+  call->next = cs->spare;
+  cs->spare = call;
+  cs->nspare++;
+}
+
+static void spare_free_all(dg_connectors_t *cs) {
+  while (cs->spare != NULL) {
+    dg_connector_call_t *call = cs->spare;
+    cs->spare = call->next;
+    DG_UNPOISON(call, sizeof(*call));
+    free(call);
+  }
+  cs->nspare = 0;
+}
+
 static void complete(dg_connector_call_t *call, const dg_connector_result_t *result) {
   dg_connectors_t *cs = call->cs;
   dg__save_call_set_state(call, DG__CALL_DONE);
@@ -55,7 +80,7 @@ static void complete(dg_connector_call_t *call, const dg_connector_result_t *res
   unlink_call(call);
   call->done(call, result, call->user);
   dg_arena_destroy(call->arena);
-  free(call);
+  call_free(cs, call);
   dg__save_maybe_free(cs);
 }
 
@@ -221,6 +246,29 @@ void dg__save_request_options(const dg_connector_t *conn, dg_http_client_request
 
 static void on_http_done(dg_http_call_t *http, const dg_http_result_t *result, void *user);
 
+static int stream_head(dg_http_call_t *http, int status, const dg_http_header_t *headers,
+                       size_t nheaders, void *user) {
+  dg_connector_call_t *call = user;
+  return call->req.stream->on_head(status, headers, nheaders, call->user);
+}
+
+static int stream_chunk(dg_http_call_t *http, const char *data, size_t len, void *user) {
+  dg_connector_call_t *call = user;
+  return call->req.stream->on_chunk(data, len, call->user);
+}
+
+/* A download's caps replace the connector's where it sets them. */
+static void stream_options(const dg_connector_stream_t *st, dg_http_client_request_t *r) {
+  if (st->max_body_bytes > 0)
+    r->max_body_bytes = st->max_body_bytes;
+  if (st->timeout_ms > 0)
+    r->timeouts.total_ms = st->timeout_ms;
+  if (st->no_redirects)
+    r->max_redirects = 0;
+  r->on_head = st->on_head != NULL ? stream_head : NULL;
+  r->on_chunk = st->on_chunk != NULL ? stream_chunk : NULL;
+}
+
 void dg__save_call_send(dg_connector_call_t *call) {
   dg_http_client_request_t r;
   dg_http_client_request_init(&r);
@@ -234,6 +282,8 @@ void dg__save_call_send(dg_connector_call_t *call) {
   r.retry_unsafe = call->req.retry_unsafe;
   r.done = on_http_done;
   r.user = call;
+  if (call->req.stream != NULL)
+    stream_options(call->req.stream, &r);
   dg__save_call_set_state(call, DG__CALL_SENDING);
   if (r.url == NULL || r.headers == NULL) {
     dg_errctx_set(&call->err, DG_ENOMEM, "upstream", "upstream '%s': out of memory",
@@ -259,6 +309,10 @@ static int check_status(dg_connector_call_t *call, const dg_http_result_t *resul
   const dg_http_response_t *res = result->response;
   if (result->rc != 0 || res == NULL || (res->status >= 200 && res->status < 300))
     return result->rc;
+  /* A download that follows redirects itself judges them. */
+  const dg_connector_stream_t *st = call->req.stream;
+  if (st != NULL && st->no_redirects && res->status >= 300 && res->status < 400)
+    return 0;
   size_t n = strcspn(call->url, "?#");
   return dg_errctx_set(&call->err, DG_EUPSTREAM, "upstream",
                        "upstream '%s' %s %.*s answered %d %s (redirects are followed at most %u "
@@ -344,6 +398,13 @@ static int copy_request(dg_connector_call_t *call, const dg_connector_request_t 
     ok = h[i].name != NULL && h[i].value != NULL;
   }
   call->req.headers = h;
+  if (ok && req->stream != NULL) {
+    dg_connector_stream_t *st = dg_arena_alloc(a, sizeof(*st));
+    ok = st != NULL;
+    if (ok)
+      *st = *req->stream;
+    call->req.stream = st;
+  }
   return ok ? 0 : DG_ENOMEM;
 }
 
@@ -361,7 +422,14 @@ static int check_request(const dg_connector_t *conn, const dg_connector_request_
 
 static dg_connector_call_t *new_call(dg_connectors_t *cs, const dg_connector_t *conn,
                                      dg_connector_done_fn done, void *user) {
-  dg_connector_call_t *call = calloc(1, sizeof(*call));
+  dg_connector_call_t *call = cs->spare;
+  if (call != NULL) {
+    cs->spare = call->next;
+    cs->nspare--;
+    DG_UNPOISON(call, sizeof(*call));
+  } else {
+    call = malloc(sizeof(*call));
+  }
   dg_arena_t *arena = call ? dg_arena_new(2048) : NULL;
   if (arena == NULL) {
     free(call);
@@ -394,7 +462,7 @@ int dg_connectors_call(dg_connectors_t *cs, const dg_connector_t *conn,
   if (call != NULL && copy_request(call, req) != 0) {
     unlink_call(call); /* never started: nothing to tell */
     dg_arena_destroy(call->arena);
-    free(call);
+    call_free(cs, call);
     call = NULL;
   }
   if (call == NULL)
@@ -451,6 +519,7 @@ dg_http_client_t *dg__save_client_for(dg_connectors_t *cs, const dg_connector_t 
   dg_http_client_config_t config;
   dg_http_client_config_default(&config);
   config.ca_file = path;
+  config.dns_servers = dg_http_client_dns_servers(cs->shared);
   int rc = path ? dg_http_client_new(cs->loop, &config, &c->client, err) : DG_ENOMEM;
   if (rc != 0) {
     if (rc == DG_ENOMEM)
@@ -515,6 +584,7 @@ int dg_connectors_configure(dg_connectors_t *cs, const dg_catalog_t *cat, dg_err
 static void on_timer_closed(uv_handle_t *handle) {
   dg_connectors_t *cs = handle->data;
   dg__save_oauth_free_all(cs);
+  spare_free_all(cs);
   free(cs);
 }
 
@@ -538,6 +608,7 @@ void dg_connectors_close(dg_connectors_t *cs) {
   if (cs == NULL || cs->closing)
     return;
   cs->closing = true;
+  spare_free_all(cs);
   for (dg_connector_call_t *call = cs->calls; call != NULL;) {
     dg_connector_call_t *next = call->next;
     dg_connector_call_cancel(call);

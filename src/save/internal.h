@@ -46,6 +46,8 @@ struct dg_connectors {
   dg_connector_call_t *deferred_tail;
   uv_timer_t timer;
   bool closing;
+  dg_connector_call_t *spare; /* freed calls kept for the next ones (linked by next) */
+  unsigned nspare;
 };
 
 struct dg_connector_call {

@@ -15,6 +15,7 @@ typedef enum dg__store_kind {
   DG__STORE_FETCH,
   DG__STORE_LOOKUP,
   DG__STORE_WRITE,
+  DG__STORE_AGGREGATE,
   DG__STORE_SUBMIT,
   DG__STORE_FINISH,
   DG__STORE_SUBMISSION,
@@ -28,6 +29,7 @@ struct dg_store_req {
     const dg_store_fetch_t *fetch;
     const dg_store_lookup_t *lookup;
     const dg_store_write_t *write;
+    const dg_store_aggregate_t *aggregate;
     const dg_store_submit_t *submit;
     const dg_store_finish_t *finish;
     const dg_store_submission_get_t *submission;
@@ -111,6 +113,11 @@ typedef struct dg__sql_dialect {
   bool numbered;     /* $1, $2 ... instead of ? */
   const char *like;  /* case-insensitive LIKE operator */
   const char *instr; /* position of a substring: instr(a, b) */
+  /* Text before and after an expression to read it as a Date
+   * ("YYYY-MM-DD") or a DateTime ("YYYY-MM-DDTHH:MM:SS.mmmZ"); NULL when
+   * the text is no such value. */
+  const char *as_date[2];
+  const char *as_datetime[2];
 } dg__sql_dialect_t;
 
 extern const dg__sql_dialect_t dg__sql_sqlite;
@@ -164,6 +171,26 @@ int dg__sql_col_of(const dg__sql_cols_t *cols, const dg_property_t *prop);
 /* " FROM ... [LEFT JOIN ...] [WHERE ...]" of model with filters (t0 is the
  * model's alias). */
 void dg__sql_from_where(dg__sql_t *sql, const dg_model_t *model, const dg_store_filters_t *f);
+/* Its two halves, for statements that join more tables in between: the
+ * FROM with the joins the filters need (aliases r<n>), then the WHERE. */
+void dg__sql_from(dg__sql_t *sql, const dg_model_t *model, const dg_store_filters_t *f);
+void dg__sql_where(dg__sql_t *sql, const dg_store_filters_t *f);
+/* "alias.id" or alias."name" into out (prop NULL: the id). */
+void dg__sql_column_text(dg__sql_t *sql, char *out, size_t size, const char *alias,
+                         const dg_property_t *prop);
+/* a op b for two SQL expressions, or a op value when b is NULL (a null
+ * value: IS NULL, or IS NOT NULL for NotEqualTo), with the filters'
+ * semantics: string operators ignore case, a negative operator is true
+ * exactly where its positive one is not, other comparisons with a null are
+ * false. */
+void dg__sql_compare(dg__sql_t *sql, dg_store_op_t op, const char *a, const char *b,
+                     const dg_store_value_t *value);
+/* An aggregate (sql_aggregate.c): the group key columns, count(*), then one
+ * column per aggregation; grouped and ordered by the keys when there are
+ * any. Joins: r<n> for filters, g<n> for group keys, j<n> for joinFilters. */
+void dg__sql_aggregate(dg__sql_t *sql, const dg_store_aggregate_t *a);
+/* SELECT count(*) of the records an aggregate's filters match. */
+void dg__sql_aggregate_count(dg__sql_t *sql, const dg_store_aggregate_t *a);
 /* The page of a query: SELECT cols ... ORDER BY ... LIMIT page_size + 1
  * OFFSET (page - 1) * page_size; the extra row tells whether there is more. */
 void dg__sql_page(dg__sql_t *sql, const dg_store_query_t *q, const dg__sql_cols_t *cols);
@@ -195,6 +222,20 @@ int dg__store_put_flat(dg_buf_t *out, const dg__sql_cols_t *cols, const dg_store
 int dg__store_too_big(dg_errctx_t *err, size_t max);
 /* The key of a reference under "expanded" (camelCased). */
 const char *dg__store_ref_key(const dg_property_t *ref);
+/* Bytes an aggregate result has taken, against its maximum. */
+typedef struct dg__store_budget {
+  size_t used;
+  size_t max;
+} dg__store_budget_t;
+/* Aggregate results (result_aggregate.c). One row of dg__sql_aggregate as
+ * {"groupKey": {...}, "aggregates": {...}}, counted against budget; NULL
+ * with *rc DG_E2BIG or DG_ENOMEM. */
+json_t *dg__store_aggregate_row(const dg_store_aggregate_t *a, const dg_store_value_t *row,
+                                dg__store_budget_t *budget, int *rc);
+/* The whole result around the rows (stolen). NULL when out of memory. */
+json_t *dg__store_aggregate_result(const dg_store_aggregate_t *a, int64_t matched, json_t *rows);
+/* Fills err for a grouped aggregate over its cap. */
+int dg__store_over_cap(const dg_store_aggregate_t *a, int64_t matched, dg_errctx_t *err);
 
 /* ---- Parsing helpers shared by parse*.c --------------------------------------------- */
 typedef struct dg__path {

@@ -23,6 +23,8 @@ const dg__sql_dialect_t dg__sql_sqlite = {
     .numbered = false,
     .like = "LIKE",
     .instr = "instr",
+    .as_date = {"date(", ")"},
+    .as_datetime = {"strftime('%Y-%m-%dT%H:%M:%fZ', ", ")"},
 };
 
 /* ---- Text and binds ------------------------------------------------------------------- */
@@ -210,14 +212,15 @@ static const char *like_pattern(dg__sql_t *sql, const dg_store_value_t *v, dg_st
   return own(sql, p);
 }
 
-static void compare_value(dg__sql_t *sql, const char *alias, const dg_store_filter_t *f) {
-  column(sql, alias, f->prop);
-  if (!textual(f->op)) {
-    dg__sql_putf(sql, " %s ", symbol(f->op));
-    dg__sql_bind(sql, &f->value);
+static void compare_value(dg__sql_t *sql, dg_store_op_t op, const char *a,
+                          const dg_store_value_t *v) {
+  dg__sql_put(sql, a);
+  if (!textual(op)) {
+    dg__sql_putf(sql, " %s ", symbol(op));
+    dg__sql_bind(sql, v);
     return;
   }
-  const char *pattern = like_pattern(sql, &f->value, f->op);
+  const char *pattern = like_pattern(sql, v, op);
   dg__sql_putf(sql, " %s ", sql->dialect->like);
   if (pattern != NULL)
     dg__sql_bind_text(sql, pattern);
@@ -225,45 +228,53 @@ static void compare_value(dg__sql_t *sql, const char *alias, const dg_store_filt
 }
 
 /* A column reference as text, for the expressions that name it twice. */
-static void column_text(char *out, size_t size, const char *alias, const dg_property_t *prop) {
-  if (prop == NULL)
-    snprintf(out, size, "%s.id", alias);
-  else
-    snprintf(out, size, "%s.\"%s\"", alias, prop->name);
+void dg__sql_column_text(dg__sql_t *sql, char *out, size_t size, const char *alias,
+                         const dg_property_t *prop) {
+  int n = prop == NULL ? snprintf(out, size, "%s.id", alias)
+                       : snprintf(out, size, "%s.\"%s\"", alias, prop->name);
+  /* Catalog names never hold a quote and fit; refuse rather than trust it. */
+  bool bad = n < 0 || (size_t)n >= size || (prop != NULL && strchr(prop->name, '"') != NULL);
+  if (bad && sql->rc == 0)
+    sql->rc = DG_EINVAL;
 }
 
-/* Property against property: the string operators fold case with lower()
- * on both sides, as LIKE does for a value. */
-static void compare_columns(dg__sql_t *sql, const char *alias, const dg_store_filter_t *f) {
-  char a[160], b[160];
-  column_text(a, sizeof(a), alias, f->prop);
-  column_text(b, sizeof(b), alias, f->other);
-  if (f->op == DG_STORE_OP_CONTAINS)
+/* Expression against expression: the string operators fold case with
+ * lower() on both sides, as LIKE does for a value. */
+static void compare_columns(dg__sql_t *sql, dg_store_op_t op, const char *a, const char *b) {
+  if (op == DG_STORE_OP_CONTAINS)
     dg__sql_putf(sql, "%s(lower(%s), lower(%s)) > 0", sql->dialect->instr, a, b);
-  else if (f->op == DG_STORE_OP_STARTS || f->op == DG_STORE_OP_NOT_STARTS)
+  else if (op == DG_STORE_OP_STARTS || op == DG_STORE_OP_NOT_STARTS)
     dg__sql_putf(sql, "substr(lower(%s), 1, length(%s)) = lower(%s)", a, b, b);
-  else if (f->op == DG_STORE_OP_ENDS || f->op == DG_STORE_OP_NOT_ENDS)
+  else if (op == DG_STORE_OP_ENDS || op == DG_STORE_OP_NOT_ENDS)
     dg__sql_putf(sql,
                  "(length(%s) >= length(%s) AND substr(lower(%s), length(%s) - length(%s) + 1) = "
                  "lower(%s))",
                  a, b, a, a, b, b);
   else
-    dg__sql_putf(sql, "%s %s %s", a, symbol(f->op), b);
+    dg__sql_putf(sql, "%s %s %s", a, symbol(op), b);
+}
+
+void dg__sql_compare(dg__sql_t *sql, dg_store_op_t op, const char *a, const char *b,
+                     const dg_store_value_t *value) {
+  if (b == NULL && value->kind == DG_STORE_NULL) {
+    dg__sql_put(sql, a);
+    dg__sql_put(sql, op == DG_STORE_OP_NE ? " IS NOT NULL" : " IS NULL");
+    return;
+  }
+  bool neg = negative(op);
+  dg__sql_put(sql, neg ? "NOT COALESCE(" : "");
+  if (b != NULL)
+    compare_columns(sql, op, a, b);
+  else
+    compare_value(sql, op, a, value);
+  dg__sql_put(sql, neg ? ", FALSE)" : "");
 }
 
 static void predicate(dg__sql_t *sql, const char *alias, const dg_store_filter_t *f) {
-  if (!f->compare_property && f->value.kind == DG_STORE_NULL) {
-    column(sql, alias, f->prop);
-    dg__sql_put(sql, f->op == DG_STORE_OP_NE ? " IS NOT NULL" : " IS NULL");
-    return;
-  }
-  bool neg = negative(f->op);
-  dg__sql_put(sql, neg ? "NOT COALESCE(" : "");
-  if (f->compare_property)
-    compare_columns(sql, alias, f);
-  else
-    compare_value(sql, alias, f);
-  dg__sql_put(sql, neg ? ", FALSE)" : "");
+  char a[160], b[160];
+  dg__sql_column_text(sql, a, sizeof(a), alias, f->prop);
+  dg__sql_column_text(sql, b, sizeof(b), alias, f->other);
+  dg__sql_compare(sql, f->op, a, f->compare_property ? b : NULL, &f->value);
 }
 
 static void filter(dg__sql_t *sql, const dg_store_filter_t *f) {
@@ -341,11 +352,19 @@ static void where(dg__sql_t *sql, const dg_store_filters_t *fs) {
   }
 }
 
-void dg__sql_from_where(dg__sql_t *sql, const dg_model_t *model, const dg_store_filters_t *f) {
+void dg__sql_from(dg__sql_t *sql, const dg_model_t *model, const dg_store_filters_t *f) {
   dg__sql_put(sql, " FROM ");
   dg__sql_ident(sql, NULL, model->name);
   dg__sql_put(sql, " AS t0");
   joins(sql, f);
+}
+
+void dg__sql_where(dg__sql_t *sql, const dg_store_filters_t *f) {
+  where(sql, f);
+}
+
+void dg__sql_from_where(dg__sql_t *sql, const dg_model_t *model, const dg_store_filters_t *f) {
+  dg__sql_from(sql, model, f);
   where(sql, f);
 }
 

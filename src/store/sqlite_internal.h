@@ -69,6 +69,9 @@ extern atomic_ulong dg__sqlite_statements;
 
 /* Answers one request on conn: r->result or r->err. */
 int dg__sqlite_run(dg__sqlite_conn_t *conn, dg_store_req_t *r);
+/* Answers an aggregate (sqlite_aggregate.c) inside the caller's read
+ * transaction: r->result or r->err. */
+int dg__sqlite_aggregate(dg__sqlite_conn_t *conn, dg_store_req_t *r, dg__store_budget_t *budget);
 
 /* ---- One request's run (sqlite_exec.c), and the reads (sqlite_read.c) ---- */
 typedef struct dg__sqlite_run {

@@ -163,8 +163,8 @@ void dg__store_closed(dg_store_t *s) {
 
 /* ---- Requests ------------------------------------------------------------------------- */
 
-static const char *const kind_names[] = {"query",  "fetch",  "lookup",    "write",
-                                         "submit", "finish", "submission"};
+static const char *const kind_names[] = {"query",     "fetch",  "lookup", "write",
+                                         "aggregate", "submit", "finish", "submission"};
 
 static void unlink_req(dg_store_req_t *r) {
   dg_store_t *s = r->store;
@@ -275,6 +275,33 @@ static void check_filters(schema_check_t *c, const dg_model_t *m, const dg_store
   }
 }
 
+static void check_join(schema_check_t *c, const dg_model_t *m, const dg_store_join_t *j) {
+  if (j->reference != NULL)
+    check_prop(c, m, j->reference);
+  check_prop(c, m, j->key);
+  check_prop(c, m, j->local);
+  check_model(c, j->target);
+  check_prop(c, j->target, j->foreign);
+}
+
+static void check_aggregate(schema_check_t *c, const dg_store_aggregate_t *a) {
+  check_filters(c, a->model, &a->filters);
+  for (size_t i = 0; i < a->naggs; i++) {
+    check_prop(c, a->model, a->aggs[i].prop);
+    if (a->aggs[i].join != NULL)
+      check_join(c, a->model, a->aggs[i].join);
+  }
+  for (size_t i = 0; i < a->ngroup_by; i++) {
+    const dg_store_group_key_t *k = &a->group_by[i];
+    if (k->reference != NULL)
+      check_prop(c, a->model, k->reference);
+    check_prop(c, k->model, k->prop);
+    if (dg__store_is_inbound(k->reference))
+      check_prop(c, k->model,
+                 dg_model_property(k->model, k->reference->reference->inverse_property));
+  }
+}
+
 static void check_write(schema_check_t *c, const dg_store_write_t *w) {
   for (size_t i = 0; i < w->nvalues; i++)
     check_prop(c, w->model, w->props[i]);
@@ -311,6 +338,9 @@ static int check_schema(dg_store_t *s, const dg_store_req_t *r, dg_errctx_t *err
       check_write(&c, &r->in.finish->writes[i]);
     break;
   case DG__STORE_SUBMISSION:
+    break;
+  case DG__STORE_AGGREGATE:
+    check_aggregate(&c, r->in.aggregate);
     break;
   }
   return c.rc;
@@ -386,6 +416,15 @@ int dg_store_lookup(dg_store_t *s, const dg_store_lookup_t *l, dg_store_cb cb, v
   if (r == NULL)
     return nomem(err);
   r->in.lookup = l;
+  return submit(s, r, req, err);
+}
+
+int dg_store_aggregate(dg_store_t *s, const dg_store_aggregate_t *a, dg_store_cb cb, void *data,
+                       dg_store_req_t **req, dg_errctx_t *err) {
+  dg_store_req_t *r = req_new(s, DG__STORE_AGGREGATE, cb, data);
+  if (r == NULL)
+    return nomem(err);
+  r->in.aggregate = a;
   return submit(s, r, req, err);
 }
 

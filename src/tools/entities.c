@@ -1,6 +1,6 @@
 /* What the entity tools (lookup_by_keyword, query_entities,
- * get_entities_by_ids) share: the parser context of a call, and running a
- * store operation to the end of the call. */
+ * get_entities_by_ids, aggregate_entities) share: the parser context of a
+ * call, and running a store operation to the end of the call. */
 #include "datagate/tools.h"
 #include "tools/internal.h"
 
@@ -48,6 +48,8 @@ static int start(dg_store_t *store, dg__tools_store_op_t op, const void *desc, p
     return dg_store_query(store, desc, on_done, p, &p->req, err);
   case DG__TOOLS_FETCH:
     return dg_store_fetch(store, desc, on_done, p, &p->req, err);
+  case DG__TOOLS_AGGREGATE:
+    return dg_store_aggregate(store, desc, on_done, p, &p->req, err);
   default:
     return dg_store_lookup(store, desc, on_done, p, &p->req, err);
   }

@@ -8,8 +8,11 @@
 
 #include "datagate/auth.h"
 #include "datagate/catalog.h"
+#include "datagate/extract.h"
 #include "datagate/mcp.h"
+#include "datagate/net.h"
 #include "datagate/store.h"
+#include "datagate/tools.h"
 
 /* The model with the given id that p may read, or NULL with err saying
  * "Invalid argument '<param>': no Data Model with id '<given>'; ...". A
@@ -34,6 +37,7 @@ typedef enum dg__tools_store_op {
   DG__TOOLS_QUERY,
   DG__TOOLS_FETCH,
   DG__TOOLS_LOOKUP,
+  DG__TOOLS_AGGREGATE,
 } dg__tools_store_op_t;
 
 /* JSON Schema fragments the entity tools share. */
@@ -51,6 +55,37 @@ typedef enum dg__tools_store_op {
   "\"reference\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,\"description\":"          \
   "\"Name of a property whose dataType is Reference\"},"                                           \
   "\"properties\":" DG__TOOLS_PROPERTIES_SCHEMA "}}}"
+
+/* queryParameterGroups of query_entities and aggregate_entities. */
+#define DG__TOOLS_FILTER_GROUPS_SCHEMA                                                             \
+  "{\"type\":\"array\",\"maxItems\":20,"                                                           \
+  "\"description\":\"Filter groups, combined with And. Inside a group the parameters combine "     \
+  "with the group's andOrOperator.\","                                                             \
+  "\"items\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"                 \
+  "\"andOrOperator\":{\"type\":\"string\",\"enum\":[\"And\",\"Or\"],\"default\":\"And\"},"         \
+  "\"parameters\":{\"type\":\"array\",\"maxItems\":50,\"items\":{\"type\":\"object\","             \
+  "\"required\":[\"operator\",\"propertyName\"],\"additionalProperties\":false,\"properties\":{"   \
+  "\"operator\":{\"type\":\"string\",\"enum\":[\"EqualTo\",\"NotEqualTo\",\"GreaterThan\","        \
+  "\"GreaterThanEqualTo\",\"LessThan\",\"LessThanEqualTo\",\"Contains\",\"StartsWith\","           \
+  "\"NotStartsWith\",\"EndsWith\",\"NotEndsWith\"],\"description\":\"Contains, StartsWith, "       \
+  "NotStartsWith, EndsWith and NotEndsWith apply to String properties; string comparisons "        \
+  "ignore case\"},"                                                                                \
+  "\"propertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                       \
+  "\"description\":\"A property from get_data_model_properties (or id); with reference, a "        \
+  "property of the related entity\"},"                                                             \
+  "\"value\":{\"type\":[\"string\",\"number\",\"boolean\",\"null\"],\"maxLength\":4096,"           \
+  "\"description\":\"Comparison value: the related entity's GUID for a Reference; the string "     \
+  "null (with valueType null) to test for null; dates as YYYY-MM-DD. Leave out with "              \
+  "comparisonPropertyName\"},"                                                                     \
+  "\"valueType\":{\"type\":\"string\",\"enum\":[\"boolean\",\"string\",\"number\",\"null\"],"      \
+  "\"description\":\"How value is written; null when testing for null\"},"                         \
+  "\"comparisonPropertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"             \
+  "\"description\":\"Compare propertyName with this property of the same entity instead of a "     \
+  "value\"},"                                                                                      \
+  "\"reference\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                          \
+  "\"description\":\"A Reference property: the filter applies to the related entity\"},"           \
+  "\"match\":{\"type\":\"string\",\"enum\":[\"Any\"],\"description\":\"For an Inbound "            \
+  "reference: true when at least one related entity matches\"}}}}}}}"
 
 #define DG__TOOLS_ENTITY_SCHEMA                                                                    \
   "{\"type\":\"object\",\"required\":[\"id\",\"properties\"],\"properties\":{"                     \
@@ -129,6 +164,80 @@ int dg__tools_saved_request(const dg_saved_query_t *q, const char *const *values
  * a GraphQL API answered only errors. Safe on a worker thread. */
 json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, const char *body,
                             size_t len, size_t max_bytes, dg_errctx_t *err);
+
+/* ---- get_file_text (file_source.c, files.c, file_fetch.c) ---------------- */
+
+/* Checks a document URL: the scheme must be allowed, the URL valid and
+ * without dot segments, and under a source of cfg. On success *url is
+ * parsed (strings in arena) and *source set; otherwise err (param "url")
+ * says, after the lead-in what ("Invalid argument 'url':"), the URL without
+ * its query, what is wrong and what is allowed (DG_EINVAL or DG_EPERM). */
+int dg__tools_file_check(const dg_file_settings_t *cfg, dg_arena_t *arena, const char *what,
+                         const char *text, dg_http_url_t *url, const dg_file_source_t **source,
+                         dg_errctx_t *err);
+/* The source url falls under (the longest prefix), or NULL. */
+const dg_file_source_t *dg__tools_file_match(const dg_file_settings_t *cfg,
+                                             const dg_http_url_t *url);
+
+/* A call waiting for one of the extraction slots (files.c). */
+typedef struct dg__tools_slot {
+  void (*start)(struct dg__tools_slot *slot); /* called when the slot is granted */
+  struct dg__tools_slot *prev, *next;
+  bool queued;
+} dg__tools_slot_t;
+
+/* Takes a slot now (0, start is not called), queues the waiter (1, start
+ * is called from a later release) or refuses (DG_EBUSY) when max_queued
+ * wait already; DG_ECLOSED while closing. */
+int dg__tools_files_acquire(dg_tools_files_t *files, dg__tools_slot_t *slot, unsigned max_active,
+                            unsigned max_queued);
+/* Gives a slot back; the longest waiting call gets it. */
+void dg__tools_files_release(dg_tools_files_t *files);
+/* Takes a waiter out of the queue (its call was canceled). */
+void dg__tools_files_forget(dg_tools_files_t *files, dg__tools_slot_t *slot);
+/* The cache of extracted text, or NULL when caching is off. */
+dg_extract_cache_t *dg__tools_files_cache(dg_tools_files_t *files);
+
+/* One download with redirects followed here, so that each target is
+ * checked against the sources like the first URL (file_fetch.c). */
+typedef struct dg__tools_fetch dg__tools_fetch_t;
+
+typedef struct dg__tools_fetch_ops {
+  /* The head of the 2xx answer: its content type, validators (each may be
+   * NULL) and declared length (-1 when unknown). A negative DG_E* code
+   * aborts the download. */
+  int (*on_head)(void *user, const char *content_type, const char *etag, const char *last_modified,
+                 int64_t length);
+  /* Bytes of the body as they arrive; a negative DG_E* code aborts. */
+  int (*on_body)(void *user, const char *data, size_t len);
+  /* Once, on a later loop turn: rc 0 after the whole body, or 0 with
+   * not_modified after a 304 to the validators given; otherwise a DG_E*
+   * code with err saying why (for an abort by on_head or on_body, the
+   * code they returned, with aborted true). */
+  void (*on_done)(void *user, int rc, bool not_modified, bool aborted, const dg_errctx_t *err);
+} dg__tools_fetch_ops_t;
+
+typedef struct dg__tools_fetch_req {
+  uv_loop_t *loop;
+  dg_tools_env_t *env;
+  const dg_file_settings_t *cfg;
+  dg_arena_t *arena; /* where the fetch lives */
+  const char *request_id;
+  const dg_http_url_t *url; /* already checked, under source */
+  const dg_file_source_t *source;
+  const char *etag; /* validators of a cached copy (may be NULL): a conditional request */
+  const char *last_modified;
+  const dg__tools_fetch_ops_t *ops;
+  void *user;
+} dg__tools_fetch_req_t;
+
+/* Starts downloading req->url with the environment's client or the
+ * source's connector. Returns 0 (on_done follows), or a DG_E* code with err
+ * (nothing started). */
+int dg__tools_fetch_start(const dg__tools_fetch_req_t *req, dg__tools_fetch_t **out,
+                          dg_errctx_t *err);
+/* Stops the download; on_done follows with DG_ECANCELED. */
+void dg__tools_fetch_cancel(dg__tools_fetch_t *fetch);
 
 /* ---- Data entry forms (forms.c) ------------------------------------------------ */
 

@@ -376,6 +376,56 @@ static json_t *entity(mapper_t *m, const json_t *item) {
   return e;
 }
 
+/* An upper bound of a string's JSON text: quotes, and six bytes for each
+ * byte that may need an escape. */
+static size_t string_bound(const char *s, size_t len) {
+  size_t n = len + 2;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch < 0x20 || ch == '"' || ch == '\\')
+      n += 5;
+  }
+  return n;
+}
+
+static size_t integer_bound(json_int_t v) {
+  size_t n = v < 0 ? 2 : 1;
+  for (; v >= 10 || v <= -10; v /= 10)
+    n++;
+  return n;
+}
+
+/* An upper bound of the bytes the result writer gives for v, found without
+ * writing it: each entity is measured so, and the result is written once,
+ * later. Entities are shallow (values are scalars or strings), so the
+ * recursion is too. */
+static size_t json_size_bound(const json_t *v) {
+  size_t n = 2;
+  const char *key;
+  json_t *member;
+  switch (json_typeof(v)) {
+  case JSON_OBJECT:
+    json_object_foreach((json_t *)v, key, member) {
+      n += string_bound(key, strlen(key)) + json_size_bound(member) + 2;
+    }
+    return n;
+  case JSON_ARRAY:
+    for (size_t i = 0; i < json_array_size(v); i++)
+      n += json_size_bound(json_array_get(v, i)) + 1;
+    return n;
+  case JSON_STRING:
+    return string_bound(json_string_value(v), json_string_length(v));
+  case JSON_INTEGER:
+    return integer_bound(json_integer_value(v));
+  case JSON_REAL:
+    return 24; /* 15 significant digits, sign, point and exponent */
+  case JSON_FALSE:
+    return 5;
+  default:
+    return 4; /* true, null */
+  }
+}
+
 /* Adds one item, unless the count or size limit is reached. */
 static int add_item(void *data, json_t *item) {
   mapper_t *m = data;
@@ -387,7 +437,7 @@ static int add_item(void *data, json_t *item) {
   json_t *e = entity(m, item);
   if (e == NULL)
     return DG_ENOMEM;
-  size_t size = json_dumpb(e, NULL, 0, JSON_COMPACT) + 1;
+  size_t size = json_size_bound(e) + 1;
   if (m->bytes + size > m->max_bytes) {
     json_decref(e);
     m->truncated = true;

@@ -4,6 +4,9 @@
 // receivable behind Basic), and for tests a control endpoint that makes the
 // next requests to a path slow, reset, malformed, chunked, gzipped, 429/503
 // with Retry-After, redirected, or hung, and that lets tokens expire.
+// It also serves documents for get_file_text: the sample domain's files
+// under /files/ (and, behind the ERP's bearer token, /erp/documents/), made
+// by documents.mjs, with ETag and Last-Modified, and any a test adds.
 //
 // Plain node:http and node:https, no framework. Run it alone:
 //   node tests/upstream/server.mjs [--host 127.0.0.1] [--port 8091]
@@ -14,10 +17,11 @@ import http from 'node:http';
 import https from 'node:https';
 import fs from 'node:fs';
 import zlib from 'node:zlib';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 
 import { Commerce } from './commerce.mjs';
+import { SAMPLE_FILES, sampleFilePath } from './documents.mjs';
 
 // Credentials come from the same variables the sample connectors name.
 export function defaultCredentials(env = process.env) {
@@ -115,6 +119,21 @@ export class Upstream {
     this.tokenCount = 0;
     this.delayMs = 0; // every answer waits this long
     this.commerce = new Commerce();
+    this.files = new Map(); // path -> {body, type, etag}
+    this.held = new Map(); // path -> release() of a body held back part way
+    for (const f of SAMPLE_FILES) {
+      const body = f.make();
+      this.addFile(sampleFilePath(f), body, f.type);
+      this.addFile(sampleFilePath(f).replace('/files/', '/erp/documents/'), body, f.type);
+    }
+  }
+
+  // Serves body at path (a path starting with /files/ or /erp/documents/)
+  // with this Content-Type (null: none) and any other headers given (a
+  // Content-Encoding for a body that is already compressed, say).
+  addFile(path, body, type, headers = {}) {
+    const etag = `"${createHash('sha1').update(body).digest('hex').slice(0, 16)}"`;
+    this.files.set(path, { body: Buffer.isBuffer(body) ? body : Buffer.from(body), type, etag, headers });
   }
 
   // The next requests to path (without query) get these behaviours in turn.
@@ -161,6 +180,10 @@ export class Upstream {
       return res.end();
     }
     if (b.malformed) return send(res, 200, '{"order": {"number": "SO-1001", "status": ');
+    if (b.stall) { // the head and the first bytes, then nothing more
+      res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': 100000 });
+      return res.write('The beginning of a document that never ends. ');
+    }
     const headers = { ...(b.headers || {}) };
     if (b.retryAfter !== undefined) headers['Retry-After'] = String(b.retryAfter);
     if (b.status) return this.write(res, b.status, b.json ?? b.body ?? { error: `scripted ${b.status}` }, headers, b);
@@ -235,6 +258,7 @@ export class Upstream {
     const p = url.pathname;
     const denied = (scheme) => send(res, 401, { error: 'unauthorized' }, { 'WWW-Authenticate': scheme });
     if (p === '/oauth/token' && req.method === 'POST') return this.issueToken(req, res, body);
+    if (p.startsWith('/files/') && req.method === 'GET') return this.file(req, res, url, shape);
     if (p.startsWith('/erp/')) {
       if (!this.bearerOk(req)) return denied('Bearer');
       return this.erp(req, res, url, body, shape);
@@ -254,8 +278,37 @@ export class Upstream {
     return send(res, 404, { error: `no route for ${req.method} ${p}` });
   }
 
+  // Lets the rest of a held body go (see the hold behaviour).
+  release(path) {
+    const go = this.held.get(path);
+    this.held.delete(path);
+    go?.();
+  }
+
+  // A document: 304 to a matching If-None-Match; ?type= replaces the
+  // Content-Type (empty: none); the hold behaviour sends that many bytes
+  // of the body, then the rest once a test calls release(path).
+  file(req, res, url, shape = {}) {
+    const f = this.files.get(url.pathname);
+    if (!f) return send(res, 404, { error: `no document at ${url.pathname}` });
+    const headers = { ETag: f.etag, 'Last-Modified': 'Wed, 01 Jan 2025 00:00:00 GMT', ...f.headers };
+    if (req.headers['if-none-match'] === f.etag) {
+      res.writeHead(304, headers);
+      return res.end();
+    }
+    const type = url.searchParams.has('type') ? url.searchParams.get('type') : f.type;
+    if (type) headers['Content-Type'] = type;
+    headers['Content-Length'] = f.body.length;
+    res.writeHead(200, headers);
+    if (!shape.hold) return res.end(f.body);
+    res.write(f.body.subarray(0, shape.hold));
+    this.held.set(url.pathname, () => res.end(f.body.subarray(shape.hold)));
+    res.on('close', () => this.held.delete(url.pathname));
+  }
+
   erp(req, res, url, body, shape) {
     const p = url.pathname;
+    if (req.method === 'GET' && p.startsWith('/erp/documents/')) return this.file(req, res, url, shape);
     const one = /^\/erp\/orders\/([^/]+)$/.exec(p);
     if (req.method === 'GET' && one && one[1] !== 'search') {
       const number = decodeURIComponent(one[1]);

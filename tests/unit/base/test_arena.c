@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -91,6 +92,24 @@ static void test_strings(void **state) {
   assert_int_equal(copy[0], '<');
   assert_int_equal(copy[sizeof(longer)], '>');
   dg_arena_destroy(a);
+  /* Texts formatted in place fill a block exactly, stay distinct and
+   * leave the next allocation aligned; one that does not fit moves on. */
+  a = dg_arena_new(256);
+  char *texts[40];
+  for (int i = 0; i < 40; i++) {
+    texts[i] = dg_arena_sprintf(a, "%0*d", 5 + i % 27, i);
+    assert_non_null(texts[i]);
+    assert_int_equal((uintptr_t)texts[i] % 16, 0);
+    unsigned char *after = dg_arena_alloc(a, 1);
+    assert_int_equal((uintptr_t)after % 16, 0);
+    *after = 0xee;
+  }
+  for (int i = 0; i < 40; i++) {
+    char want[40];
+    snprintf(want, sizeof(want), "%0*d", 5 + i % 27, i);
+    assert_string_equal(texts[i], want);
+  }
+  dg_arena_destroy(a);
 }
 
 typedef struct order {
@@ -125,6 +144,46 @@ static void test_defer_runs_last_first(void **state) {
   assert_int_equal(order.seen[2], 1);
 }
 
+unsigned dg__arena_cached(size_t size);
+
+/* Blocks of the usual sizes come back to the thread's next arenas, a
+ * bounded number per size; other sizes go back to malloc. */
+static void test_blocks_are_reused_within_a_bound(void **state) {
+  enum { DEPTH = (1024 * 1024) / 4096, MANY = DEPTH + 40 };
+  unsigned before = dg__arena_cached(4096);
+  dg_arena_t *a = dg_arena_new(4096);
+  char *first = dg_arena_alloc(a, 100);
+  assert_non_null(first);
+  dg_arena_destroy(a);
+  assert_int_equal(dg__arena_cached(4096), before < DEPTH ? before + 1 : DEPTH);
+  a = dg_arena_new(4096);
+  char *again = dg_arena_alloc(a, 100);
+  assert_ptr_equal(again, first);
+  memset(again, 0x5a, 4000); /* the whole block is usable again */
+  dg_arena_destroy(a);
+
+  dg_arena_t *arenas[MANY];
+  for (size_t i = 0; i < MANY; i++) {
+    arenas[i] = dg_arena_new(4096);
+    assert_non_null(dg_arena_alloc(arenas[i], 8));
+  }
+  assert_int_equal(dg__arena_cached(4096), 0);
+  for (size_t i = 0; i < MANY; i++)
+    dg_arena_destroy(arenas[i]);
+  assert_int_equal(dg__arena_cached(4096), DEPTH);
+
+  a = dg_arena_new(3000);
+  assert_non_null(dg_arena_alloc(a, 8));
+  dg_arena_destroy(a);
+  assert_int_equal(dg__arena_cached(3000), 0);
+  /* A large request's own block is not a cached size either. */
+  a = dg_arena_new(1024);
+  assert_non_null(dg_arena_alloc(a, 5000));
+  unsigned kept = dg__arena_cached(1024);
+  dg_arena_destroy(a);
+  assert_int_equal(dg__arena_cached(1024), kept);
+}
+
 static void test_destroy_null(void **state) {
   dg_arena_destroy(NULL);
 }
@@ -138,6 +197,7 @@ int main(void) {
       cmocka_unit_test(test_huge_sizes_refused),
       cmocka_unit_test(test_strings),
       cmocka_unit_test(test_defer_runs_last_first),
+      cmocka_unit_test(test_blocks_are_reused_within_a_bound),
       cmocka_unit_test(test_destroy_null),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -70,6 +70,28 @@ static void test_appendf(void **state) {
   assert_int_equal(dg_buf_appendf(&b, "%s", ""), 0);
   assert_int_equal(b.len, 10);
   dg_buf_free(&b);
+  /* Text over the maximum leaves the buffer as it was, although part of it
+   * fitted in the room already allocated. */
+  dg_buf_init(&b, 8);
+  assert_int_equal(dg_buf_appendf(&b, "%s", "abcdef"), 0);
+  assert_int_equal(dg_buf_appendf(&b, "%s", "ghi"), DG_E2BIG);
+  assert_string_equal(b.data, "abcdef");
+  assert_int_equal(b.len, 6);
+  assert_int_equal(dg_buf_appendf(&b, "%s", "gh"), 0);
+  assert_string_equal(b.data, "abcdefgh");
+  dg_buf_free(&b);
+  /* Text longer than the room grows the buffer and arrives whole. */
+  char line[600];
+  memset(line, 'z', sizeof(line) - 1);
+  line[sizeof(line) - 1] = '\0';
+  dg_buf_init(&b, 4096);
+  assert_int_equal(dg_buf_appendf(&b, "<%d>", 7), 0);
+  assert_true(b.cap < sizeof(line));
+  assert_int_equal(dg_buf_appendf(&b, "%s|%s", line, "end"), 0);
+  assert_int_equal(b.len, 3 + 599 + 4);
+  assert_int_equal(strncmp(b.data, "<7>zzz", 6), 0);
+  assert_string_equal(b.data + 3 + 599, "|end");
+  dg_buf_free(&b);
 }
 
 static void test_consume_and_reset(void **state) {

@@ -487,6 +487,31 @@ static void test_absolute_paths_kept_and_null_access_log(void **state) {
   tmpconf_remove(&t);
 }
 
+static void test_upstream_dns_servers(void **state) {
+  tmpconf_t t;
+  tmpconf_make(
+      &t, "{\"server\": {\"upstreamDnsServers\": \"127.0.0.1,10.0.0.2:5353,::1,[fe80::1]:53\"}}",
+      NULL);
+  dg_catalog_t *cat;
+  assert_int_equal(dg_catalog_load(t.dir, &cat, NULL), 0);
+  assert_string_equal(cat->server.upstream_dns_servers, "127.0.0.1,10.0.0.2:5353,::1,[fe80::1]:53");
+  dg_catalog_unref(cat);
+  tmpconf_remove(&t);
+  static const char *const bad[] = {"dns.example",  "127.0.0.1:0", "127.0.0.1,", "[::1]x",
+                                    "1.2.3.4:53:1", "127.0.0.1:",  "300.1.1.1"};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(bad); i++) {
+    char conf[256], want[256];
+    snprintf(conf, sizeof(conf), "{\"server\": {\"upstreamDnsServers\": \"%s\"}}", bad[i]);
+    const char *item = strcmp(bad[i], "127.0.0.1,") == 0 ? "" : bad[i];
+    snprintf(want, sizeof(want),
+             "datagate.json: /server/upstreamDnsServers: '%s' is not a name server (ip, ip:port or "
+             "[ipv6]:port)",
+             item);
+    const char *const wants[] = {want};
+    expect_errors(conf, NULL, wants, 1);
+  }
+}
+
 static void test_check_output(void **state) {
   char *text = NULL;
   size_t len = 0;
@@ -560,6 +585,7 @@ int main(void) {
       cmocka_unit_test(test_defaults),
       cmocka_unit_test(test_session_key),
       cmocka_unit_test(test_absolute_paths_kept_and_null_access_log),
+      cmocka_unit_test(test_upstream_dns_servers),
       cmocka_unit_test(test_check_output),
       cmocka_unit_test(test_data_types),
       cmocka_unit_test(test_errors_add),

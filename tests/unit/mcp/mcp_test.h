@@ -101,7 +101,20 @@ static inline void mt_slow_run(dg_tool_call_t *call) {
   dg_tool_call_on_cancel(call, mt_slow_cancel, NULL);
 }
 
+/* With {"meta": true}: one notification carrying _meta, and what
+ * dg_tool_call_progress_meta returned. */
+static inline void mt_progress_meta_run(dg_tool_call_t *call) {
+  json_t *meta = json_pack("{s:i}", "offset", 40);
+  int rc = dg_tool_call_progress_meta(call, 50, -1, "chunk", meta);
+  json_decref(meta);
+  mt_succeed_later(call, json_pack("{s:s}", "rc", rc == 0 ? "ok" : dg_err_name(rc)), 5);
+}
+
 static inline void mt_progress_run(dg_tool_call_t *call) {
+  if (json_is_true(json_object_get(dg_tool_call_args(call), "meta"))) {
+    mt_progress_meta_run(call);
+    return;
+  }
   dg_tool_call_progress(call, 1, 3, "one");
   dg_tool_call_progress(call, 2, -1, NULL);
   mt_succeed_later(call, json_pack("{s:b}", "streamed", dg_tool_call_wants_progress(call)), 5);
@@ -184,10 +197,24 @@ typedef struct mt_sink {
 
 static mt_sink_t mt_sink;
 
+/* A reply as a client reads it: written out as the transports write it
+ * (pre-written parts such as the tools/list array included), then parsed. */
+static inline json_t *mt_wire(const json_t *reply) {
+  if (reply == NULL)
+    return json_null();
+  dg_buf_t text;
+  dg_buf_init(&text, 1u << 24);
+  assert_int_equal(dg__mcp_dump(reply, &text), 0);
+  json_t *parsed = json_loadb(text.data, text.len, 0, NULL);
+  assert_non_null(parsed);
+  dg_buf_free(&text);
+  return parsed;
+}
+
 static inline void mt_reply(dg__mcp_exchange_t *ex, json_t *reply) {
   if (mt_sink.dispatching)
     mt_sink.early++;
-  json_array_append_new(mt_sink.replies, reply ? json_deep_copy(reply) : json_null());
+  json_array_append_new(mt_sink.replies, mt_wire(reply));
 }
 
 /* Progress may be sent from inside a tool's run: it completes nothing. */

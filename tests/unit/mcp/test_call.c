@@ -167,6 +167,33 @@ static void test_no_progress_without_token(void **state) {
   assert_int_equal(json_array_size(mt_sink.notes), 0);
 }
 
+static void test_progress_with_meta(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-11-25");
+  json_t *r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":"
+                           "{\"name\":\"progress\",\"arguments\":{\"meta\":true},"
+                           "\"_meta\":{\"progressToken\":9}}}");
+  json_t *structured = json_object_get(json_object_get(r, "result"), "structuredContent");
+  assert_string_equal(json_string_value(json_object_get(structured, "rc")), "ok");
+  assert_int_equal(json_array_size(mt_sink.notes), 1);
+  json_t *p = json_object_get(json_array_get(mt_sink.notes, 0), "params");
+  assert_int_equal(json_integer_value(json_object_get(p, "progressToken")), 9);
+  assert_true(json_number_value(json_object_get(p, "progress")) == 50.0);
+  assert_null(json_object_get(p, "total"));
+  assert_string_equal(json_string_value(json_object_get(p, "message")), "chunk");
+  json_t *meta = json_object_get(p, "_meta");
+  assert_int_equal(json_integer_value(json_object_get(meta, "offset")), 40);
+}
+
+static void test_progress_with_meta_needs_a_token(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-11-25");
+  json_t *r = call_tool(env, "progress", "{\"meta\":true}");
+  json_t *structured = json_object_get(json_object_get(r, "result"), "structuredContent");
+  assert_string_equal(json_string_value(json_object_get(structured, "rc")), "DG_ENOTSUP");
+  assert_int_equal(json_array_size(mt_sink.notes), 0);
+}
+
 static void test_result_too_large(void **state) {
   mt_env_t *env = *state;
   env->cat->server.max_result_bytes = 4096;
@@ -260,6 +287,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_timeout, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_progress, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_no_progress_without_token, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_progress_with_meta, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_progress_with_meta_needs_a_token, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_result_too_large, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_inflight_limit, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_client_gone, mt_setup, mt_teardown),

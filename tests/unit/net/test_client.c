@@ -279,6 +279,30 @@ static void test_keep_alive_reuse(void **state) {
   assert_int_equal(ctx_close(t), 0);
 }
 
+/* A finished call's memory serves the next call, which starts clean: its
+ * response is its own. */
+static void test_call_memory_is_reused(void **state) {
+  ctx_t *t = ctx_new();
+  assert_int_equal(raw_start(&t->srv, serve_ok, NULL), 0);
+  assert_int_equal(ctx_client(t), 0);
+  dg_http_client_request_t r;
+  req_init(&r, "GET", at(t, "/first"), &t->out[0]);
+  dg_http_call_t *first = start(t, &r);
+  assert_non_null(first);
+  assert_true(run_until(t, &t->out[0], 1));
+  uintptr_t first_at = (uintptr_t)first;
+  uv_run(&t->loop, UV_RUN_NOWAIT); /* its memory goes back in the close callback */
+  req_init(&r, "GET", at(t, "/second"), &t->out[1]);
+  dg_http_call_t *second = start(t, &r);
+  assert_int_equal((uintptr_t)second, first_at);
+  assert_true(run_until(t, &t->out[1], 1));
+  assert_int_equal(t->out[1].status, 200);
+  assert_string_equal(t->out[1].body, "hello");
+  assert_int_equal(t->out[1].attempts, 1);
+  assert_int_equal(t->out[1].redirects, 0);
+  assert_int_equal(ctx_close(t), 0);
+}
+
 static void test_pool_maximum(void **state) {
   ctx_t *t = ctx_new();
   t->cfg.pool_max_per_origin = 2;
@@ -821,6 +845,96 @@ static void test_address_policy(void **state) {
   assert_int_equal(ctx_close(t), 0);
 }
 
+#define BIG_BODY (8u << 20)
+
+static unsigned char big_byte(size_t i) {
+  return (unsigned char)((i * 7 + i / 4096) & 0xff);
+}
+
+/* Reads only after a pause, so that the client's request fills the socket
+ * buffers and the rest of it waits in the client; then checks every byte
+ * of the body in order and answers "ok" or where it differed. */
+static void serve_check_big_body(raw_conn_t *c) {
+  sleep_ms(100);
+  char *end = NULL;
+  while (end == NULL && raw_fill(c) > 0)
+    end = strstr(c->buf, "\r\n\r\n");
+  if (end == NULL)
+    return;
+  size_t head = (size_t)(end - c->buf) + 4;
+  size_t got = 0, bad = SIZE_MAX;
+  for (size_t i = head; i < c->len; i++, got++)
+    bad = bad == SIZE_MAX && (unsigned char)c->buf[i] != big_byte(got) ? got : bad;
+  while (got < BIG_BODY) {
+    c->len = 0;
+    if (raw_fill(c) <= 0)
+      break;
+    for (size_t i = 0; i < c->len; i++, got++)
+      bad = bad == SIZE_MAX && (unsigned char)c->buf[i] != big_byte(got) ? got : bad;
+  }
+  char answer[128], text[32];
+  int n = bad == SIZE_MAX && got == BIG_BODY
+              ? snprintf(text, sizeof(text), "ok")
+              : snprintf(text, sizeof(text), "at %zu of %zu", bad, got);
+  snprintf(answer, sizeof(answer), "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", n, text);
+  raw_send(c, answer);
+  raw_wait_close(c);
+}
+
+/* A request larger than the socket takes at once leaves partly at once and
+ * partly from the write queue, whole and in order. */
+static void test_large_request_body_in_order(void **state) {
+  ctx_t *t = ctx_new();
+  assert_int_equal(raw_start(&t->srv, serve_check_big_body, NULL), 0);
+  assert_int_equal(ctx_client(t), 0);
+  unsigned char *body = malloc(BIG_BODY);
+  assert_non_null(body);
+  for (size_t i = 0; i < BIG_BODY; i++)
+    body[i] = big_byte(i);
+  dg_http_client_request_t r;
+  req_init(&r, "POST", at(t, "/upload"), &t->out[0]);
+  r.body = body;
+  r.body_len = BIG_BODY;
+  assert_non_null(start(t, &r));
+  free(body); /* the client copied it */
+  assert_true(run_until(t, &t->out[0], 1));
+  assert_int_equal(t->out[0].status, 200);
+  assert_string_equal(t->out[0].body, "ok");
+  assert_int_equal(ctx_close(t), 0);
+}
+
+/* A pooled connection serves a later call only when that call's policy
+ * allows the address it is connected to. */
+static void test_pooled_connection_checked_against_policy(void **state) {
+  ctx_t *t = ctx_new();
+  assert_int_equal(raw_start(&t->srv, serve_ok, NULL), 0);
+  assert_int_equal(ctx_client(t), 0);
+  dg_http_client_request_t r;
+  req_init(&r, "GET", at(t, "/"), &t->out[0]);
+  r.addresses.enforce = true;
+  r.addresses.allow_loopback = true;
+  assert_non_null(start(t, &r));
+  assert_true(run_until(t, &t->out[0], 1));
+  assert_int_equal(t->out[0].status, 200);
+  assert_int_equal(dg_http_client_idle_connections(t->client), 1);
+  req_init(&r, "GET", at(t, "/"), &t->out[1]);
+  r.addresses.enforce = true;
+  assert_non_null(start(t, &r));
+  assert_true(run_until(t, &t->out[1], 1));
+  assert_int_equal(t->out[1].failure, DG_HTTP_FAIL_POLICY);
+  assert_int_equal(t->srv.requests, 1);
+  /* The same policy as the first call takes the pooled connection again. */
+  req_init(&r, "GET", at(t, "/"), &t->out[2]);
+  r.addresses.enforce = true;
+  r.addresses.allow_loopback = true;
+  assert_non_null(start(t, &r));
+  assert_true(run_until(t, &t->out[2], 1));
+  assert_int_equal(t->out[2].status, 200);
+  assert_int_equal(t->srv.requests, 2);
+  assert_int_equal(t->srv.accepted, 1);
+  assert_int_equal(ctx_close(t), 0);
+}
+
 static void test_traceparent(void **state) {
   ctx_t *t = ctx_new();
   assert_int_equal(raw_start(&t->srv, serve_ok, NULL), 0);
@@ -960,6 +1074,7 @@ int main(void) {
       cmocka_unit_test(test_deflate_zlib_and_raw),
       cmocka_unit_test(test_malformed_response),
       cmocka_unit_test(test_keep_alive_reuse),
+      cmocka_unit_test(test_call_memory_is_reused),
       cmocka_unit_test(test_pool_maximum),
       cmocka_unit_test(test_idle_timeout_closes),
       cmocka_unit_test(test_first_byte_timeout),
@@ -984,6 +1099,8 @@ int main(void) {
       cmocka_unit_test(test_cancel),
       cmocka_unit_test(test_close_cancels_calls),
       cmocka_unit_test(test_address_policy),
+      cmocka_unit_test(test_large_request_body_in_order),
+      cmocka_unit_test(test_pooled_connection_checked_against_policy),
       cmocka_unit_test(test_traceparent),
       cmocka_unit_test(test_streaming),
       cmocka_unit_test(test_streaming_abort),

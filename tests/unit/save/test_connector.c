@@ -118,6 +118,72 @@ static void test_redirect_not_followed(void **state) {
   save_fixture_free(fx);
 }
 
+/* A download: the result first, so that save_record can fill it. */
+typedef struct download {
+  result_t result;
+  int head_status;
+  char streamed[256];
+  size_t nstreamed;
+} download_t;
+
+static int download_head(int status, const dg_http_header_t *headers, size_t n, void *user) {
+  download_t *d = user;
+  d->head_status = status;
+  return 0;
+}
+
+static int download_chunk(const char *data, size_t len, void *user) {
+  download_t *d = user;
+  size_t room = sizeof(d->streamed) - 1 - d->nstreamed;
+  memcpy(d->streamed + d->nstreamed, data, len < room ? len : room);
+  d->nstreamed += len < room ? len : room;
+  return 0;
+}
+
+static int download(fixture_t *fx, const dg_connector_stream_t *st, download_t *d) {
+  dg_http_header_t accept = {"Accept", "*/*"};
+  dg_connector_request_t req = {
+      .method = "GET", .path = "/doc", .headers = &accept, .nheaders = 1, .stream = st};
+  dg_errctx_t err;
+  memset(d, 0, sizeof(*d));
+  assert_int_equal(dg_connectors_call(fx->cs, &fx->conn, &req, save_record, d, NULL, &err), 0);
+  assert_true(save_run_until(fx, &d->result, 1));
+  return d->result.rc;
+}
+
+static void test_download_streams_within_its_own_caps(void **state) {
+  fixture_t *fx = save_fixture();
+  fx->conn.auth =
+      (dg_connector_auth_t){.kind = DG_CONN_AUTH_BEARER, .token = {"TOKEN_ENV", "s3cret"}};
+  dg_connector_stream_t st = {.on_head = download_head, .on_chunk = download_chunk};
+  download_t d;
+  assert_int_equal(download(fx, &st, &d), 0);
+  assert_int_equal(d.head_status, 200);
+  assert_string_equal(d.streamed, "{\"ok\":true}");
+  assert_string_equal(d.result.body, ""); /* streamed, not collected */
+  char got[8192];
+  last_request(fx, got, sizeof(got));
+  assert_non_null(strstr(got, "Authorization: Bearer s3cret\r\n"));
+  assert_non_null(strstr(got, "Accept: */*\r\n"));
+  st.max_body_bytes = 5; /* below the 11 bytes of the answer */
+  assert_int_equal(download(fx, &st, &d), DG_E2BIG);
+  save_fixture_free(fx);
+}
+
+static void test_download_leaves_redirects_to_the_caller(void **state) {
+  fixture_t *fx = save_fixture();
+  fx->script.api_status = 302;
+  dg_connector_stream_t st = {.no_redirects = true, .on_head = download_head};
+  download_t d;
+  assert_int_equal(download(fx, &st, &d), 0);
+  assert_int_equal(d.result.status, 302);
+  assert_int_equal(d.head_status, 302);
+  st.no_redirects = false;
+  fx->conn.max_redirects = 0;
+  assert_int_equal(download(fx, &st, &d), DG_EUPSTREAM);
+  save_fixture_free(fx);
+}
+
 static void test_private_addresses_need_permission(void **state) {
   fixture_t *fx = save_fixture();
   fx->conn.allow_private_addresses = false;
@@ -197,6 +263,8 @@ int main(void) {
       cmocka_unit_test(test_missing_secret_is_reported_later),
       cmocka_unit_test(test_status_failure_names_the_connector),
       cmocka_unit_test(test_redirect_not_followed),
+      cmocka_unit_test(test_download_streams_within_its_own_caps),
+      cmocka_unit_test(test_download_leaves_redirects_to_the_caller),
       cmocka_unit_test(test_private_addresses_need_permission),
       cmocka_unit_test(test_bad_requests_are_refused_at_once),
       cmocka_unit_test(test_cancel),

@@ -4,82 +4,7 @@
  * counts, fetches by id, batched expansions and writes, with their bound
  * values. Every statement must also prepare and run on a database migrated
  * from the sample configuration. */
-#include "store/sqlite_internal.h"
-#include "store/store_test.h"
-
-typedef struct sql_fixture {
-  st_fixture_t st;
-  dg__sqlite_conn_t *conn;
-} sql_fixture_t;
-
-static int setup(void **state) {
-  st_setup(state);
-  sql_fixture_t *fx = calloc(1, sizeof(*fx));
-  fx->st = *(st_fixture_t *)*state;
-  free(*state);
-  dg_errctx_t err;
-  dg_errctx_clear(&err);
-  assert_int_equal(
-      dg__sqlite_connect(":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &fx->conn, &err),
-      0);
-  json_t *notes = json_array();
-  assert_int_equal(dg__sqlite_migrate(fx->conn, fx->st.cat, notes, &err), 0);
-  assert_int_equal(json_array_size(notes), 0);
-  json_decref(notes);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  sql_fixture_t *fx = *state;
-  dg__sqlite_disconnect(fx->conn);
-  dg_arena_destroy(fx->st.arena);
-  dg_catalog_unref(fx->st.cat);
-  free(fx);
-  return 0;
-}
-
-/* The binds written out: 'text', 12, 1.5, true, NULL. */
-static void binds_text(const dg__sql_t *sql, char *out, size_t size) {
-  size_t len = 0;
-  out[0] = '\0';
-  for (size_t i = 0; i < sql->nbinds && len < size; i++) {
-    const dg_store_value_t *v = &sql->binds[i];
-    const char *sep = i ? " " : "";
-    if (v->kind == DG_STORE_TEXT)
-      len += (size_t)snprintf(out + len, size - len, "%s'%s'", sep, v->text);
-    else if (v->kind == DG_STORE_INT)
-      len += (size_t)snprintf(out + len, size - len, "%s%lld", sep, (long long)v->i);
-    else if (v->kind == DG_STORE_REAL)
-      len += (size_t)snprintf(out + len, size - len, "%s%g", sep, v->d);
-    else if (v->kind == DG_STORE_BOOL)
-      len += (size_t)snprintf(out + len, size - len, "%s%s", sep, v->b ? "true" : "false");
-    else
-      len += (size_t)snprintf(out + len, size - len, "%sNULL", sep);
-  }
-}
-
-/* Prepares and runs sql on the migrated (empty) database. */
-static void runs(sql_fixture_t *fx, const dg__sql_t *sql) {
-  sqlite3_stmt *st = NULL;
-  dg_errctx_t err;
-  dg_errctx_clear(&err);
-  if (dg__sqlite_prepare(fx->conn, sql, &st, &err) != 0)
-    fail_msg("does not prepare: %s\n%s", err.message, sql->text.data);
-  int step = dg__sqlite_step(fx->conn, st, &err);
-  dg__sqlite_release(st);
-  if (step != SQLITE_DONE && step != SQLITE_ROW)
-    fail_msg("does not run: %s\n%s", err.message, sql->text.data);
-}
-
-static void check(sql_fixture_t *fx, const dg__sql_t *sql, const char *want, const char *binds) {
-  char got[1024];
-  assert_int_equal(sql->rc, 0);
-  assert_string_equal(sql->text.data, want);
-  binds_text(sql, got, sizeof(got));
-  assert_string_equal(got, binds);
-  runs(fx, sql);
-}
+#include "store/sql_test.h"
 
 static void page_of(sql_fixture_t *fx, const char *model, const char *args, const char *want,
                     const char *binds) {
@@ -94,7 +19,7 @@ static void page_of(sql_fixture_t *fx, const char *model, const char *args, cons
     dg__sql_count(&sql, &q);
   else
     dg__sql_page(&sql, &q, &cols);
-  check(fx, &sql, want, binds);
+  sql_check(fx, &sql, want, binds);
   dg__sql_free(&sql);
 }
 
@@ -252,18 +177,20 @@ static void test_by_ids_and_expand_many(void **state) {
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_sqlite);
   dg__sql_expand_many(&sql, &q.expand[0], &cols, keys, 3, DG_STORE_EXPAND_MAX);
-  check(fx, &sql,
-        "SELECT * FROM (SELECT t0.\"Order\" AS _k, t0.id, t0.\"SKU\", t0.\"Quantity\", "
-        "row_number() OVER (PARTITION BY t0.\"Order\" ORDER BY t0.id) AS _rn FROM "
-        "\"OrderLines\" AS t0 WHERE t0.\"Order\" IN (?, ?, ?)) AS x WHERE _rn <= ? ORDER BY _k, "
-        "_rn",
-        "'a' 'b' 'c' 101");
+  sql_check(
+      fx, &sql,
+      "SELECT * FROM (SELECT t0.\"Order\" AS _k, t0.id, t0.\"SKU\", t0.\"Quantity\", "
+      "row_number() OVER (PARTITION BY t0.\"Order\" ORDER BY t0.id) AS _rn FROM "
+      "\"OrderLines\" AS t0 WHERE t0.\"Order\" IN (?, ?, ?)) AS x WHERE _rn <= ? ORDER BY _k, "
+      "_rn",
+      "'a' 'b' 'c' 101");
   dg__sql_reset(&sql);
   dg__sql_by_ids(&sql, q.expand[0].target, &cols, keys, 2);
-  check(fx, &sql,
-        "SELECT t0.id, t0.\"SKU\", t0.\"Quantity\" FROM \"OrderLines\" AS t0 WHERE t0.id IN (?, "
-        "?)",
-        "'a' 'b'");
+  sql_check(
+      fx, &sql,
+      "SELECT t0.id, t0.\"SKU\", t0.\"Quantity\" FROM \"OrderLines\" AS t0 WHERE t0.id IN (?, "
+      "?)",
+      "'a' 'b'");
   dg__sql_free(&sql);
 }
 
@@ -280,24 +207,24 @@ static void test_writes(void **state) {
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_sqlite);
   dg__sql_write(&sql, &w, "x1");
-  check(fx, &sql, "INSERT INTO \"Products\" (id, \"Name\", \"Price\") VALUES (?, ?, ?)",
-        "'x1' 'Bolt' NULL");
+  sql_check(fx, &sql, "INSERT INTO \"Products\" (id, \"Name\", \"Price\") VALUES (?, ?, ?)",
+            "'x1' 'Bolt' NULL");
   dg__sql_reset(&sql);
   w.mode = DG_STORE_UPSERT;
   dg__sql_write(&sql, &w, "x1");
-  check(fx, &sql,
-        "INSERT INTO \"Products\" (id, \"Name\", \"Price\") VALUES (?, ?, ?) ON CONFLICT (id) "
-        "DO UPDATE SET \"Name\" = excluded.\"Name\", \"Price\" = excluded.\"Price\"",
-        "'x1' 'Bolt' NULL");
+  sql_check(fx, &sql,
+            "INSERT INTO \"Products\" (id, \"Name\", \"Price\") VALUES (?, ?, ?) ON CONFLICT (id) "
+            "DO UPDATE SET \"Name\" = excluded.\"Name\", \"Price\" = excluded.\"Price\"",
+            "'x1' 'Bolt' NULL");
   dg__sql_reset(&sql);
   w.mode = DG_STORE_UPDATE;
   dg__sql_write(&sql, &w, "x1");
-  check(fx, &sql, "UPDATE \"Products\" SET \"Name\" = ?, \"Price\" = ? WHERE id = ?",
-        "'Bolt' NULL 'x1'");
+  sql_check(fx, &sql, "UPDATE \"Products\" SET \"Name\" = ?, \"Price\" = ? WHERE id = ?",
+            "'Bolt' NULL 'x1'");
   dg__sql_reset(&sql);
   w.nvalues = 0;
   dg__sql_write(&sql, &w, "x1");
-  check(fx, &sql, "UPDATE \"Products\" SET id = id WHERE id = ?", "'x1'");
+  sql_check(fx, &sql, "UPDATE \"Products\" SET id = id WHERE id = ?", "'x1'");
   dg__sql_free(&sql);
 }
 
@@ -324,15 +251,15 @@ static void test_limits(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_groups_and_negation, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_string_operators, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_typed_values, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_references_sort_paging, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_comparison_string_operators, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_count, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_columns_for_expansion, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_by_ids_and_expand_many, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_writes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_groups_and_negation, sql_setup, sql_teardown),
+      cmocka_unit_test_setup_teardown(test_string_operators, sql_setup, sql_teardown),
+      cmocka_unit_test_setup_teardown(test_typed_values, sql_setup, sql_teardown),
+      cmocka_unit_test_setup_teardown(test_references_sort_paging, sql_setup, sql_teardown),
+      cmocka_unit_test_setup_teardown(test_comparison_string_operators, sql_setup, sql_teardown),
+      cmocka_unit_test_setup_teardown(test_count, sql_setup, sql_teardown),
+      cmocka_unit_test_setup_teardown(test_columns_for_expansion, sql_setup, sql_teardown),
+      cmocka_unit_test_setup_teardown(test_by_ids_and_expand_many, sql_setup, sql_teardown),
+      cmocka_unit_test_setup_teardown(test_writes, sql_setup, sql_teardown),
       cmocka_unit_test(test_limits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -210,6 +210,47 @@ static void test_schema_check(void **state) {
   dg_catalog_unref(v2);
 }
 
+/* Aggregates share the request machinery: a queued one is canceled, and
+ * one naming what the database lacks is refused before SQL. */
+static void test_aggregate_cancel_and_schema(void **state) {
+  sq_fixture_t *fx = *state;
+  dg_store_parse_t ps = st_ctx(&fx->st, "admin");
+  dg_store_aggregate_t *a = dg_arena_calloc(fx->st.arena, 1, sizeof(*a));
+  assert_int_equal(dg_store_parse_aggregate(&ps, st_model(&fx->st, "Orders"),
+                                            st_json(&fx->st, "{\"aggregations\": [{\"function\": "
+                                                             "\"Count\"}]}"),
+                                            a),
+                   0);
+  blockers_t b;
+  block_pool(fx, &b);
+  sq_result_t r = {.starting = true};
+  dg_store_req_t *req = NULL;
+  dg_errctx_t err;
+  assert_int_equal(dg_store_aggregate(fx->store, a, sq_on_result, &r, &req, &err), 0);
+  dg_store_cancel(req);
+  r.starting = false;
+  release_pool(fx, &b);
+  sq_wait(fx, &r);
+  assert_int_equal(r.status, DG_ECANCELED);
+  assert_null(r.json);
+  dg_catalog_t *v2 = write_catalog(fx, v2_settings, v2_models);
+  const dg_principal_t *p = NULL;
+  assert_int_equal(dg_auth_principal_for_user(v2, "u", fx->st.arena, &p), 0);
+  ps = (dg_store_parse_t){.cat = v2, .principal = p, .arena = fx->st.arena, .err = &err};
+  assert_int_equal(
+      dg_store_parse_aggregate(&ps, dg_catalog_model_by_name(v2, "Orders"),
+                               st_json(&fx->st, "{\"aggregations\": [{\"function\": \"Sum\", "
+                                                "\"propertyName\": \"Priority\"}]}"),
+                               a),
+      0);
+  sq_result_t r2 = {0};
+  dg_errctx_clear(&err);
+  assert_int_equal(dg_store_aggregate(fx->store, a, sq_on_result, &r2, NULL, &err), DG_ENOTSUP);
+  st_contains(err.message, "'Priority' of 'Orders'", "restart the gateway", NULL);
+  assert_int_equal(r2.calls, 0);
+  dg_catalog_unref(v2);
+}
+
 static void test_driver_name(void **state) {
   sq_fixture_t *fx = *state;
   assert_string_equal(dg_store_driver(fx->store), "sqlite");
@@ -221,6 +262,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_close_with_pending, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_open_failures, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_schema_check, sq_setup, sq_teardown),
+      cmocka_unit_test_setup_teardown(test_aggregate_cancel_and_schema, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_driver_name, sq_setup, sq_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -71,6 +71,21 @@ void dg_tool_call_on_cancel(dg_tool_call_t *call, void (*fn)(dg_tool_call_t *cal
   (void)data;
 }
 
+bool dg_tool_call_wants_progress(const dg_tool_call_t *call) {
+  (void)call;
+  return false;
+}
+
+int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double total,
+                               const char *message, json_t *meta) {
+  (void)call;
+  (void)progress;
+  (void)total;
+  (void)message;
+  (void)meta;
+  return DG_ENOTSUP;
+}
+
 void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result) {
   call->ended++;
   call->result = result;
@@ -167,11 +182,11 @@ static void call_free(struct dg_tool_call *call) {
 /* ---- Registry ------------------------------------------------------------------- */
 
 static void test_registry_entries(void **state) {
-  const char *expected[] = {"get_data_models",         "get_data_model_properties",
-                            "lookup_by_keyword",       "query_entities",
-                            "get_entities_by_ids",     "get_saved_queries",
-                            "get_saved_query_details", "execute_saved_query",
-                            "get_data_entry_form",     "submit_data_entry_form"};
+  const char *expected[] = {
+      "get_data_models",     "get_data_model_properties", "lookup_by_keyword",
+      "query_entities",      "aggregate_entities",        "get_entities_by_ids",
+      "get_saved_queries",   "get_saved_query_details",   "execute_saved_query",
+      "get_data_entry_form", "submit_data_entry_form",    "get_file_text"};
   assert_int_equal(dg_tools_count, DG_ARRAY_SIZE(expected));
   for (size_t i = 0; i < DG_ARRAY_SIZE(expected); i++)
     assert_string_equal(dg_tools_registry[i]->name, expected[i]);
@@ -186,8 +201,10 @@ static void test_registry_entries(void **state) {
     assert_true(t->read_only == !submit && t->destructive == submit && t->idempotent == !submit);
     if (submit)
       assert_non_null(strstr(t->description, "confirm"));
-    /* Only execute_saved_query and the save actions reach external systems. */
-    assert_true(t->open_world == (strcmp(t->name, "execute_saved_query") == 0 || submit));
+    /* Only execute_saved_query, get_file_text and the save actions reach
+     * external systems. */
+    assert_true(t->open_world == (strcmp(t->name, "execute_saved_query") == 0 ||
+                                  strcmp(t->name, "get_file_text") == 0 || submit));
     /* Each description says which tool comes first: get_data_models, or
      * get_saved_queries for the Saved Query tools. */
     bool first =

@@ -241,6 +241,42 @@ static void test_many_items_truncate(void **state) {
   dg_buf_free(&body);
 }
 
+/* The entities kept never take more bytes than the budget, however many
+ * of their characters need escaping and however their numbers are written:
+ * the measure used is an upper bound. */
+static void test_byte_budget_is_never_exceeded(void **state) {
+  fixture_t *fx = *state;
+  dg_errctx_t err;
+  dg_buf_t body;
+  dg_buf_init(&body, 1 << 20);
+  dg_buf_append_str(&body, "{\"orders\": [");
+  for (int i = 0; i < 60; i++)
+    dg_buf_appendf(&body,
+                   "%s{\"id\": %d, \"number\": \"\\\"q\\\\b\\u0001\\n%d\\\"\", "
+                   "\"status\": \"\\t\\u001f\\\"\\\"\", \"total\": {\"amount\": %d.123456789e-3}}",
+                   i ? "," : "", i * 1000003, i, i + 1);
+  dg_buf_append_str(&body, "]}");
+  for (size_t budget = 300; budget <= 6000; budget += 350) {
+    json_t *r = map(fx, "OpenOrdersByCustomer", body.data, NULL, budget, &err);
+    assert_non_null(r);
+    dg_buf_t out;
+    dg_buf_init(&out, SIZE_MAX - 1);
+    const json_t *entities = json_object_get(r, "entities");
+    size_t used = 0;
+    for (size_t i = 0; i < json_array_size(entities); i++) {
+      dg_buf_reset(&out);
+      assert_int_equal(dg_json_write(json_array_get(entities, i), &out), 0);
+      used += out.len + 1;
+    }
+    assert_true(used <= budget);
+    assert_true(json_array_size(entities) > 0 || budget < 400);
+    assert_true(json_is_true(json_object_get(r, "truncated")) || json_array_size(entities) == 60);
+    dg_buf_free(&out);
+    json_decref(r);
+  }
+  dg_buf_free(&body);
+}
+
 static void test_empty_and_missing_lists(void **state) {
   fixture_t *fx = *state;
   dg_errctx_t err;
@@ -289,6 +325,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_ids_are_stable_names, setup, teardown),
       cmocka_unit_test_setup_teardown(test_selection_and_bad_values, setup, teardown),
       cmocka_unit_test_setup_teardown(test_many_items_truncate, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_byte_budget_is_never_exceeded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_empty_and_missing_lists, setup, teardown),
       cmocka_unit_test_setup_teardown(test_not_json_and_graphql_errors, setup, teardown),
   };

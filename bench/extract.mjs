@@ -1,0 +1,134 @@
+// The Node.js side of bench/extract:
+//
+//   node bench/extract.mjs docs DIR PDF_MB DOCX_TEXT_MB
+//       writes DIR/large.pdf (about PDF_MB megabytes) and DIR/large.docx
+//       (about DOCX_TEXT_MB megabytes of text), made deterministically by
+//       tests/upstream/documents.mjs: the same bytes on every run.
+//   node bench/extract.mjs serve DIR
+//       serves every file of DIR at /files/bench/<name> with the mock
+//       upstream of tests/upstream/ and prints {"port": N}.
+//   node bench/extract.mjs stream MCP_URL FILE_URL ROUNDS PID
+//       calls get_file_text on FILE_URL (a new query string each call, so
+//       that nothing comes from the cache) ROUNDS times with a progress token
+//       over SSE and ROUNDS times without, alternating, while sampling the
+//       resident memory of process PID; prints one JSON line per call.
+import fs from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+
+import { largeDocx, largePdf } from '../tests/upstream/documents.mjs';
+import { startUpstream } from '../tests/upstream/server.mjs';
+
+const MB = 1000 * 1000;
+
+function docs(dir, pdfMb, docxMb) {
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'large.pdf'), largePdf(Number(pdfMb) * MB));
+  fs.writeFileSync(path.join(dir, 'large.docx'), largeDocx(Number(docxMb) * MB));
+}
+
+async function serve(dir) {
+  const up = await startUpstream({ port: 0 });
+  const types = { '.pdf': 'application/pdf',
+    '.docx': 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' };
+  for (const name of fs.readdirSync(dir)) {
+    const type = types[path.extname(name)];
+    if (type) up.upstream.addFile(`/files/bench/${name}`, fs.readFileSync(path.join(dir, name)), type);
+  }
+  console.log(JSON.stringify({ port: up.port }));
+  const stop = () => up.close().then(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+// ---- A small MCP client over Streamable HTTP -------------------------------------
+
+const headers = (sid) => ({
+  'Content-Type': 'application/json',
+  Accept: 'application/json, text/event-stream',
+  Authorization: `Bearer ${process.env.DATAGATE_TOKEN_ADMIN}`,
+  'MCP-Protocol-Version': '2025-06-18',
+  ...(sid ? { 'Mcp-Session-Id': sid } : {}),
+});
+
+async function session(url) {
+  const res = await fetch(url, { method: 'POST', headers: headers(), body: JSON.stringify({
+    jsonrpc: '2.0', id: 1, method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }) });
+  const sid = res.headers.get('mcp-session-id');
+  await res.text();
+  await (await fetch(url, { method: 'POST', headers: headers(sid),
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+  return sid;
+}
+
+// Resident memory of pid in KiB: now, and the peak so far (VmHWM).
+function memory(pid) {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+}
+
+// One call; with a token, the time of the first progress event too.
+async function call(url, sid, fileUrl, id, stream, pid) {
+  const params = { name: 'get_file_text', arguments: { url: fileUrl } };
+  if (stream) params._meta = { progressToken: id };
+  const before = memory(pid).rss;
+  let peak = before;
+  const sampler = setInterval(() => (peak = Math.max(peak, memory(pid).rss)), 10);
+  const t0 = performance.now();
+  let first = null;
+  let chunks = 0;
+  let result = null;
+  const res = await fetch(url, { method: 'POST', headers: headers(sid),
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params }) });
+  const type = res.headers.get('content-type') || '';
+  if (type.startsWith('text/event-stream')) {
+    const decoder = new TextDecoder();
+    let buf = '';
+    for await (const part of res.body) {
+      buf += decoder.decode(part, { stream: true });
+      let end = buf.indexOf('\n\n');
+      while (end >= 0) {
+        const data = buf.slice(0, end).split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6)).join('');
+        buf = buf.slice(end + 2);
+        const msg = data ? JSON.parse(data) : {};
+        if (msg.method === 'notifications/progress') {
+          first ??= performance.now() - t0;
+          chunks++;
+        } else if (msg.id === id) {
+          result = msg.result;
+        }
+        end = buf.indexOf('\n\n');
+      }
+    }
+  } else {
+    result = (await res.json()).result;
+  }
+  const total = performance.now() - t0;
+  clearInterval(sampler);
+  peak = Math.max(peak, memory(pid).rss);
+  if (!result || result.isError) throw new Error(`get_file_text failed: ${JSON.stringify(result)}`);
+  const sc = result.structuredContent;
+  return { stream, firstMs: first, totalMs: total, chunks, totalChars: sc.totalChars,
+    truncated: Boolean(sc.truncated), rssBeforeKb: before, rssPeakKb: peak };
+}
+
+async function stream(url, fileUrl, rounds, pid) {
+  const sid = await session(url);
+  for (let r = 1; r <= Number(rounds); r++) {
+    for (const streaming of [true, false]) {
+      const out = await call(url, sid, `${fileUrl}?round=${r}&stream=${streaming}`, r * 10 + streaming, streaming, pid);
+      console.log(JSON.stringify({ round: r, ...out }));
+    }
+  }
+}
+
+const [cmd, ...args] = process.argv.slice(2);
+if (cmd === 'docs') docs(...args);
+else if (cmd === 'serve') await serve(...args);
+else if (cmd === 'stream') await stream(...args);
+else {
+  console.error('usage: extract.mjs docs DIR PDF_MB DOCX_MB | serve DIR | stream MCP_URL FILE_URL ROUNDS PID');
+  process.exit(2);
+}

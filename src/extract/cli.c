@@ -1,0 +1,138 @@
+/* `datagate --extract FILE`: extracts one file through the same threadpool
+ * path the gateway uses, on a private loop, and prints the text or the
+ * File text envelopes. Used to try a document by hand and by benchmarks. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extract/internal.h"
+
+#define READ_PIECE 65536
+
+typedef struct cli {
+  const char *path;
+  dg_extract_request_t req;
+  bool json;
+  FILE *out;
+  FILE *err_out;
+  int status;
+  char message[1200];
+  uint64_t chunks;
+} cli_t;
+
+static int usage(FILE *err_out, const char *what) {
+  fprintf(err_out,
+          "datagate: %s\n"
+          "Usage: datagate --extract FILE [--content-type TYPE] [--offset N] "
+          "[--chunk-chars N] [--json]\n",
+          what);
+  return 2;
+}
+
+static bool number(const char *s, int64_t max, uint64_t *out) {
+  int64_t v = 0;
+  if (s == NULL || !dg_parse_int64(s, 0, max, &v))
+    return false;
+  *out = (uint64_t)v;
+  return true;
+}
+
+/* Parses the arguments after "--extract"; 0, or the usage exit status. */
+static int parse(cli_t *c, int argc, char **argv) {
+  uint64_t n = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--json") == 0) {
+      c->json = true;
+    } else if (strcmp(a, "--content-type") == 0 && v != NULL) {
+      c->req.content_type = argv[++i];
+    } else if (strcmp(a, "--offset") == 0 && number(v, INT64_MAX, &c->req.offset)) {
+      i++;
+    } else if (strcmp(a, "--chunk-chars") == 0 && number(v, DG_EXTRACT_CHUNK_MAX, &n)) {
+      c->req.chunk_chars = (size_t)n;
+      i++;
+    } else if (a[0] != '-' && c->path == NULL) {
+      c->path = a;
+    } else {
+      return usage(c->err_out, "unexpected or incomplete argument to --extract");
+    }
+  }
+  c->req.name = c->path;
+  return c->path != NULL ? 0 : usage(c->err_out, "--extract needs a FILE");
+}
+
+static void on_chunk(dg_extract_t *x, const dg_extract_chunk_t *chunk, void *data) {
+  cli_t *c = data;
+  c->chunks++;
+  if (!c->json) {
+    fwrite(chunk->text, 1, chunk->len, c->out);
+    return;
+  }
+  json_t *env = dg_extract_chunk_json(chunk);
+  if (env != NULL)
+    json_dumpf(env, c->out, JSON_COMPACT);
+  fputc('\n', c->out);
+  json_decref(env);
+}
+
+static void on_done(dg_extract_t *x, int status, const dg_errctx_t *err, void *data) {
+  cli_t *c = data;
+  c->status = status;
+  if (status != 0)
+    snprintf(c->message, sizeof(c->message), "%s (%s)", err->message, dg_err_name(status));
+  dg_extract_close(x);
+}
+
+/* Feeds the file in pieces, as a download would arrive. */
+static int feed_file(dg_extract_t *x, FILE *f) {
+  char *piece = malloc(READ_PIECE);
+  int rc = piece != NULL ? 0 : DG_ENOMEM;
+  while (rc == 0) {
+    size_t n = fread(piece, 1, READ_PIECE, f);
+    if (n == 0)
+      break;
+    rc = dg_extract_feed(x, piece, n);
+  }
+  free(piece);
+  return rc != 0 ? rc : dg_extract_finish(x);
+}
+
+static int run_loop(cli_t *c, FILE *f) {
+  uv_loop_t loop;
+  dg_extract_t *x = NULL;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  uv_loop_init(&loop);
+  int rc = dg_extract_start(&loop, &c->req, on_chunk, on_done, c, &x, &err);
+  if (rc == 0) {
+    feed_file(x, f);
+    uv_run(&loop, UV_RUN_DEFAULT);
+  } else {
+    c->status = rc;
+    snprintf(c->message, sizeof(c->message), "%s", err.message);
+  }
+  uv_loop_close(&loop);
+  return c->status;
+}
+
+int dg_extract_main(int argc, char **argv, FILE *out, FILE *err_out) {
+  cli_t c;
+  memset(&c, 0, sizeof(c));
+  c.out = out;
+  c.err_out = err_out;
+  int rc = parse(&c, argc, argv);
+  if (rc != 0)
+    return rc;
+  FILE *f = fopen(c.path, "rb");
+  if (f == NULL) {
+    fprintf(err_out, "datagate: %s: %s\n", c.path, strerror(errno));
+    return 1;
+  }
+  rc = run_loop(&c, f);
+  fclose(f);
+  if (!c.json && rc == 0)
+    fputc('\n', out);
+  if (rc != 0)
+    fprintf(err_out, "datagate: %s: %s\n", c.path, c.message);
+  return rc != 0 ? 1 : 0;
+}

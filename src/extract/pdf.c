@@ -1,0 +1,691 @@
+/* PDF with MuPDF, one page per step: the page's structured text, its text
+ * blocks put in reading order, each page preceded by "--- Page N ---".
+ *
+ * Reading order is a recursive XY cut over the blocks' boxes: a region is
+ * split into side-by-side columns where a vertical gap runs through it and
+ * both sides are at least half the region's height, else into bands at a
+ * horizontal gap, else into columns at any vertical gap; blocks that
+ * overlap everywhere keep top-to-bottom, left-to-right order. So a title
+ * over two columns reads title, left column, right column.
+ *
+ * Bounds: MuPDF allocates through a counting allocator capped at
+ * limits.max_memory_bytes; the device the page is run through checks the
+ * deadline on every drawing call and aborts the page when it has passed;
+ * a damaged document is repaired by MuPDF where it can be, and a page that
+ * cannot be read is left empty (the whole document failing only when no
+ * page can be read).
+ *
+ * Two pages at a time: with more than one CPU, a longer document is also
+ * opened by a helper thread with a MuPDF context and document of its own
+ * (MuPDF shares nothing between them), which reads the next page while the
+ * step reads this one; the step then writes both, in order. Each side gets
+ * half the memory limit. The helper is idle between steps, so a step still
+ * does a bounded amount of work and the output stays in page order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <mupdf/fitz.h>
+#include <mupdf/pdf.h>
+
+#include "extract/internal.h"
+
+/* Text blocks put in reading order; more keep MuPDF's order. */
+#define MAX_BLOCKS 4096
+/* MuPDF's cache of decoded objects, inside the memory limit. */
+#define STORE_BYTES ((size_t)32 << 20)
+/* Drawing calls between two looks at the clock. */
+#define CALLS_PER_CHECK 64
+/* A step reads pages until this much time has passed (at least one page),
+ * so that short pages do not each cost a trip through the threadpool. */
+#define STEP_BUDGET_NS (5u * 1000u * 1000u)
+#define STEP_MAX_PAGES 64
+/* MuPDF's memory: block header, sizes of the blocks kept for reuse (16
+ * bytes to 64 KiB) and how much of them is kept. */
+#define HEADER 16
+#define MIN_SHIFT 4
+#define MAX_SHIFT 22
+#define CACHE_MAX ((size_t)16 << 20)
+
+typedef struct mem {
+  size_t used; /* capacity handed to MuPDF */
+  size_t max;
+  bool over;
+  void *free_list[MAX_SHIFT - MIN_SHIFT + 1]; /* blocks kept for reuse, per size */
+  size_t cached;
+} mem_t;
+
+/* Pages below which a document is read by one thread. */
+#define HELPER_MIN_PAGES 4
+
+/* One MuPDF context with its own copy of the document. */
+typedef struct reader {
+  dg__xrun_t *run;
+  mem_t mem;
+  fz_alloc_context alloc;
+  fz_context *ctx;
+  pdf_document *doc;
+  fz_cookie cookie;
+  unsigned calls;
+  bool late; /* the deadline passed while a page ran */
+  /* The stext device's own drawing functions, called by the wrappers. */
+  fz_device original;
+  dg_errctx_t err; /* why the last page failed */
+} reader_t;
+
+/* The helper thread and what it is asked; the lock hands the reader over. */
+typedef struct helper {
+  reader_t r;
+  uv_thread_t thread;
+  uv_mutex_t lock;
+  uv_cond_t cond;
+  int page; /* to read, or -1 */
+  bool ready;
+  bool quit;
+  fz_stext_page *text;
+  int rc;
+} helper_t;
+
+typedef struct pdf_state {
+  reader_t main;
+  helper_t *helper; /* NULL: one thread */
+  int pages;
+  int next;
+  int failed; /* pages that could not be read */
+  char first_failure[256];
+} pdf_state_t;
+
+/* ---- Memory ------------------------------------------------------------------
+ * Each block carries its capacity in front so that frees can be counted.
+ * Blocks up to 64 KiB come in power-of-two sizes and are kept for reuse
+ * (up to CACHE_MAX bytes) instead of being freed: MuPDF builds and drops a
+ * page's structures for every page, and handing that memory back to the C
+ * library each time made it trim and regrow its heap, costing more than
+ * the extraction itself. Everything is released with the document. */
+
+/* The capacity for a request of n bytes, and its class (-1 for a large
+ * block that is not kept). */
+static size_t capacity_of(size_t n, int *cls) {
+  size_t cap = (size_t)1 << MIN_SHIFT;
+  *cls = -1;
+  if (n > ((size_t)1 << MAX_SHIFT))
+    return n;
+  for (*cls = 0; cap < n; (*cls)++)
+    cap <<= 1;
+  return cap;
+}
+
+static void *mem_malloc(void *user, size_t n) {
+  mem_t *m = user;
+  int cls = 0;
+  size_t cap = capacity_of(n, &cls);
+  if (cap > m->max - m->used) {
+    m->over = true;
+    return NULL;
+  }
+  unsigned char *p = cls >= 0 ? m->free_list[cls] : NULL;
+  if (p != NULL) {
+    memcpy(&m->free_list[cls], p + HEADER, sizeof(void *));
+    m->cached -= cap;
+  } else {
+    p = malloc(cap + HEADER);
+    if (p == NULL)
+      return NULL;
+  }
+  memcpy(p, &cap, sizeof(cap));
+  m->used += cap;
+  return p + HEADER;
+}
+
+static size_t capacity_at(const void *ptr) {
+  size_t cap = 0;
+  memcpy(&cap, (const unsigned char *)ptr - HEADER, sizeof(cap));
+  return cap;
+}
+
+static void mem_free(void *user, void *ptr) {
+  mem_t *m = user;
+  if (ptr == NULL)
+    return;
+  unsigned char *p = (unsigned char *)ptr - HEADER;
+  int cls = 0;
+  size_t cap = capacity_of(capacity_at(ptr), &cls);
+  m->used -= cap;
+  if (cls >= 0 && m->cached + cap <= CACHE_MAX) {
+    memcpy(ptr, &m->free_list[cls], sizeof(void *));
+    m->free_list[cls] = p;
+    m->cached += cap;
+    return;
+  }
+  free(p);
+}
+
+static void *mem_realloc(void *user, void *ptr, size_t n) {
+  if (ptr == NULL)
+    return mem_malloc(user, n);
+  size_t old = capacity_at(ptr);
+  if (n <= old && old <= ((size_t)1 << MAX_SHIFT))
+    return ptr;
+  void *q = mem_malloc(user, n);
+  if (q == NULL)
+    return NULL;
+  memcpy(q, ptr, old < n ? old : n);
+  mem_free(user, ptr);
+  return q;
+}
+
+static void mem_release(mem_t *m) {
+  for (size_t c = 0; c < DG_ARRAY_SIZE(m->free_list); c++) {
+    while (m->free_list[c] != NULL) {
+      unsigned char *p = m->free_list[c];
+      memcpy(&m->free_list[c], p + HEADER, sizeof(void *));
+      free(p);
+    }
+  }
+  m->cached = 0;
+}
+
+/* ---- Failures ------------------------------------------------------------------ */
+
+static void quiet(void *user, const char *message) {
+}
+
+/* True once the run is canceled or past its deadline. Safe on any thread:
+ * it reads only the cancel flag and the deadline. */
+static bool over(const dg__xrun_t *run) {
+  return atomic_load_explicit(&run->canceled, memory_order_relaxed) ||
+         (run->deadline_ms != 0 && dg_now_ms() > run->deadline_ms);
+}
+
+/* The error for what MuPDF threw (called inside fz_catch), in r->err. */
+static int failure(reader_t *r, const char *doing) {
+  if (r->mem.over || fz_caught(r->ctx) == FZ_ERROR_MEMORY)
+    return dg_errctx_set(&r->err, DG_E2BIG, "url",
+                         "%s needs more than the limit of %zu MiB of memory", doing,
+                         r->run->limits.max_memory_bytes >> 20);
+  if (over(r->run))
+    return dg_errctx_set(&r->err, DG_ETIMEDOUT, "url", "%s was stopped", doing);
+  return dg_errctx_set(&r->err, DG_EPROTO, "url", "%s failed: the PDF is damaged (%s)", doing,
+                       fz_caught_message(r->ctx));
+}
+
+/* ---- The deadline inside a page -------------------------------------------------
+ * MuPDF stops interpreting a page when the cookie's abort flag is set; the
+ * stext device's drawing functions are wrapped to set it once the deadline
+ * has passed. The context's user pointer leads back to the state. */
+
+static void tick(fz_context *ctx) {
+  reader_t *r = fz_user_context(ctx);
+  if (++r->calls % CALLS_PER_CHECK != 0)
+    return;
+  if (over(r->run)) {
+    r->late = true;
+    r->cookie.abort = 1;
+  }
+}
+
+static reader_t *state_of(fz_context *ctx) {
+  return fz_user_context(ctx);
+}
+
+static void w_fill_path(fz_context *ctx, fz_device *dev, const fz_path *path, int even_odd,
+                        fz_matrix ctm, fz_colorspace *cs, const float *color, float alpha,
+                        fz_color_params cp) {
+  tick(ctx);
+  if (state_of(ctx)->original.fill_path != NULL)
+    state_of(ctx)->original.fill_path(ctx, dev, path, even_odd, ctm, cs, color, alpha, cp);
+}
+
+static void w_stroke_path(fz_context *ctx, fz_device *dev, const fz_path *path,
+                          const fz_stroke_state *stroke, fz_matrix ctm, fz_colorspace *cs,
+                          const float *color, float alpha, fz_color_params cp) {
+  tick(ctx);
+  if (state_of(ctx)->original.stroke_path != NULL)
+    state_of(ctx)->original.stroke_path(ctx, dev, path, stroke, ctm, cs, color, alpha, cp);
+}
+
+static void w_fill_text(fz_context *ctx, fz_device *dev, const fz_text *text, fz_matrix ctm,
+                        fz_colorspace *cs, const float *color, float alpha, fz_color_params cp) {
+  tick(ctx);
+  if (state_of(ctx)->original.fill_text != NULL)
+    state_of(ctx)->original.fill_text(ctx, dev, text, ctm, cs, color, alpha, cp);
+}
+
+static void w_stroke_text(fz_context *ctx, fz_device *dev, const fz_text *text,
+                          const fz_stroke_state *stroke, fz_matrix ctm, fz_colorspace *cs,
+                          const float *color, float alpha, fz_color_params cp) {
+  tick(ctx);
+  if (state_of(ctx)->original.stroke_text != NULL)
+    state_of(ctx)->original.stroke_text(ctx, dev, text, stroke, ctm, cs, color, alpha, cp);
+}
+
+static void w_ignore_text(fz_context *ctx, fz_device *dev, const fz_text *text, fz_matrix ctm) {
+  tick(ctx);
+  if (state_of(ctx)->original.ignore_text != NULL)
+    state_of(ctx)->original.ignore_text(ctx, dev, text, ctm);
+}
+
+static void w_fill_shade(fz_context *ctx, fz_device *dev, fz_shade *shade, fz_matrix ctm,
+                         float alpha, fz_color_params cp) {
+  tick(ctx);
+  if (state_of(ctx)->original.fill_shade != NULL)
+    state_of(ctx)->original.fill_shade(ctx, dev, shade, ctm, alpha, cp);
+}
+
+static void w_fill_image(fz_context *ctx, fz_device *dev, fz_image *image, fz_matrix ctm,
+                         float alpha, fz_color_params cp) {
+  tick(ctx);
+  if (state_of(ctx)->original.fill_image != NULL)
+    state_of(ctx)->original.fill_image(ctx, dev, image, ctm, alpha, cp);
+}
+
+static void watch(reader_t *r, fz_device *dev) {
+  r->original = *dev;
+  dev->fill_path = w_fill_path;
+  dev->stroke_path = w_stroke_path;
+  dev->fill_text = w_fill_text;
+  dev->stroke_text = w_stroke_text;
+  dev->ignore_text = w_ignore_text;
+  dev->fill_shade = w_fill_shade;
+  dev->fill_image = w_fill_image;
+}
+
+/* ---- Reading order ---------------------------------------------------------------- */
+
+typedef struct item {
+  fz_rect r;
+  fz_stext_block *block;
+} item_t;
+
+static int by_x(const void *a, const void *b) {
+  float d = ((const item_t *)a)->r.x0 - ((const item_t *)b)->r.x0;
+  return (d > 0) - (d < 0);
+}
+
+static int by_y(const void *a, const void *b) {
+  const item_t *p = a, *q = b;
+  float d = p->r.y0 != q->r.y0 ? p->r.y0 - q->r.y0 : p->r.x0 - q->r.x0;
+  return (d > 0) - (d < 0);
+}
+
+static void span(const item_t *a, size_t n, float *top, float *bottom) {
+  *top = a[0].r.y0;
+  *bottom = a[0].r.y1;
+  for (size_t i = 1; i < n; i++) {
+    *top = a[i].r.y0 < *top ? a[i].r.y0 : *top;
+    *bottom = a[i].r.y1 > *bottom ? a[i].r.y1 : *bottom;
+  }
+}
+
+/* Where a vertical gap splits a (sorted by x) into columns; 0 when none.
+ * With tall, both sides must reach half the region's height. */
+static size_t column_cut(const item_t *a, size_t n, bool tall) {
+  float top, bottom, right = a[0].r.x1;
+  span(a, n, &top, &bottom);
+  for (size_t i = 1; i < n; i++) {
+    if (a[i].r.x0 > right) {
+      float t1, b1, t2, b2;
+      span(a, i, &t1, &b1);
+      span(a + i, n - i, &t2, &b2);
+      float half = (bottom - top) / 2;
+      if (!tall || (b1 - t1 >= half && b2 - t2 >= half))
+        return i;
+    }
+    right = a[i].r.x1 > right ? a[i].r.x1 : right;
+  }
+  return 0;
+}
+
+/* Where a horizontal gap splits a (sorted by y) into bands; 0 when none. */
+static size_t band_cut(const item_t *a, size_t n) {
+  float bottom = a[0].r.y1;
+  for (size_t i = 1; i < n; i++) {
+    if (a[i].r.y0 >= bottom)
+      return i;
+    bottom = a[i].r.y1 > bottom ? a[i].r.y1 : bottom;
+  }
+  return 0;
+}
+
+/* Orders a in place, recursively; depth bounds the recursion. */
+static void xy_cut(item_t *a, size_t n, unsigned depth) {
+  if (n < 2)
+    return;
+  size_t cut = 0;
+  if (depth < 64) {
+    qsort(a, n, sizeof(*a), by_x);
+    cut = column_cut(a, n, true);
+    if (cut == 0) {
+      qsort(a, n, sizeof(*a), by_y);
+      cut = band_cut(a, n);
+    }
+    if (cut == 0) {
+      qsort(a, n, sizeof(*a), by_x);
+      cut = column_cut(a, n, false);
+    }
+  }
+  if (cut == 0) {
+    qsort(a, n, sizeof(*a), by_y);
+    return;
+  }
+  xy_cut(a, cut, depth + 1);
+  xy_cut(a + cut, n - cut, depth + 1);
+}
+
+/* ---- Text out ----------------------------------------------------------------------- */
+
+/* A line's characters go to the sink in pieces of this many bytes: one
+ * call per piece rather than per character. */
+#define LINE_PIECE 512
+
+static void emit_line(dg__sink_t *sink, const fz_stext_line *line) {
+  char buf[LINE_PIECE + 4];
+  size_t n = 0;
+  for (const fz_stext_char *ch = line->first_char; ch != NULL; ch = ch->next) {
+    n += dg__utf8_encode(ch->c > 0 ? (uint32_t)ch->c : DG__REPLACEMENT, buf + n);
+    if (n >= LINE_PIECE) {
+      dg__sink_text(sink, buf, n);
+      n = 0;
+    }
+  }
+  dg__sink_text(sink, buf, n);
+  dg__sink_break(sink, DG__BREAK_LINE);
+}
+
+static void emit_block(dg__sink_t *sink, fz_stext_block *b) {
+  for (fz_stext_line *line = b->u.t.first_line; line != NULL; line = line->next)
+    emit_line(sink, line);
+  dg__sink_break(sink, DG__BREAK_PARA);
+}
+
+/* Blocks in reading order; MuPDF's own order when there are too many to
+ * sort or no memory for it. */
+static void emit_page(dg__xrun_t *run, fz_stext_page *text) {
+  size_t n = 0, k = 0;
+  for (fz_stext_block *b = text->first_block; b != NULL; b = b->next)
+    n += b->type == FZ_STEXT_BLOCK_TEXT;
+  item_t *items = n <= MAX_BLOCKS ? malloc((n + 1) * sizeof(*items)) : NULL;
+  for (fz_stext_block *b = text->first_block; b != NULL; b = b->next) {
+    if (b->type != FZ_STEXT_BLOCK_TEXT)
+      continue;
+    if (items == NULL)
+      emit_block(&run->sink, b);
+    else
+      items[k++] = (item_t){b->bbox, b};
+  }
+  if (items == NULL)
+    return;
+  xy_cut(items, n, 0);
+  for (size_t i = 0; i < n; i++)
+    emit_block(&run->sink, items[i].block);
+  free(items);
+}
+
+/* ---- Pages --------------------------------------------------------------------------- */
+
+/* Runs page number (0-based) through a watched stext device. */
+static int read_page(reader_t *r, int number, fz_stext_page **out) {
+  fz_context *ctx = r->ctx;
+  fz_page *page = NULL;
+  fz_stext_page *text = NULL;
+  fz_device *dev = NULL;
+  fz_stext_options opts = {.flags = FZ_STEXT_DEHYPHENATE};
+  *out = NULL;
+  fz_var(page);
+  fz_var(text);
+  fz_var(dev);
+  fz_try(ctx) {
+    page = fz_load_page(ctx, &r->doc->super, number);
+    text = fz_new_stext_page(ctx, fz_bound_page(ctx, page));
+    dev = fz_new_stext_device(ctx, text, &opts);
+    watch(r, dev);
+    fz_run_page(ctx, page, dev, fz_identity, &r->cookie);
+    fz_close_device(ctx, dev);
+  }
+  fz_always(ctx) {
+    fz_drop_device(ctx, dev);
+    fz_drop_page(ctx, page);
+  }
+  fz_catch(ctx) {
+    fz_drop_stext_page(ctx, text);
+    return failure(r, "reading a page");
+  }
+  *out = text;
+  return 0;
+}
+
+/* Writes what reading page number gave; a damaged page is left empty
+ * unless memory or time ran out. Drops the text. */
+static int write_page(dg__xrun_t *run, pdf_state_t *st, reader_t *r, int number, int rc,
+                      fz_stext_page *text) {
+  char label[48];
+  snprintf(label, sizeof(label), "--- Page %d ---", number + 1);
+  dg__sink_label(&run->sink, label, true);
+  if (rc == DG_EPROTO && st->failed++ == 0)
+    dg_strlcpy(st->first_failure, r->err.message, sizeof(st->first_failure));
+  if (rc == 0 && !r->late)
+    emit_page(run, text);
+  fz_drop_stext_page(r->ctx, text);
+  if (r->late || rc == DG_ETIMEDOUT)
+    return dg__xrun_check(run) != 0 ? run->err.code : DG_ETIMEDOUT;
+  if (rc != 0 && rc != DG_EPROTO)
+    run->err = r->err;
+  return rc == DG_EPROTO ? 0 : rc;
+}
+
+/* ---- The helper thread ------------------------------------------------------------------ */
+
+static void helper_main(void *arg) {
+  helper_t *h = arg;
+  uv_mutex_lock(&h->lock);
+  for (;;) {
+    while (h->page < 0 && !h->quit)
+      uv_cond_wait(&h->cond, &h->lock);
+    if (h->quit)
+      break;
+    int page = h->page;
+    uv_mutex_unlock(&h->lock);
+    fz_stext_page *text = NULL;
+    int rc = read_page(&h->r, page, &text);
+    uv_mutex_lock(&h->lock);
+    h->text = text;
+    h->rc = rc;
+    h->page = -1;
+    h->ready = true;
+    uv_cond_broadcast(&h->cond);
+  }
+  uv_mutex_unlock(&h->lock);
+}
+
+static void helper_ask(helper_t *h, int page) {
+  uv_mutex_lock(&h->lock);
+  h->page = page;
+  h->ready = false;
+  uv_cond_broadcast(&h->cond);
+  uv_mutex_unlock(&h->lock);
+}
+
+static int helper_wait(helper_t *h, fz_stext_page **text) {
+  uv_mutex_lock(&h->lock);
+  while (!h->ready)
+    uv_cond_wait(&h->cond, &h->lock);
+  *text = h->text;
+  h->text = NULL;
+  uv_mutex_unlock(&h->lock);
+  return h->rc;
+}
+
+/* ---- Pages ---------------------------------------------------------------------------------- */
+
+/* One page, or two at once with the helper. */
+static int read_next(dg__xrun_t *run, pdf_state_t *st, int last) {
+  helper_t *h = st->next + 1 < last ? st->helper : NULL;
+  fz_stext_page *mine = NULL, *theirs = NULL;
+  int number = st->next;
+  if (h != NULL)
+    helper_ask(h, number + 1);
+  int rc = read_page(&st->main, number, &mine);
+  int rc2 = h != NULL ? helper_wait(h, &theirs) : 0;
+  st->next += h != NULL ? 2 : 1;
+  rc = write_page(run, st, &st->main, number, rc, mine);
+  if (h == NULL)
+    return rc;
+  if (rc != 0) {
+    fz_drop_stext_page(h->r.ctx, theirs);
+    return rc;
+  }
+  return write_page(run, st, &h->r, number + 1, rc2, theirs);
+}
+
+/* Pages until the step's time budget is spent or the text is full. */
+static int read_pages(dg__xrun_t *run, pdf_state_t *st, int last) {
+  uint64_t start = dg_now_ns();
+  int rc = 0;
+  for (int n = 0; rc == 0 && st->next < last && n < STEP_MAX_PAGES; n++) {
+    rc = read_next(run, st, last);
+    if (dg__xrun_full(run) || dg_now_ns() - start >= STEP_BUDGET_NS)
+      break;
+  }
+  return rc;
+}
+
+/* ---- Readers ------------------------------------------------------------------------------- */
+
+static int open_document(reader_t *r, const void *data, size_t len, int *pages) {
+  fz_context *ctx = r->ctx;
+  fz_stream *stm = NULL;
+  int rc = 0;
+  fz_var(stm);
+  fz_var(rc);
+  fz_try(ctx) {
+    stm = fz_open_memory(ctx, data, len);
+    r->doc = pdf_open_document_with_stream(ctx, stm);
+    if (pdf_needs_password(ctx, r->doc) && !pdf_authenticate_password(ctx, r->doc, ""))
+      rc = DG_ENOTSUP;
+    else
+      *pages = pdf_count_pages(ctx, r->doc);
+  }
+  fz_always(ctx) {
+    fz_drop_stream(ctx, stm);
+  }
+  fz_catch(ctx) {
+    return failure(r, "opening the PDF");
+  }
+  if (rc != 0)
+    return dg_errctx_set(&r->err, rc, "url", "the PDF is password-protected");
+  if (*pages <= 0)
+    return dg_errctx_set(&r->err, DG_EPROTO, "url", "the PDF has no pages (it is damaged)");
+  return 0;
+}
+
+/* A context and the document, with memory capped at max_memory. */
+static int reader_open(reader_t *r, dg__xrun_t *run, size_t max_memory, int *pages) {
+  r->run = run;
+  r->mem.max = max_memory;
+  r->alloc = (fz_alloc_context){&r->mem, mem_malloc, mem_realloc, mem_free};
+  size_t store = STORE_BYTES < max_memory / 4 ? STORE_BYTES : max_memory / 4;
+  r->ctx = fz_new_context(&r->alloc, NULL, store);
+  if (r->ctx == NULL)
+    return dg_errctx_set(&r->err, DG_E2BIG, "url",
+                         "opening the PDF needs more than the limit of %zu MiB of memory",
+                         max_memory >> 20);
+  fz_set_user_context(r->ctx, r);
+  fz_set_warning_callback(r->ctx, quiet, NULL);
+  fz_set_error_callback(r->ctx, quiet, NULL);
+  return open_document(r, run->in, run->in_len, pages);
+}
+
+static void reader_close(reader_t *r) {
+  if (r->ctx != NULL) {
+    pdf_drop_document(r->ctx, r->doc);
+    fz_drop_context(r->ctx);
+  }
+  r->ctx = NULL;
+  mem_release(&r->mem);
+}
+
+static void helper_free(helper_t *h) {
+  reader_close(&h->r);
+  uv_cond_destroy(&h->cond);
+  uv_mutex_destroy(&h->lock);
+  free(h);
+}
+
+/* With another CPU and enough pages, a helper halves the wall time; each
+ * side then gets half the memory. Without one, the document is simply
+ * read by one thread. */
+static void start_helper(dg__xrun_t *run, pdf_state_t *st) {
+  size_t half = run->limits.max_memory_bytes / 2;
+  if (uv_available_parallelism() < 2 || st->pages < HELPER_MIN_PAGES || st->main.mem.used > half)
+    return;
+  helper_t *h = calloc(1, sizeof(*h));
+  int pages = 0;
+  if (h == NULL || uv_mutex_init(&h->lock) != 0) {
+    free(h);
+    return;
+  }
+  h->page = -1;
+  if (uv_cond_init(&h->cond) != 0) {
+    uv_mutex_destroy(&h->lock);
+    free(h);
+    return;
+  }
+  if (reader_open(&h->r, run, half, &pages) != 0 || pages != st->pages ||
+      uv_thread_create(&h->thread, helper_main, h) != 0) {
+    helper_free(h);
+    return;
+  }
+  st->main.mem.max = half;
+  st->helper = h;
+}
+
+/* ---- The extractor ---------------------------------------------------------------------- */
+
+static int pdf_open(dg__xrun_t *run) {
+  pdf_state_t *st = run->state;
+  int rc = reader_open(&st->main, run, run->limits.max_memory_bytes, &st->pages);
+  if (rc == DG_ETIMEDOUT && dg__xrun_check(run) != 0)
+    return run->err.code;
+  if (rc != 0) {
+    run->err = st->main.err;
+    return rc;
+  }
+  start_helper(run, st);
+  return 0;
+}
+
+static int pdf_step(dg__xrun_t *run, bool *done) {
+  pdf_state_t *st = run->state;
+  int last = st->pages < (int)run->limits.max_units ? st->pages : (int)run->limits.max_units;
+  int rc = read_pages(run, st, last);
+  *done = st->next >= last;
+  if (rc == 0 && *done && st->failed == st->next)
+    return dg_errctx_set(&run->err, DG_EPROTO, "url", "no page of the PDF can be read: %s",
+                         st->first_failure);
+  if (rc == 0 && *done && last < st->pages)
+    dg__xrun_cut(run, "only the first %d of %d pages were extracted", last, st->pages);
+  return rc;
+}
+
+static void pdf_close(dg__xrun_t *run) {
+  pdf_state_t *st = run->state;
+  helper_t *h = st->helper;
+  if (h != NULL) {
+    uv_mutex_lock(&h->lock);
+    h->quit = true;
+    uv_cond_broadcast(&h->cond);
+    uv_mutex_unlock(&h->lock);
+    uv_thread_join(&h->thread);
+    helper_free(h);
+    st->helper = NULL;
+  }
+  reader_close(&st->main);
+}
+
+const dg__extractor_t dg__extract_pdf = {
+    .name = "pdf",
+    .whole = true,
+    .state_size = sizeof(pdf_state_t),
+    .open = pdf_open,
+    .step = pdf_step,
+    .close = pdf_close,
+};

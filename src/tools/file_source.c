@@ -1,0 +1,179 @@
+/* Which document URLs get_file_text may fetch: the scheme must be allowed
+ * and the URL must fall under a configured source (same scheme, host and
+ * port, path under the source's prefix; the longest prefix wins). Paths
+ * with dot segments are refused, since a server would resolve them to a
+ * place outside the prefix. Addresses are judged later, by the client,
+ * after the name is resolved. Pure functions, no loop. */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "tools/internal.h"
+
+/* Sources listed in a refusal at most. */
+#define LISTED_SOURCES 6
+
+/* ---- Messages ------------------------------------------------------------------ */
+
+/* "http://a/files/, https://b/docs/" for refusals, bounded. */
+static const char *allowed_list(const dg_file_settings_t *cfg, char *out, size_t size) {
+  size_t n = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < cfg->nsources && i < LISTED_SOURCES && n < size; i++) {
+    const dg_file_source_t *s = &cfg->sources[i];
+    int w = snprintf(out + n, size - n, "%s%s%s", i > 0 ? ", " : "", s->origin, s->path_prefix);
+    n += w > 0 ? (size_t)w : 0;
+  }
+  if (cfg->nsources > LISTED_SOURCES && n < size)
+    snprintf(out + n, size - n, " and %zu more", cfg->nsources - LISTED_SOURCES);
+  return out;
+}
+
+/* The URL as it may appear in a message: no user info or query (either
+ * may hold a secret). */
+static void shown(const char *text, char *out, size_t size) {
+  const char *sep = strstr(text, "://");
+  const char *host = sep != NULL ? sep + 3 : text;
+  size_t authority = strcspn(host, "/?#");
+  const char *at = memchr(host, '@', authority);
+  int scheme = (int)(host - text);
+  const char *rest = at != NULL ? at + 1 : host;
+  size_t n = strcspn(rest, "?#");
+  snprintf(out, size, "%.*s%.*s%s", scheme, text, (int)(n > 200 ? 200 : n), rest,
+           n > 200 ? "..." : "");
+}
+
+static int not_under_a_source(const dg_file_settings_t *cfg, const char *what, const char *text,
+                              dg_errctx_t *err) {
+  char url[256], list[1024];
+  shown(text, url, sizeof(url));
+  if (cfg->nsources == 0)
+    return dg_errctx_set(err, DG_EPERM, "url",
+                         "%s '%s' cannot be fetched: no document source is "
+                         "configured in this gateway (files.json).",
+                         what, url);
+  return dg_errctx_set(err, DG_EPERM, "url",
+                       "%s '%s' is not under an allowed document source; "
+                       "allowed are URLs under %s.",
+                       what, url, allowed_list(cfg, list, sizeof(list)));
+}
+
+/* ---- Checks ------------------------------------------------------------------------ */
+
+/* The scheme of text ("" when there is none), lower case, bounded. */
+static void scheme_of(const char *text, char *out, size_t size) {
+  size_t n = 0;
+  while (n + 1 < size && (isalnum((unsigned char)text[n]) || strchr("+-.", text[n]) != NULL) &&
+         text[n] != '\0')
+    n++;
+  bool has = n > 0 && text[n] == ':' && isalpha((unsigned char)text[0]);
+  for (size_t i = 0; i < n; i++)
+    out[i] = (char)tolower((unsigned char)text[i]);
+  out[has ? n : 0] = '\0';
+}
+
+static bool scheme_allowed(const dg_file_settings_t *cfg, const char *scheme) {
+  for (size_t i = 0; i < cfg->nallowed_schemes; i++) {
+    if (strcmp(cfg->allowed_schemes[i], scheme) == 0)
+      return true;
+  }
+  return false;
+}
+
+static int check_scheme(const dg_file_settings_t *cfg, const char *what, const char *text,
+                        dg_errctx_t *err) {
+  char scheme[32], url[256], list[64] = "";
+  scheme_of(text, scheme, sizeof(scheme));
+  if (scheme[0] != '\0' && scheme_allowed(cfg, scheme))
+    return 0;
+  shown(text, url, sizeof(url));
+  for (size_t i = 0; i < cfg->nallowed_schemes; i++)
+    snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "",
+             cfg->allowed_schemes[i]);
+  if (scheme[0] == '\0')
+    return dg_errctx_set(err, DG_EINVAL, "url",
+                         "%s '%s' is not an absolute URL; give the "
+                         "externalFileLocation of an entity (allowed schemes: %s).",
+                         what, url, list);
+  return dg_errctx_set(err, DG_EPERM, "url",
+                       "%s '%s' uses the scheme '%s', which is not "
+                       "allowed; allowed schemes are %s.",
+                       what, url, scheme, list);
+}
+
+/* True when seg is "." or ".." (dots may be percent-encoded). */
+static bool dot_segment(const char *seg, size_t n) {
+  size_t dots = 0, i = 0;
+  while (i < n) {
+    if (seg[i] == '.') {
+      i++;
+    } else if (n - i >= 3 && seg[i] == '%' && seg[i + 1] == '2' &&
+               tolower((unsigned char)seg[i + 2]) == 'e') {
+      i += 3;
+    } else {
+      return false;
+    }
+    dots++;
+  }
+  return dots == 1 || dots == 2;
+}
+
+static bool has_dot_segment(const char *path, size_t len) {
+  size_t i = 0;
+  while (i < len) {
+    const char *slash = memchr(path + i, '/', len - i);
+    size_t end = slash != NULL ? (size_t)(slash - path) : len;
+    if (dot_segment(path + i, end - i))
+      return true;
+    i = end + 1;
+  }
+  return false;
+}
+
+static bool source_matches(const dg_file_source_t *s, const dg_http_url_t *u) {
+  size_t n = strlen(s->path_prefix);
+  return s->https == u->https && s->port == u->port && strcmp(s->host, u->host) == 0 &&
+         u->path_len >= n && strncmp(u->target, s->path_prefix, n) == 0;
+}
+
+const dg_file_source_t *dg__tools_file_match(const dg_file_settings_t *cfg,
+                                             const dg_http_url_t *url) {
+  const dg_file_source_t *best = NULL;
+  for (size_t i = 0; i < cfg->nsources; i++) {
+    const dg_file_source_t *s = &cfg->sources[i];
+    if (source_matches(s, url) &&
+        (best == NULL || strlen(s->path_prefix) > strlen(best->path_prefix)))
+      best = s;
+  }
+  return best;
+}
+
+/* After the scheme check: parses text and finds its source. */
+static int find_source(const dg_file_settings_t *cfg, dg_arena_t *arena, const char *what,
+                       const char *text, dg_http_url_t *url, const dg_file_source_t **source,
+                       dg_errctx_t *err) {
+  const char *why = NULL;
+  char shown_url[256];
+  shown(text, shown_url, sizeof(shown_url));
+  int rc = dg_http_url_parse(arena, text, url, &why);
+  if (rc == DG_ENOMEM)
+    return dg_errctx_set(err, rc, "url", "out of memory");
+  if (rc != 0)
+    return dg_errctx_set(err, DG_EINVAL, "url", "%s '%s' is not valid: %s.", what, shown_url, why);
+  if (has_dot_segment(url->target, url->path_len))
+    return dg_errctx_set(err, DG_EINVAL, "url",
+                         "%s '%s' has '.' or '..' path segments, which are "
+                         "not allowed; give the document's URL without them.",
+                         what, shown_url);
+  *source = dg__tools_file_match(cfg, url);
+  return *source != NULL ? 0 : not_under_a_source(cfg, what, text, err);
+}
+
+int dg__tools_file_check(const dg_file_settings_t *cfg, dg_arena_t *arena, const char *what,
+                         const char *text, dg_http_url_t *url, const dg_file_source_t **source,
+                         dg_errctx_t *err) {
+  *source = NULL;
+  int rc = check_scheme(cfg, what, text, err);
+  return rc != 0 ? rc : find_source(cfg, arena, what, text, url, source, err);
+}

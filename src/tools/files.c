@@ -1,0 +1,104 @@
+/* get_file_text's process-wide state: the LRU cache of extracted text and
+ * the slots that bound how many documents are downloaded and extracted at
+ * once (each may hold its document, its text and MuPDF's memory). Calls
+ * beyond the slots wait in a bounded FIFO queue. Loop thread only. */
+#include <stdlib.h>
+
+#include "datagate/tools.h"
+#include "tools/internal.h"
+
+struct dg_tools_files {
+  dg_extract_cache_t *cache; /* NULL when caching is off */
+  unsigned active;           /* slots held */
+  unsigned nqueued;
+  dg__tools_slot_t *head, *tail; /* waiting calls, oldest first */
+  bool closing;
+};
+
+dg_tools_files_t *dg_tools_files_new(const dg_catalog_t *cat) {
+  dg_tools_files_t *f = calloc(1, sizeof(*f));
+  const dg_file_settings_t *s = &cat->files;
+  if (f == NULL || s->cache_bytes == 0)
+    return f;
+  f->cache = dg_extract_cache_new(s->cache_bytes, s->cache_entries, s->cache_ttl_ms);
+  if (f->cache == NULL) {
+    free(f);
+    return NULL;
+  }
+  return f;
+}
+
+static void free_files(dg_tools_files_t *f) {
+  dg_extract_cache_free(f->cache);
+  free(f);
+}
+
+void dg_tools_files_close(dg_tools_files_t *f) {
+  if (f == NULL)
+    return;
+  f->closing = true;
+  if (f->active == 0 && f->nqueued == 0)
+    free_files(f);
+}
+
+dg_extract_cache_t *dg__tools_files_cache(dg_tools_files_t *f) {
+  return f->cache;
+}
+
+int dg__tools_files_acquire(dg_tools_files_t *f, dg__tools_slot_t *slot, unsigned max_active,
+                            unsigned max_queued) {
+  if (f->closing)
+    return DG_ECLOSED;
+  if (f->active < max_active && f->nqueued == 0) {
+    f->active++;
+    return 0;
+  }
+  if (f->nqueued >= max_queued)
+    return DG_EBUSY;
+  slot->next = NULL;
+  slot->prev = f->tail;
+  if (f->tail != NULL)
+    f->tail->next = slot;
+  else
+    f->head = slot;
+  f->tail = slot;
+  slot->queued = true;
+  f->nqueued++;
+  return 1;
+}
+
+void dg__tools_files_forget(dg_tools_files_t *f, dg__tools_slot_t *slot) {
+  if (!slot->queued)
+    return;
+  if (slot->prev != NULL)
+    slot->prev->next = slot->next;
+  else
+    f->head = slot->next;
+  if (slot->next != NULL)
+    slot->next->prev = slot->prev;
+  else
+    f->tail = slot->prev;
+  slot->queued = false;
+  f->nqueued--;
+  if (f->closing && f->active == 0 && f->nqueued == 0)
+    free_files(f);
+}
+
+/* The slot passes to the oldest waiter, which starts at once. */
+void dg__tools_files_release(dg_tools_files_t *f) {
+  dg__tools_slot_t *next = f->head;
+  if (next == NULL || f->closing) {
+    f->active--;
+    if (f->closing && f->active == 0 && f->nqueued == 0)
+      free_files(f);
+    return;
+  }
+  f->head = next->next;
+  if (f->head != NULL)
+    f->head->prev = NULL;
+  else
+    f->tail = NULL;
+  next->queued = false;
+  f->nqueued--;
+  next->start(next);
+}

@@ -1,0 +1,196 @@
+/* Unit tests for PDF: text page by page with page markers, reading order,
+ * damaged and empty documents, and the page, memory and time limits. The
+ * PDFs are written by the tests (extract_test.h). */
+#include "extract_test.h"
+
+#include "extract/internal.h"
+
+static unsigned char *one_page(const char *content, size_t *len) {
+  const char *pages[] = {content};
+  return xt_pdf(pages, 1, len);
+}
+
+static void test_pages_in_order_with_markers(void **state) {
+  const char *pages[] = {"BT /F1 12 Tf 72 700 Td (First page) Tj ET",
+                         "BT /F1 12 Tf 72 700 Td (Caf\\351 cr\\350me) Tj ET", "",
+                         "BT /F1 12 Tf 72 700 Td (Last) Tj ET"};
+  size_t len = 0;
+  unsigned char *d = xt_pdf(pages, 4, &len);
+  dg_extract_doc_t *doc = xt_extract(DG_EXTRACT_UNKNOWN, NULL, d, len, NULL);
+  assert_int_equal(dg_extract_doc_format(doc), DG_EXTRACT_PDF);
+  assert_string_equal(dg_extract_doc_text(doc, NULL),
+                      "--- Page 1 ---\nFirst page\n\n--- Page 2 ---\nCaf\xc3\xa9 cr\xc3\xa8me\n\n"
+                      "--- Page 3 ---\n\n--- Page 4 ---\nLast");
+  dg_extract_doc_unref(doc);
+  free(d);
+}
+
+static void test_reading_order_top_down(void **state) {
+  dg_buf_t page;
+  dg_buf_init(&page, SIZE_MAX);
+  /* Drawn bottom first: read top first. */
+  xt_pdf_line(&page, 72, 100, "Bottom line");
+  xt_pdf_line(&page, 72, 400, "Middle line");
+  xt_pdf_line(&page, 72, 700, "Top line");
+  size_t len = 0;
+  unsigned char *d = one_page(page.data, &len);
+  char *t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
+  assert_true(xt_find(t, "Top") < xt_find(t, "Middle"));
+  assert_true(xt_find(t, "Middle") < xt_find(t, "Bottom"));
+  free(t);
+  free(d);
+  dg_buf_free(&page);
+}
+
+static void test_reading_order_title_then_columns(void **state) {
+  dg_buf_t page;
+  dg_buf_init(&page, SIZE_MAX);
+  /* The right column is drawn first and its lines interleave in y with the
+   * left column's; a title spans both; a footer closes the page. */
+  xt_pdf_line(&page, 320, 640, "Right one");
+  xt_pdf_line(&page, 320, 626, "Right two");
+  xt_pdf_line(&page, 320, 612, "Right three");
+  xt_pdf_line(&page, 72, 640, "Left one");
+  xt_pdf_line(&page, 72, 626, "Left two");
+  xt_pdf_line(&page, 72, 612, "Left three");
+  xt_pdf_line(&page, 72, 60, "Footer across the whole page width of the document here");
+  xt_pdf_line(&page, 72, 720, "A title that runs across both of the columns below it");
+  size_t len = 0;
+  unsigned char *d = one_page(page.data, &len);
+  char *t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
+  size_t title = xt_find(t, "A title"), l1 = xt_find(t, "Left one"), l3 = xt_find(t, "Left three"),
+         r1 = xt_find(t, "Right one"), r3 = xt_find(t, "Right three"), foot = xt_find(t, "Footer");
+  assert_true(title < l1);
+  assert_true(l1 < l3 && l3 < r1);
+  assert_true(r1 < r3 && r3 < foot);
+  free(t);
+  free(d);
+  dg_buf_free(&page);
+}
+
+static void test_damaged_pdfs(void **state) {
+  dg_errctx_t err;
+  const char junk[] = "%PDF-1.4\nthis is not a PDF at all\n%%EOF\n";
+  assert_int_equal(xt_fail(DG_EXTRACT_PDF, NULL, junk, sizeof(junk) - 1, NULL, &err), DG_EPROTO);
+  assert_true(xt_contains(err.message, "PDF"));
+  assert_string_equal(err.param, "url");
+  /* Not a PDF at all, declared as one. */
+  assert_int_equal(
+      xt_fail(DG_EXTRACT_UNKNOWN, "application/pdf", "<html>hi</html>", 15, NULL, &err), DG_EPROTO);
+  /* No pages. */
+  const char *none[] = {NULL};
+  size_t len = 0;
+  unsigned char *d = xt_pdf(none, 0, &len);
+  assert_int_equal(xt_fail(DG_EXTRACT_PDF, NULL, d, len, NULL, &err), DG_EPROTO);
+  assert_true(xt_contains(err.message, "no pages"));
+  free(d);
+  /* A broken cross-reference table is repaired. */
+  d = one_page("BT /F1 12 Tf 72 700 Td (Still readable) Tj ET", &len);
+  unsigned char *xref = (unsigned char *)strstr((char *)d, "xref\n");
+  assert_non_null(xref);
+  memset(xref + 5, '9', 20);
+  char *t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
+  assert_true(xt_contains(t, "Still readable"));
+  free(t);
+  /* A download cut short. */
+  dg_extract_request_t req = {.format = DG_EXTRACT_PDF};
+  dg_extract_doc_t *doc = NULL;
+  int rc = dg_extract_buffer(&req, d, len * 2 / 3, &doc, &err);
+  assert_true(rc == 0 || rc == DG_EPROTO);
+  if (rc != 0)
+    assert_true(xt_contains(err.message, "PDF"));
+  dg_extract_doc_unref(doc);
+  free(d);
+}
+
+static void test_too_many_pages_are_cut(void **state) {
+  const char *pages[] = {"BT /F1 12 Tf 72 700 Td (p1) Tj ET", "BT /F1 12 Tf 72 700 Td (p2) Tj ET",
+                         "BT /F1 12 Tf 72 700 Td (p3) Tj ET", "BT /F1 12 Tf 72 700 Td (p4) Tj ET",
+                         "BT /F1 12 Tf 72 700 Td (p5) Tj ET"};
+  size_t len = 0;
+  unsigned char *d = xt_pdf(pages, 5, &len);
+  dg_extract_limits_t limits;
+  dg_extract_limits_default(&limits);
+  limits.max_units = 3;
+  dg_extract_doc_t *doc = xt_extract(DG_EXTRACT_PDF, NULL, d, len, &limits);
+  const char *t = dg_extract_doc_text(doc, NULL);
+  assert_true(xt_contains(t, "p3"));
+  assert_null(strstr(t, "p4"));
+  assert_string_equal(dg_extract_doc_truncated(doc), "only the first 3 of 5 pages were extracted");
+  dg_extract_doc_unref(doc);
+  free(d);
+}
+
+/* Long enough for two threads: every page in order, each with its own
+ * text, an odd count so that the last page is read alone, and a damaged
+ * page on either side left empty. */
+static void test_pages_read_two_at_a_time_stay_in_order(void **state) {
+  char texts[11][64];
+  const char *pages[11];
+  for (int i = 0; i < 11; i++) {
+    snprintf(texts[i], sizeof(texts[i]), "BT /F1 12 Tf 72 700 Td (page %d) Tj ET", i + 1);
+    pages[i] = texts[i];
+  }
+  pages[4] = "BT /F1 12 Tf 72 700 Td (unclosed"; /* page 5, a damaged stream */
+  size_t len = 0;
+  unsigned char *d = xt_pdf(pages, 11, &len);
+  dg_extract_doc_t *doc = xt_extract(DG_EXTRACT_PDF, NULL, d, len, NULL);
+  const char *t = dg_extract_doc_text(doc, NULL);
+  size_t at = 0;
+  for (int i = 0; i < 11; i++) {
+    char marker[32], body[32];
+    snprintf(marker, sizeof(marker), "--- Page %d ---\n", i + 1);
+    snprintf(body, sizeof(body), "page %d", i + 1);
+    size_t m = xt_find(t, marker);
+    assert_true(m >= at);
+    at = m;
+    if (i != 4)
+      assert_int_equal(xt_find(t, body), m + strlen(marker));
+  }
+  assert_null(strstr(t, "page 5"));
+  dg_extract_doc_unref(doc);
+  free(d);
+}
+
+static void test_memory_limit(void **state) {
+  size_t len = 0;
+  unsigned char *d = one_page("BT /F1 12 Tf 72 700 Td (x) Tj ET", &len);
+  dg_extract_limits_t limits;
+  dg_extract_limits_default(&limits);
+  limits.max_memory_bytes = 64 << 10;
+  dg_errctx_t err;
+  assert_int_equal(xt_fail(DG_EXTRACT_PDF, NULL, d, len, &limits, &err), DG_E2BIG);
+  assert_true(xt_contains(err.message, "memory"));
+  free(d);
+}
+
+static void test_time_limit_stops_a_heavy_page(void **state) {
+  dg_buf_t page;
+  dg_buf_init(&page, SIZE_MAX);
+  for (int i = 0; i < 300000; i++)
+    assert_int_equal(dg_buf_appendf(&page, "%d 0 m %d 5 l S\n", i % 600, i % 600), 0);
+  size_t len = 0;
+  unsigned char *d = one_page(page.data, &len);
+  dg_extract_limits_t limits;
+  dg_extract_limits_default(&limits);
+  limits.max_time_ms = 0;
+  dg_errctx_t err;
+  assert_int_equal(xt_fail(DG_EXTRACT_PDF, NULL, d, len, &limits, &err), DG_ETIMEDOUT);
+  assert_true(xt_contains(err.message, "longer than the limit of 0 ms"));
+  free(d);
+  dg_buf_free(&page);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pages_in_order_with_markers),
+      cmocka_unit_test(test_reading_order_top_down),
+      cmocka_unit_test(test_reading_order_title_then_columns),
+      cmocka_unit_test(test_damaged_pdfs),
+      cmocka_unit_test(test_too_many_pages_are_cut),
+      cmocka_unit_test(test_pages_read_two_at_a_time_stay_in_order),
+      cmocka_unit_test(test_memory_limit),
+      cmocka_unit_test(test_time_limit_stops_a_heavy_page),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
