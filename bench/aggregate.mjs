@@ -20,7 +20,10 @@ import readline from 'node:readline';
 const [url, token, db, sqltimeBin, gatewayLog, casesFile] = process.argv.slice(2);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const WARM = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
-const cases = JSON.parse(fs.readFileSync(casesFile, 'utf8'));
+// BENCH_CASES: names (their first word) of the cases to run; default all.
+const only = process.env.BENCH_CASES?.split(/[ ,]+/).filter(Boolean);
+const cases = JSON.parse(fs.readFileSync(casesFile, 'utf8'))
+  .filter((c) => !only || only.includes(c.name.split(':')[0]));
 
 // ---- The gateway ------------------------------------------------------------
 
@@ -59,7 +62,11 @@ async function gatewayCall(c) {
 
 // ---- The raw SQL ----------------------------------------------------------------
 
-const sqltime = spawn(sqltimeBin, [db], { stdio: ['pipe', 'pipe', 'inherit'] });
+// BENCH_RAW_CPU pins it to the gateway's CPU, so both share one core.
+const cpu = process.env.BENCH_RAW_CPU;
+const sqltime = cpu === undefined
+  ? spawn(sqltimeBin, [db], { stdio: ['pipe', 'pipe', 'inherit'] })
+  : spawn('taskset', ['-c', cpu, sqltimeBin, db], { stdio: ['pipe', 'pipe', 'inherit'] });
 const lines = readline.createInterface({ input: sqltime.stdout })[Symbol.asyncIterator]();
 
 async function rawCall(c) {
@@ -72,15 +79,19 @@ async function rawCall(c) {
 
 // ---- Checks ----------------------------------------------------------------------
 
-// The main statement the gateway ran last, from its debug log.
+// The aggregate requests of the gateway's debug log from line `from` on:
+// the statement each ran and how long the store took (its own timer, from
+// the request's start on the loop to its completion there).
+function storeLog(from = 0) {
+  return fs.readFileSync(gatewayLog, 'utf8').split('\n').slice(from)
+    .filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
+    .filter((l) => l.event === 'store_request' && l.kind === 'aggregate');
+}
+
+const logLines = () => fs.readFileSync(gatewayLog, 'utf8').split('\n').length - 1;
+
 function lastStatement() {
-  const log = fs.readFileSync(gatewayLog, 'utf8').trim().split('\n');
-  for (let i = log.length - 1; i >= 0; i--) {
-    if (!log[i].startsWith('{')) continue;
-    const l = JSON.parse(log[i]);
-    if (l.event === 'store_request' && l.kind === 'aggregate') return l.sql;
-  }
-  return null;
+  return storeLog().at(-1)?.sql ?? null;
 }
 
 // The raw first row is the last statement's first row: group keys (if
@@ -116,24 +127,45 @@ async function measure(c) {
   if (sql !== mine) throw new Error(`${c.name}: the gateway ran\n  ${sql}\nnot\n  ${mine}`);
   const raw0 = await rawCall(c);
   sameNumbers(c, warm.answer, raw0.row);
+  // Short cases repeat within a round, so that a round lasts about a
+  // second and a moment of other load weighs less.
+  const repeat = Math.max(1, Math.ceil(1000 / raw0.ms));
   const raw = [], gw = [], ratios = [];
+  const from = logLines();
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 === 0 ? [rawCall, gatewayCall] : [gatewayCall, rawCall];
-    const times = {};
-    for (const f of order) times[f === rawCall ? 'raw' : 'gw'] = (await f(c)).ms;
-    raw.push(times.raw);
-    gw.push(times.gw);
+    const times = { raw: 0, gw: 0 };
+    for (const f of order) {
+      for (let k = 0; k < repeat; k++) times[f === rawCall ? 'raw' : 'gw'] += (await f(c)).ms;
+    }
+    raw.push(times.raw / repeat);
+    gw.push(times.gw / repeat);
     ratios.push(times.gw / times.raw);
   }
-  return { name: c.name, matched: warm.answer.matchedCount, rows: warm.answer.rows.length,
-    raw: median(raw), gw: median(gw), ratio: median(ratios), spread: [Math.min(...ratios), Math.max(...ratios)] };
+  return { name: c.name, matched: warm.answer.matchedCount, rows: warm.answer.rows.length, repeat,
+    raw: median(raw), gw: median(gw), store: median(storeLog(from).map((l) => l.duration_ms)),
+    ratio: median(ratios), spread: [Math.min(...ratios), Math.max(...ratios)] };
+}
+
+// The round trip of a call whose SQL takes a fraction of a millisecond:
+// what the HTTP exchange, the MCP layer and the threads' hand-offs cost on
+// this machine at this moment, to read the cases' differences against.
+async function floor() {
+  const c = { name: 'floor', dataModelId: cases[0].dataModelId, args: { aggregations: [{ function: 'Count' }],
+    queryParameterGroups: [{ parameters: [{ operator: 'EqualTo', propertyName: 'OrderNumber', value: 'none' }] }] } };
+  const times = [];
+  for (let i = 0; i < 41; i++) times.push((await gatewayCall(c)).ms);
+  return { p50: median(times), min: Math.min(...times) };
 }
 
 await initialize();
-console.log(`| case | matched | rows | raw SQL ms (median) | gateway ms (median) | gateway/raw (median of ${ROUNDS} rounds) | range |`);
-console.log('|---|---|---|---|---|---|---|');
+console.log(`| case | matched | rows | calls per round | raw SQL ms (median) | gateway ms (median) | of which the store (median) | gateway/raw (median of ${ROUNDS} rounds) | range |`);
+console.log('|---|---|---|---|---|---|---|---|---|');
 for (const c of cases) {
   const m = await measure(c);
-  console.log(`| ${m.name} | ${m.matched.toLocaleString('en')} | ${m.rows} | ${m.raw.toFixed(1)} | ${m.gw.toFixed(1)} | **${m.ratio.toFixed(2)}** | ${m.spread[0].toFixed(2)}–${m.spread[1].toFixed(2)} |`);
+  console.log(`| ${m.name} | ${m.matched.toLocaleString('en')} | ${m.rows} | ${m.repeat} | ${m.raw.toFixed(1)} | ` +
+    `${m.gw.toFixed(1)} | ${m.store.toFixed(1)} | **${m.ratio.toFixed(2)}** | ${m.spread[0].toFixed(2)}–${m.spread[1].toFixed(2)} |`);
 }
+const f = await floor();
+console.log(`\nround trip of an aggregate whose SQL takes under a millisecond: p50 ${f.p50.toFixed(1)} ms, min ${f.min.toFixed(1)} ms`);
 sqltime.stdin.end();

@@ -222,18 +222,13 @@ int dg__store_put_flat(dg_buf_t *out, const dg__sql_cols_t *cols, const dg_store
 int dg__store_too_big(dg_errctx_t *err, size_t max);
 /* The key of a reference under "expanded" (camelCased). */
 const char *dg__store_ref_key(const dg_property_t *ref);
-/* Bytes an aggregate result has taken, against its maximum. */
-typedef struct dg__store_budget {
-  size_t used;
-  size_t max;
-} dg__store_budget_t;
-/* Aggregate results (result_aggregate.c). One row of dg__sql_aggregate as
- * {"groupKey": {...}, "aggregates": {...}}, counted against budget; NULL
- * with *rc DG_E2BIG or DG_ENOMEM. */
-json_t *dg__store_aggregate_row(const dg_store_aggregate_t *a, const dg_store_value_t *row,
-                                dg__store_budget_t *budget, int *rc);
-/* The whole result around the rows (stolen). NULL when out of memory. */
-json_t *dg__store_aggregate_result(const dg_store_aggregate_t *a, int64_t matched, json_t *rows);
+/* Aggregate results (result_aggregate.c), written as JSON text. One row of
+ * dg__sql_aggregate as {"groupKey":{...},"aggregates":{...}}; then the
+ * whole answer around the rows' text (comma-separated); 0 or DG_E2BIG. */
+int dg__store_put_aggregate_row(dg_buf_t *out, const dg_store_aggregate_t *a,
+                                const dg_store_value_t *row);
+int dg__store_put_aggregate(dg_buf_t *out, const dg_store_aggregate_t *a, int64_t matched,
+                            const dg_buf_t *rows);
 /* Fills err for a grouped aggregate over its cap. */
 int dg__store_over_cap(const dg_store_aggregate_t *a, int64_t matched, dg_errctx_t *err);
 

@@ -5,8 +5,7 @@
  * serialising them later, is most of what an answer costs beyond its SQL.
  * Every buffer has the result budget as its maximum, so a huge answer stops
  * early with a clear error instead of filling memory. */
-#include <inttypes.h>
-#include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "store/internal.h"
@@ -29,15 +28,26 @@ json_t *dg__store_json_value(const dg_property_t *prop, const dg_store_value_t *
   return json_null();
 }
 
+/* Decimal digits of a whole number, without printf. */
+static int put_integer(dg_buf_t *out, int64_t v) {
+  char text[24], *p = text + sizeof(text);
+  uint64_t a = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  do {
+    *--p = (char)('0' + a % 10);
+    a /= 10;
+  } while (a != 0);
+  if (v < 0)
+    *--p = '-';
+  return dg_buf_append(out, p, (size_t)(text + sizeof(text) - p));
+}
+
 int dg__store_put_value(dg_buf_t *out, const dg_property_t *prop, const dg_store_value_t *v) {
-  char n[32];
   bool boolean = prop != NULL && prop->type == DG_TYPE_BOOLEAN;
   switch (v->kind) {
   case DG_STORE_INT:
     if (boolean)
       return dg_buf_append_str(out, v->i != 0 ? "true" : "false");
-    snprintf(n, sizeof(n), "%" PRId64, v->i);
-    return dg_buf_append_str(out, n);
+    return put_integer(out, v->i);
   case DG_STORE_REAL:
     return dg_json_write_real(out, v->d);
   case DG_STORE_BOOL:
@@ -49,13 +59,21 @@ int dg__store_put_value(dg_buf_t *out, const dg_property_t *prop, const dg_store
   }
 }
 
-/* "key":value of one property. */
+/* "key":value of one property. Keys are catalog names (a letter, then
+ * letters, digits or _, checked at load), so they need no escaping. */
 static int put_member(dg_buf_t *out, const char *key, const dg_property_t *prop,
                       const dg_store_value_t *v) {
-  int rc = dg_json_write_string(out, key, strlen(key));
-  if (rc == 0)
-    rc = dg_buf_append(out, ":", 1);
-  return rc == 0 ? dg__store_put_value(out, prop, v) : rc;
+  size_t len = strlen(key);
+  int rc = dg_buf_reserve(out, len + 3);
+  if (rc != 0)
+    return rc;
+  out->data[out->len++] = '"';
+  memcpy(out->data + out->len, key, len);
+  out->len += len;
+  out->data[out->len++] = '"';
+  out->data[out->len++] = ':';
+  out->data[out->len] = '\0';
+  return dg__store_put_value(out, prop, v);
 }
 
 int dg__store_put_members(dg_buf_t *out, const dg__sql_cols_t *cols, const dg_store_value_t *row) {

@@ -1,17 +1,13 @@
-/* Aggregate results shared by the drivers: a row of values becomes
- * {"groupKey": {...}, "aggregates": {...}}, each value typed by its
- * property and function, its size counted against the result budget. */
+/* Aggregate results shared by the drivers, written as JSON text on the
+ * worker thread like the other reads (result.c): a row of values becomes
+ * {"groupKey":{...},"aggregates":{...}}, each value typed by its property
+ * and function; every buffer stops at the result budget. */
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "store/internal.h"
-
-/* Bytes of JSON punctuation counted per key and value. */
-#define VALUE_OVERHEAD 8
-
-static size_t value_size(const char *key, const dg_store_value_t *v) {
-  return VALUE_OVERHEAD + strlen(key) + (v->kind == DG_STORE_TEXT ? v->len : 24);
-}
 
 static bool whole(const dg_store_aggregation_t *g) {
   if (g->fn == DG_STORE_AGG_COUNT || g->fn == DG_STORE_AGG_DISTINCT_COUNT)
@@ -22,64 +18,57 @@ static bool whole(const dg_store_aggregation_t *g) {
 
 /* Counts and sums of whole numbers are integers, an average a number,
  * Min and Max of a date its text; a sum too large for a double is null. */
-static json_t *measure_json(const dg_store_aggregation_t *g, const dg_store_value_t *v) {
+static int put_measure(dg_buf_t *out, const dg_store_aggregation_t *g, const dg_store_value_t *v) {
   if (v->kind == DG_STORE_TEXT)
-    return json_stringn(v->text, v->len);
+    return dg_json_write_string(out, v->text, v->len);
   if (v->kind != DG_STORE_INT && v->kind != DG_STORE_REAL)
-    return json_null();
+    return dg_buf_append_str(out, "null");
   if (whole(g))
-    return json_integer(v->kind == DG_STORE_INT ? v->i : (json_int_t)v->d);
+    return dg_buf_appendf(out, "%" PRId64, v->kind == DG_STORE_INT ? v->i : (int64_t)v->d);
   double d = v->kind == DG_STORE_REAL ? v->d : (double)v->i;
-  return isfinite(d) ? json_real(d) : json_null();
+  return isfinite(d) ? dg_json_write_real(out, d) : dg_buf_append_str(out, "null");
 }
 
-static bool put(json_t *obj, const char *key, json_t *value) {
-  return value != NULL && json_object_set_new(obj, key, value) == 0;
+static int put_key(dg_buf_t *out, bool first, const char *key) {
+  int rc = first ? 0 : dg_buf_append(out, ",", 1);
+  if (rc == 0)
+    rc = dg_json_write_string(out, key, strlen(key));
+  return rc == 0 ? dg_buf_append(out, ":", 1) : rc;
 }
 
-json_t *dg__store_aggregate_row(const dg_store_aggregate_t *a, const dg_store_value_t *row,
-                                dg__store_budget_t *budget, int *rc) {
-  json_t *keys = json_object(), *measures = json_object(), *out = json_object();
-  bool ok = keys != NULL && measures != NULL && out != NULL;
-  size_t size = VALUE_OVERHEAD * 4;
-  for (size_t i = 0; ok && i < a->ngroup_by; i++) {
-    const dg_store_group_key_t *k = &a->group_by[i];
-    ok = put(keys, k->key, dg__store_json_value(k->prop, &row[i]));
-    size += value_size(k->key, &row[i]);
+int dg__store_put_aggregate_row(dg_buf_t *out, const dg_store_aggregate_t *a,
+                                const dg_store_value_t *row) {
+  int rc = dg_buf_append_str(out, "{\"groupKey\":{");
+  for (size_t i = 0; rc == 0 && i < a->ngroup_by; i++) {
+    rc = put_key(out, i == 0, a->group_by[i].key);
+    if (rc == 0)
+      rc = dg__store_put_value(out, a->group_by[i].prop, &row[i]);
   }
+  if (rc == 0)
+    rc = dg_buf_append_str(out, "},\"aggregates\":{");
+  /* count(*) sits between the keys and the aggregations. */
   const dg_store_value_t *values = row + a->ngroup_by + 1;
-  for (size_t i = 0; ok && i < a->naggs; i++) {
-    ok = put(measures, a->aggs[i].key, measure_json(&a->aggs[i], &values[i]));
-    size += value_size(a->aggs[i].key, &values[i]);
+  for (size_t i = 0; rc == 0 && i < a->naggs; i++) {
+    rc = put_key(out, i == 0, a->aggs[i].key);
+    if (rc == 0)
+      rc = put_measure(out, &a->aggs[i], &values[i]);
   }
-  ok = ok && json_object_set(out, "groupKey", keys) == 0 &&
-       json_object_set(out, "aggregates", measures) == 0;
-  json_decref(keys);
-  json_decref(measures);
-  budget->used += size;
-  *rc = !ok ? DG_ENOMEM : budget->used > budget->max ? DG_E2BIG : 0;
-  if (*rc != 0) {
-    json_decref(out);
-    return NULL;
-  }
-  return out;
+  return rc == 0 ? dg_buf_append_str(out, "}}") : rc;
 }
 
-json_t *dg__store_aggregate_result(const dg_store_aggregate_t *a, int64_t matched, json_t *rows) {
-  json_t *names = json_array(), *out = json_object();
-  bool ok = names != NULL && out != NULL && rows != NULL;
-  for (size_t i = 0; ok && i < a->ngroup_by; i++)
-    ok = json_array_append_new(names, json_string(a->group_by[i].name)) == 0;
-  ok = ok && put(out, "matchedCount", json_integer(matched)) &&
-       json_object_set(out, "groupByProperties", names) == 0 &&
-       json_object_set(out, "rows", rows) == 0;
-  json_decref(names);
-  json_decref(rows);
-  if (!ok) {
-    json_decref(out);
-    return NULL;
+int dg__store_put_aggregate(dg_buf_t *out, const dg_store_aggregate_t *a, int64_t matched,
+                            const dg_buf_t *rows) {
+  int rc = dg_buf_appendf(out, "{\"matchedCount\":%" PRId64 ",\"groupByProperties\":[", matched);
+  for (size_t i = 0; rc == 0 && i < a->ngroup_by; i++) {
+    rc = i == 0 ? 0 : dg_buf_append(out, ",", 1);
+    if (rc == 0)
+      rc = dg_json_write_string(out, a->group_by[i].name, strlen(a->group_by[i].name));
   }
-  return out;
+  if (rc == 0)
+    rc = dg_buf_append_str(out, "],\"rows\":[");
+  if (rc == 0 && rows->len > 0)
+    rc = dg_buf_append(out, rows->data, rows->len);
+  return rc == 0 ? dg_buf_append_str(out, "]}") : rc;
 }
 
 int dg__store_over_cap(const dg_store_aggregate_t *a, int64_t matched, dg_errctx_t *err) {

@@ -55,11 +55,6 @@ static int begin(dg__sqlite_run_t *run, const char *sql) {
   return dg__sqlite_exec(run->conn, sql, run->err);
 }
 
-static int read_aggregate(dg__sqlite_run_t *run) {
-  dg__store_budget_t budget = {.max = run->max};
-  return dg__sqlite_aggregate(run->conn, run->r, &budget);
-}
-
 static int read_in_txn(dg__sqlite_run_t *run) {
   dg_store_req_t *r = run->r;
   int rc = begin(run, "BEGIN");
@@ -68,7 +63,7 @@ static int read_in_txn(dg__sqlite_run_t *run) {
   else if (rc == 0 && r->kind == DG__STORE_FETCH)
     rc = dg__sqlite_read_fetch(run, r->in.fetch);
   else if (rc == 0 && r->kind == DG__STORE_AGGREGATE)
-    rc = read_aggregate(run);
+    rc = dg__sqlite_read_aggregate(run, r->in.aggregate);
   else if (rc == 0)
     rc = dg__sqlite_read_lookup(run, r->in.lookup);
   if (rc != 0 || sqlite3_exec(run->conn->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)

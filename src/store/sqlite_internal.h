@@ -69,9 +69,6 @@ extern atomic_ulong dg__sqlite_statements;
 
 /* Answers one request on conn: r->result or r->err. */
 int dg__sqlite_run(dg__sqlite_conn_t *conn, dg_store_req_t *r);
-/* Answers an aggregate (sqlite_aggregate.c) inside the caller's read
- * transaction: r->result or r->err. */
-int dg__sqlite_aggregate(dg__sqlite_conn_t *conn, dg_store_req_t *r, dg__store_budget_t *budget);
 
 /* ---- One request's run (sqlite_exec.c), and the reads (sqlite_read.c) ---- */
 typedef struct dg__sqlite_run {
@@ -97,6 +94,9 @@ int dg__sqlite_put_failed(dg__sqlite_run_t *run, int rc);
 int dg__sqlite_read_query(dg__sqlite_run_t *run, const dg_store_query_t *q);
 int dg__sqlite_read_fetch(dg__sqlite_run_t *run, const dg_store_fetch_t *f);
 int dg__sqlite_read_lookup(dg__sqlite_run_t *run, const dg_store_lookup_t *l);
+/* aggregate_entities (sqlite_aggregate.c): the count for the grouped cap,
+ * then the aggregate statement, whose statement the debug log shows. */
+int dg__sqlite_read_aggregate(dg__sqlite_run_t *run, const dg_store_aggregate_t *a);
 
 /* Submissions (sqlite_submit.c): the table and its indexes (inside the
  * migration's transaction), the three requests, and marking the

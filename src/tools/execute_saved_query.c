@@ -5,6 +5,7 @@
  * (on a worker thread when it is large), and drop what the caller may not
  * see. Upstream failures end the call with a result that names the
  * connector, the call and why. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,7 @@ typedef struct exec {
   char *body; /* copy of a large response, mapped on the threadpool */
   size_t len;
   size_t max_bytes;
+  size_t result_limit; /* the server's maxResultBytes */
   json_t *result;
   dg_errctx_t err;
   const char *where; /* "GET https://host/path" for mapping errors */
@@ -87,9 +89,30 @@ static void finish(exec_t *x) {
 
 /* ---- Mapping -------------------------------------------------------------- */
 
+/* The result written out once, here (on a worker thread for a large
+ * response): the reply then copies this text instead of walking the values
+ * again. A result over the limit stays as it is, for the MCP layer to
+ * refuse. */
+static json_t *written(json_t *result, size_t limit) {
+  if (result == NULL)
+    return NULL;
+  dg_buf_t text;
+  dg_buf_init(&text, limit);
+  json_t *raw = dg_json_write(result, &text) == 0
+                    ? dg_json_raw(text.data != NULL ? text.data : "", text.len)
+                    : NULL;
+  dg_buf_free(&text);
+  if (raw == NULL)
+    return result;
+  json_decref(result);
+  return raw;
+}
+
 static void map_work(uv_work_t *req) {
   exec_t *x = req->data;
-  x->result = dg__tools_saved_map(x->q, x->selected, x->body, x->len, x->max_bytes, &x->err);
+  x->result =
+      written(dg__tools_saved_map(x->q, x->selected, x->body, x->len, x->max_bytes, &x->err),
+              x->result_limit);
 }
 
 static void map_done(uv_work_t *req, int status) {
@@ -119,8 +142,9 @@ static void on_upstream(dg_connector_call_t *call, const dg_connector_result_t *
   const dg_http_response_t *res = result->response;
   x->where = where(x, res);
   if (res->body_len <= INLINE_MAP_BYTES) {
-    x->result =
-        dg__tools_saved_map(x->q, x->selected, res->body, res->body_len, x->max_bytes, &x->err);
+    x->result = written(
+        dg__tools_saved_map(x->q, x->selected, res->body, res->body_len, x->max_bytes, &x->err),
+        x->result_limit);
     finish(x);
     return;
   }
@@ -185,6 +209,8 @@ static int start(exec_t *x, dg_connectors_t *cs, dg_errctx_t *err) {
     return rc;
   req.request_id = dg_tool_call_request_id(x->call);
   x->max_bytes = entity_budget(dg_tool_call_catalog(x->call));
+  size_t limit = dg_tool_call_catalog(x->call)->server.max_result_bytes;
+  x->result_limit = limit > 0 ? limit : SIZE_MAX - 1;
   rc = dg_connectors_call(cs, x->q->connector, &req, on_upstream, x, &x->upstream, err);
   if (rc == 0)
     dg_tool_call_on_cancel(x->call, on_cancel, x);

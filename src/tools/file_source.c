@@ -33,7 +33,10 @@ static const char *allowed_list(const dg_file_settings_t *cfg, char *out, size_t
 /* The URL as it may appear in a message: no user info or query (either
  * may hold a secret). */
 static void shown(const char *text, char *out, size_t size) {
+  /* "scheme://" only when the first '/' follows the first ':'. */
   const char *sep = strstr(text, "://");
+  if (sep != NULL && sep + 1 != text + strcspn(text, "/?#"))
+    sep = NULL;
   const char *host = sep != NULL ? sep + 3 : text;
   size_t authority = strcspn(host, "/?#");
   const char *at = memchr(host, '@', authority);

@@ -374,6 +374,7 @@ static int check_args(ft_t *t, dg_errctx_t *err) {
   json_t *args = dg_tool_call_args(t->call);
   const char *url = json_string_value(json_object_get(args, "url"));
   t->offset = (uint64_t)json_integer_value(json_object_get(args, "offset"));
+  t->streamed_through = t->offset; /* nothing streamed yet */
   t->cfg = &dg_tool_call_catalog(t->call)->files;
   t->stream = dg_tool_call_wants_progress(t->call);
   if (t->files == NULL)

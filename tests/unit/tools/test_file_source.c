@@ -104,6 +104,9 @@ static void test_refuses_schemes(void **state) {
   assert_non_null(strstr(msg, "uses the scheme 'file'"));
   assert_int_equal(check(&cfg, "/files/a.pdf", &s, msg, sizeof(msg)), DG_EINVAL);
   assert_non_null(strstr(msg, "is not an absolute URL"));
+  /* A "://" in the query is not a scheme: the query stays out of the message. */
+  assert_int_equal(check(&cfg, ".:/?key=s3cret://x/y", &s, msg, sizeof(msg)), DG_EINVAL);
+  assert_null(strstr(msg, "s3cret"));
 }
 
 static void test_refuses_dot_segments_and_bad_urls(void **state) {
