@@ -1,7 +1,7 @@
 /* Fuzzes templates: the input is the template text. A compile failure must come with a message; a
- * compiled template must list only well-formed names, expand without crashing in every mode within
- * its bound, and, when the template text is valid JSON, expand in JSON mode to valid JSON whatever
- * the values hold. */
+ * compiled template must list only well-formed names (a {Reference.Name} one dot), expand without
+ * crashing in every mode within its bound, and, when the template text is valid JSON, expand in
+ * JSON mode to valid JSON whatever the values hold. */
 #include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,13 +32,19 @@ static int lookup(void *data, const dg_template_var_t *var, dg_template_value_t 
   }
 }
 
+/* A name, or (without SESSION:) two names joined by one '.'. */
 static void check_names(const dg_template_t *t) {
   for (size_t i = 0; i < dg_template_nvars(t); i++) {
-    const char *name = dg_template_var(t, i)->name;
+    const dg_template_var_t *var = dg_template_var(t, i);
+    const char *name = var->name;
+    const char *dot = strchr(name, '.');
+    if (dot != NULL && (var->session || strchr(dot + 1, '.') != NULL ||
+                        (!isalpha((unsigned char)dot[1]) && dot[1] != '_')))
+      abort();
     if (!isalpha((unsigned char)name[0]) && name[0] != '_')
       abort();
     for (const char *c = name; *c != '\0'; c++) {
-      if (!isalnum((unsigned char)*c) && *c != '_')
+      if (!isalnum((unsigned char)*c) && *c != '_' && c != dot)
         abort();
     }
   }

@@ -61,6 +61,7 @@ typedef struct options {
   int workers; /* --workers; 0 when not given */
   bool stdio;
   bool check_config;
+  const char *explain_endpoint; /* --explain-endpoint NAME */
   bool has_log_level;
   dg_log_level_t log_level;
   const char *database; /* --database; NULL when not given */
@@ -68,7 +69,7 @@ typedef struct options {
 
 typedef enum args_result { ARGS_RUN, ARGS_EXIT_OK, ARGS_EXIT_USAGE } args_result_t;
 
-enum { OPT_STDIO = 256, OPT_CHECK_CONFIG, OPT_LOG_LEVEL, OPT_DATABASE };
+enum { OPT_STDIO = 256, OPT_CHECK_CONFIG, OPT_LOG_LEVEL, OPT_DATABASE, OPT_EXPLAIN_ENDPOINT };
 
 static const struct option long_options[] = {
     {"config", required_argument, NULL, 'c'},
@@ -76,6 +77,7 @@ static const struct option long_options[] = {
     {"workers", required_argument, NULL, 'w'},
     {"stdio", no_argument, NULL, OPT_STDIO},
     {"check-config", no_argument, NULL, OPT_CHECK_CONFIG},
+    {"explain-endpoint", required_argument, NULL, OPT_EXPLAIN_ENDPOINT},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"database", required_argument, NULL, OPT_DATABASE},
     {"version", no_argument, NULL, 'V'},
@@ -94,6 +96,9 @@ static void print_usage(FILE *out) {
         "      --stdio            serve MCP on standard input and output instead of HTTP\n"
         "      --check-config [DIR]\n"
         "                         validate the configuration, print every problem, and exit\n"
+        "      --explain-endpoint NAME\n"
+        "                         print an endpoint's save action tree in execution order\n"
+        "                         with the session values each action may use, and exit\n"
         "      --log-level LEVEL  debug, info, warn or error (overrides server.logLevel)\n"
         "      --database FILE    SQLite database file (overrides server.database)\n"
         "      --extract FILE [--content-type T] [--offset N] [--chunk-chars N] [--json]\n"
@@ -163,6 +168,9 @@ static args_result_t apply_option(int c, const char *arg, options_t *o) {
     return ARGS_RUN;
   case OPT_CHECK_CONFIG:
     o->check_config = true;
+    return ARGS_RUN;
+  case OPT_EXPLAIN_ENDPOINT:
+    o->explain_endpoint = arg;
     return ARGS_RUN;
   case OPT_DATABASE:
     o->database = arg;
@@ -1024,6 +1032,15 @@ static int master_run(const options_t *opt, const listen_plan_t *plan, int nwork
 
 /* ---- main ------------------------------------------------------------------- */
 
+static int explain_endpoint(const options_t *o) {
+  dg_catalog_t *cat = NULL;
+  if (load_catalog(o->config_dir, &cat) != 0)
+    return 1;
+  int rc = dg_catalog_explain_endpoint(cat, o->explain_endpoint, stdout);
+  dg_catalog_unref(cat);
+  return rc;
+}
+
 static void plan_listen(const options_t *o, const dg_catalog_t *cat, listen_plan_t *plan) {
   memset(plan, 0, sizeof(*plan));
   if (o->has_listen) {
@@ -1067,6 +1084,8 @@ int main(int argc, char **argv) {
     return args == ARGS_EXIT_OK ? 0 : EXIT_USAGE;
   if (opt.check_config)
     return dg_catalog_check(opt.config_dir, stdout);
+  if (opt.explain_endpoint != NULL)
+    return explain_endpoint(&opt);
   /* Seeded once, before any thread exists, as jansson asks. */
   json_object_seed(0);
   dg_json_use_block_cache();

@@ -8,8 +8,8 @@
  *   models.json     Data Models with their properties and references
  *   connectors.json external APIs: base URL, headers, limits, authentication
  *   saved_queries.json  Saved Queries (Live Data Providers) over connectors
+ *   endpoints.json  endpoints with their save action trees (data entry forms)
  *   files.json      where get_file_text may download documents, and its limits
- * Later modules add their own files (endpoints).
  */
 #ifndef DATAGATE_CATALOG_H
 #define DATAGATE_CATALOG_H
@@ -365,6 +365,150 @@ typedef struct dg_file_settings {
   uint64_t cache_ttl_ms; /* served without asking the source again */
 } dg_file_settings_t;
 
+/* ---- Endpoints and their save action trees (endpoints.json) ---------------
+ * An endpoint saves records of one Data Model through a tree of actions:
+ * a root EndpointSave, then its inner actions with afterChildConfigs false
+ * (pre-child, in array order), then the child configurations (one save per
+ * child record of a list), then the inner actions with afterChildConfigs
+ * true (post-child, in array order). An inner EndpointSave may hold
+ * GetSessionValues actions of its own, which run right after it and read
+ * its response. Everything is resolved and checked at load time. */
+struct dg_endpoint;
+
+typedef enum dg_action_type {
+  DG_ACTION_ENDPOINT_SAVE,
+  DG_ACTION_GET_SESSION_VALUES,
+} dg_action_type_t;
+
+/* Where an action runs in its endpoint's execution order. */
+typedef enum dg_action_phase {
+  DG_PHASE_ROOT,
+  DG_PHASE_PRE_CHILD,
+  DG_PHASE_POST_CHILD,
+} dg_action_phase_t;
+
+typedef enum dg_extraction_kind {
+  DG_EXTRACT_BASIC,          /* a header-level value of the record */
+  DG_EXTRACT_COLLECTION,     /* mapToChildren: one list matched to the children */
+  DG_EXTRACT_MULTIPLE_LISTS, /* useMultipleLists: lists zipped by position */
+} dg_extraction_kind_t;
+
+/* A Multiple Lists row: prefix -> a path that ends in a wildcard. An
+ * extraction has 2 to DG_EXTRACTION_MAX_LISTS of them. */
+#define DG_EXTRACTION_MAX_LISTS 8
+typedef struct dg_connector_list {
+  const char *prefix;
+  const struct dg_jsonpath *path;
+} dg_connector_list_t;
+
+typedef struct dg_extraction {
+  dg_extraction_kind_t kind;
+  /* The session value's name: a property of the endpoint's model (basic)
+   * or of the target list's model (collection, multiple lists). */
+  const dg_property_t *model_property;
+  /* Basic: read from the response. Collection: relative to a list item
+   * (the list path it was written with is taken off). Multiple lists:
+   * relative to the composite of the lists' items at one position. */
+  const struct dg_jsonpath *connector_property;
+  const dg_property_t *target_list;          /* Inbound reference of the endpoint's model */
+  const dg_property_t *model_match_property; /* of the target model; NULL: the child's id */
+  const struct dg_jsonpath *connector_list;  /* collection: the list in the response */
+  const struct dg_jsonpath *connector_match; /* relative, like connector_property */
+  const dg_connector_list_t *lists;          /* multiple lists */
+  size_t nlists;
+} dg_extraction_t;
+
+/* A body field built from a template: connectorProperty "a.b" -> {"a": {"b": value}}. */
+typedef struct dg_body_mapping {
+  const char *const *keys; /* connectorProperty split at '.' */
+  size_t nkeys;
+  const struct dg_template *value;
+} dg_body_mapping_t;
+
+/* An upstream value written back to the record after a successful call. */
+typedef struct dg_response_mapping {
+  const dg_property_t *property;
+  const struct dg_jsonpath *path;
+} dg_response_mapping_t;
+
+/* An inner action's filter: when it does not hold, the action is skipped. */
+typedef enum dg_filter_op {
+  DG_FILTER_EQ,        /* = */
+  DG_FILTER_NE,        /* != */
+  DG_FILTER_GT,        /* > (numbers as numbers, else text) */
+  DG_FILTER_LT,        /* < */
+  DG_FILTER_BLANK,     /* is blank: absent, null or "" */
+  DG_FILTER_NOT_BLANK, /* not blank */
+  DG_FILTER_REGEX,     /* POSIX extended regular expression, anywhere in the text */
+} dg_filter_op_t;
+
+typedef struct dg_filter_condition {
+  const dg_property_t *property;
+  dg_filter_op_t op;
+  const char *value; /* NULL for the blank tests */
+  const void *regex; /* a compiled regex_t for DG_FILTER_REGEX */
+} dg_filter_condition_t;
+
+typedef struct dg_action_filter {
+  bool any; /* "Or": one condition is enough; otherwise all must hold */
+  const dg_filter_condition_t *conditions;
+  size_t nconditions;
+} dg_action_filter_t;
+
+typedef struct dg_action {
+  dg_action_type_t type;
+  const char *title;
+  const char *path; /* JSON pointer in endpoints.json, for messages */
+  bool after_child_configs;
+  dg_action_phase_t phase;
+  bool on_create;                   /* operations: runs when the submission creates a record */
+  bool on_update;                   /* ... and when it modifies one */
+  const dg_action_filter_t *filter; /* inner actions only; NULL: always */
+  /* EndpointSave */
+  const dg_connector_t *connector;
+  dg_saved_request_t request;        /* REST or GraphQL; query and headers as templates */
+  const dg_body_mapping_t *mappings; /* REST body built from mappings (body is NULL) */
+  size_t nmappings;
+  const dg_response_mapping_t *responses;
+  size_t nresponses;
+  const struct dg_action *actions; /* root: the inner actions; inner save: its GetSessionValues */
+  size_t nactions;
+  /* GetSessionValues */
+  const struct dg_action *source; /* the save action whose response it reads */
+  const dg_extraction_t *extractions;
+  size_t nextractions;
+  size_t step; /* position in the endpoint's execution order */
+} dg_action_t;
+
+/* Saves each child record of a list with another endpoint. */
+typedef struct dg_child_config {
+  const dg_property_t *list; /* Inbound reference of the parent endpoint's model */
+  const struct dg_endpoint *endpoint;
+  const dg_property_t *order_by; /* of the child model; NULL: id order */
+  unsigned concurrency;          /* child saves running at once (1: in order) */
+  unsigned max_children;         /* more children than this fail the submission */
+  const char *path;              /* JSON pointer, for messages */
+} dg_child_config_t;
+
+typedef struct dg_endpoint {
+  const char *id; /* GUID */
+  const char *name;
+  const char *description;
+  const dg_model_t *model;
+  const dg_connector_t *connector; /* default of the save actions */
+  bool form_submit;                /* submit_data_entry_form of the model runs it */
+  const dg_action_t *root;
+  /* Every action in execution order (root, pre-child, post-child; an inner
+   * save's GetSessionValues right after it); child saves run before
+   * steps[first_post]. */
+  const dg_action_t *const *steps;
+  size_t nsteps;
+  size_t first_post;
+  const dg_child_config_t *children;
+  size_t nchildren;
+  size_t index;
+} dg_endpoint_t;
+
 /* ---- The snapshot -------------------------------------------------------- */
 typedef struct dg_catalog {
   const char *dir; /* configuration directory it was loaded from */
@@ -380,6 +524,8 @@ typedef struct dg_catalog {
   size_t nconnectors;
   const dg_saved_query_t *saved_queries;
   size_t nsaved_queries;
+  const dg_endpoint_t *endpoints;
+  size_t nendpoints;
   dg_file_settings_t files;
   /* private: reference count and the memory everything above lives in */
   int refs;
@@ -413,6 +559,11 @@ const dg_user_t *dg_catalog_user(const dg_catalog_t *cat, const char *name);
 /* Connectors and Saved Queries by GUID (any case) or exact name. */
 const dg_connector_t *dg_catalog_connector(const dg_catalog_t *cat, const char *id_or_name);
 const dg_saved_query_t *dg_catalog_saved_query(const dg_catalog_t *cat, const char *id_or_name);
+/* Endpoints by GUID (any case) or exact name; the endpoint that
+ * submit_data_entry_form runs for a model (NULL: forms only write the
+ * store). */
+const dg_endpoint_t *dg_catalog_endpoint(const dg_catalog_t *cat, const char *id_or_name);
+const dg_endpoint_t *dg_catalog_form_endpoint(const dg_catalog_t *cat, const dg_model_t *model);
 /* A declared input by exact name, then in any case; NULL when unknown. */
 const dg_saved_input_t *dg_saved_query_input(const dg_saved_query_t *q, const char *name);
 /* True when text is a valid value for an input of type: Int and Long whole
@@ -422,6 +573,12 @@ const dg_saved_input_t *dg_saved_query_input(const dg_saved_query_t *q, const ch
 bool dg_saved_input_value_valid(dg_data_type_t type, const char *text);
 /* What a valid value of type looks like, for error messages. */
 const char *dg_saved_input_value_hint(dg_data_type_t type);
+
+/* For `datagate --explain-endpoint NAME`: prints the endpoint's action tree
+ * in execution order with the session values each action may use, its
+ * child configurations recursively, to out. Returns 0, or 1 (with a
+ * message) when the endpoint is unknown. */
+int dg_catalog_explain_endpoint(const dg_catalog_t *cat, const char *name, FILE *out);
 
 /* For `datagate --check-config`: loads dir, prints every problem line and
  * then a one-line summary ("conf: 6 models, 3 roles, 3 users: OK") to out.

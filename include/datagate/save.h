@@ -26,7 +26,9 @@
 
 /* ---- Templates -----------------------------------------------------------
  * Syntax: a placeholder is '{', an optional "SESSION:" prefix, a name (a
- * letter or '_', then letters, digits or '_') and '}'. "{{" is a literal
+ * letter or '_', then letters, digits or '_') and '}'. Without the prefix
+ * the name may be two such names joined by '.' ("{Order.OrderNumber}": a
+ * property of the record a reference points at). "{{" is a literal
  * '{'. Any other '{' is literal text (so JSON bodies need no escaping), but
  * a '{' followed by a letter or '_' must form a placeholder: "{Order Id}"
  * is a compile error rather than text that silently never expands. */
@@ -37,7 +39,7 @@ typedef struct dg_template dg_template_t;
 
 /* One placeholder of a compiled template. */
 typedef struct dg_template_var {
-  const char *name; /* without braces or prefix, NUL-terminated */
+  const char *name; /* without braces or prefix, NUL-terminated; may hold one '.' */
   bool session;     /* written {SESSION:name} */
 } dg_template_var_t;
 
@@ -211,5 +213,90 @@ unsigned dg_connectors_active(const dg_connectors_t *cs);
 /* Cancels what still runs, closes the clients the runtime created and
  * frees it on a later loop turn. */
 void dg_connectors_close(dg_connectors_t *cs);
+
+/* ---- Save action trees ----------------------------------------------------
+ * Runs an endpoint's save action tree (catalog.h) for one record, as a
+ * non-blocking state machine on the loop: the children of each child list
+ * are loaded first (a collection extraction matches against them), then
+ * the root action, the pre-child actions in array order, the child saves
+ * (each child running its endpoint's tree, at most the configured number
+ * at once, in list order), and the post-child actions. A Get Session
+ * Values action reads the response of its save action: basic extractions
+ * set header-level values that the record's later actions use; collection
+ * and Multiple Lists extractions set values on the matched children, which
+ * their own trees use. Extracted values and response mappings are also
+ * written to the records (the caller stores them).
+ *
+ * A failing action stops the tree: actions not yet run are skipped, child
+ * saves already running finish, none start. The result lists every action
+ * with its status, timing and, for a call, the upstream's status (and for
+ * a failure a short excerpt of its answer).
+ *
+ * Threading: every function runs on the loop thread. */
+#define DG_SAVE_MAX_LIST_ITEMS 10000      /* items read from one response list */
+#define DG_SAVE_MAX_REPORTED_CHILDREN 100 /* child saves detailed per list (failed ones always) */
+#define DG_SAVE_EXCERPT_BYTES 300         /* of a failing upstream answer */
+
+typedef struct dg_save_run dg_save_run_t;
+
+/* How upstream calls are made: by default through a dg_connectors_t; tests
+ * give a fake. start returns 0 and calls done once, on a later loop turn,
+ * with *handle set for cancel; or a DG_E* code with err (done never). */
+typedef struct dg_save_upstream {
+  int (*start)(void *data, const dg_connector_t *conn, const dg_connector_request_t *req,
+               dg_connector_done_fn done, void *user, void **handle, dg_errctx_t *err);
+  void (*cancel)(void *data, void *handle);
+  void *data;
+} dg_save_upstream_t;
+
+/* The upstream that calls through cs. */
+dg_save_upstream_t dg_save_upstream_connectors(dg_connectors_t *cs);
+
+/* Children of a record in a child list, loaded by the caller (the store).
+ * records is an array of {"id": "...", "values": {"<Property>": value}}
+ * (stolen), at most max + 1 of them, ordered as the child configuration
+ * says; done is called once, on a later loop turn. */
+typedef void (*dg_save_loaded_fn)(void *token, int status, json_t *records, const dg_errctx_t *err);
+typedef struct dg_save_loader {
+  int (*load)(void *data, const dg_child_config_t *child, const char *parent_id, unsigned max,
+              dg_save_loaded_fn done, void *token, dg_errctx_t *err);
+  void *data;
+} dg_save_loader_t;
+
+typedef struct dg_save_options {
+  uv_loop_t *loop;
+  const dg_catalog_t *cat; /* held by the caller until done */
+  const dg_endpoint_t *endpoint;
+  bool create;          /* the record was created (an action's operations) */
+  const char *id;       /* the record */
+  const json_t *values; /* its values by property name (copied) */
+  dg_save_upstream_t upstream;
+  dg_save_loader_t loader;
+  const char *request_id; /* for traceparent and logs; may be NULL */
+} dg_save_options_t;
+
+typedef struct dg_save_outcome {
+  bool succeeded;
+  bool canceled;
+  const char *failed_action; /* "title (json/path)" of the first failure, or NULL */
+  const char *reason;        /* why, or NULL */
+  /* {"endpoint", "status", "failedAction", "reason", "actions": [...],
+   * "warnings": [...]}; borrowed during the callback (take a reference). */
+  json_t *result;
+  /* What the tree set on records: [{"model": "<Model>", "id": "...",
+   * "values": {"<Property>": value}}]; borrowed likewise. */
+  json_t *changes;
+} dg_save_outcome_t;
+
+typedef void (*dg_save_done_fn)(dg_save_run_t *run, const dg_save_outcome_t *outcome, void *data);
+
+/* Starts the tree. Returns 0 and done follows once, on a later loop turn
+ * (the run is freed after it returns); or DG_ENOMEM with err. *out (may be
+ * NULL) receives the run for dg_save_cancel. */
+int dg_save_run(const dg_save_options_t *options, dg_save_done_fn done, void *data,
+                dg_save_run_t **out, dg_errctx_t *err);
+/* Stops the tree: calls in flight are canceled, nothing new starts; done
+ * still follows, with canceled set. */
+void dg_save_cancel(dg_save_run_t *run);
 
 #endif

@@ -1,5 +1,5 @@
 /* store: the entity store behind lookup_by_keyword, query_entities,
- * get_entities_by_ids, aggregate_entities (and later form submissions).
+ * get_entities_by_ids, aggregate_entities, submit_data_entry_form.
  *
  * Two halves:
  *
@@ -378,5 +378,93 @@ int dg_store_write(dg_store_t *store, const dg_store_write_t *w, dg_store_cb cb,
 /* Asks an operation to stop: cb still runs once, with DG_ECANCELED unless
  * the operation had already finished. */
 void dg_store_cancel(dg_store_req_t *req);
+
+/* ---- Form submissions ------------------------------------------------------------------ *
+ * submit_data_entry_form's record and its save tree's outcome, kept in the
+ * table "_dg_submissions" beside the entities:
+ *
+ * 1. dg_store_submit, before any upstream call: in one durable transaction
+ *    (synchronous=FULL), returns the first outcome when the caller's
+ *    idempotency key was seen before; else checks that the referenced
+ *    entities exist, creates or modifies the record and records the
+ *    submission ("running" when a save tree follows, else "succeeded").
+ * 2. dg_store_finish, when the tree has ended: its outcome ("succeeded",
+ *    or "failed" with the failing action and the reason), the result to
+ *    return on a retry, and the values the tree set on records (session
+ *    values and response mappings), in one transaction.
+ * 3. At open, submissions still "running" whose process is gone (stopped,
+ *    killed, the machine restarted) are marked "failed" with the reason
+ *    "interrupted", so that a stop never leaves a record looking busy.
+ *
+ * Result shapes:
+ *   submit   {"submissionId", "id", "created": b, "status", "replayed": false}
+ *            or, for a key seen before, {"submissionId", "id", "created",
+ *            "status", "failedAction", "reason", "replayed": true,
+ *            "outcome": {...}|null}
+ *   finish   {"submissionId", "status"}
+ *   get      {"submission": S|null} with S {"submissionId", "dataModel",
+ *            "entityId", "operation", "endpoint", "system", "status",
+ *            "failedAction", "reason", "createdAt", "finishedAt"} */
+#define DG_STORE_IDEMPOTENCY_KEY_MAX 128
+
+typedef enum dg_store_submission_status {
+  DG_STORE_SUBMISSION_RUNNING,
+  DG_STORE_SUBMISSION_SUCCEEDED,
+  DG_STORE_SUBMISSION_FAILED,
+} dg_store_submission_status_t;
+
+/* "running", "succeeded", "failed". */
+const char *dg_store_submission_status_name(dg_store_submission_status_t status);
+
+/* An entity that must exist for the submission to be written. */
+typedef struct dg_store_ref_check {
+  const dg_model_t *model;
+  const char *id;    /* lower-case GUID */
+  const char *param; /* the argument that names it, for the message */
+} dg_store_ref_check_t;
+
+typedef struct dg_store_submit {
+  const char *submission_id; /* lower-case GUID chosen by the caller */
+  dg_store_write_t write;    /* DG_STORE_CREATE or DG_STORE_UPDATE */
+  const dg_store_ref_check_t *refs;
+  size_t nrefs;
+  const char *endpoint;        /* the save tree that follows, or NULL: none */
+  const char *system;          /* the submitting client, or NULL */
+  const char *principal;       /* who submits */
+  const char *idempotency_key; /* NULL: none; unique per principal */
+  /* What was asked (a digest of the arguments): a key reused for another
+   * request is refused with DG_EEXIST instead of returning an unrelated
+   * outcome. */
+  const char *fingerprint;
+} dg_store_submit_t;
+
+typedef struct dg_store_finish {
+  const char *submission_id;
+  dg_store_submission_status_t status; /* SUCCEEDED or FAILED */
+  const char *failed_action;           /* "title (json/path)", or NULL */
+  const char *reason;                  /* why it failed, or NULL */
+  const char *outcome;                 /* JSON text returned to a retry, or NULL */
+  /* Values the save tree set (DG_STORE_UPDATE each; records deleted in
+   * the meantime are skipped). */
+  const dg_store_write_t *writes;
+  size_t nwrites;
+} dg_store_finish_t;
+
+/* The latest submission of a record, or one by its id. */
+typedef struct dg_store_submission_get {
+  const char *submission_id; /* or NULL, and then: */
+  const dg_model_t *model;
+  const char *entity_id;
+} dg_store_submission_get_t;
+
+/* As dg_store_query. dg_store_submit fails with DG_ENOENT (param: the
+ * check's param, or "id" for an unknown record to modify) or DG_EEXIST
+ * (param "idempotencyKey"), and writes nothing then. */
+int dg_store_submit(dg_store_t *store, const dg_store_submit_t *s, dg_store_cb cb, void *data,
+                    dg_store_req_t **req, dg_errctx_t *err);
+int dg_store_finish(dg_store_t *store, const dg_store_finish_t *f, dg_store_cb cb, void *data,
+                    dg_store_req_t **req, dg_errctx_t *err);
+int dg_store_submission(dg_store_t *store, const dg_store_submission_get_t *g, dg_store_cb cb,
+                        void *data, dg_store_req_t **req, dg_errctx_t *err);
 
 #endif

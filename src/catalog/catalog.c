@@ -118,6 +118,7 @@ static void load_files(dg__cfg_t *cfg) {
   json_decref(models);
   load_optional(cfg, "connectors.json", dg__catalog_parse_connectors);
   load_optional(cfg, "saved_queries.json", dg__catalog_parse_saved_queries);
+  load_optional(cfg, "endpoints.json", dg__catalog_parse_endpoints);
   load_files_json(cfg);
 
   cfg->file = "datagate.json";

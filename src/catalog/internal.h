@@ -113,4 +113,39 @@ const char *dg__cfg_url_problem(const char *url, bool *https);
 /* Reports and returns false when a configured header cannot be sent. */
 bool dg__cfg_check_header(dg__cfg_t *cfg, const char *name, const json_t *value, const char *path);
 
+/* ---- endpoints.json (endpoints.c, endpoint_actions.c, endpoint_scope.c) ----
+ * Read after saved_queries.json. Each endpoint is parsed on its own first
+ * (its model, connector, child lists and action tree); then child
+ * endpoints are resolved by name, cycles refused, and every placeholder
+ * checked against the session values that reach it. */
+#define DG__CATALOG_MAX_ACTIONS 64     /* actions of one endpoint, nested ones included */
+#define DG__CATALOG_MAX_EXTRACTIONS 32 /* per Get Session Values action */
+#define DG__CATALOG_MAX_LISTS DG_EXTRACTION_MAX_LISTS
+#define DG__CATALOG_MAX_CHILDREN 16 /* child configurations of one endpoint */
+#define DG__CATALOG_MAX_DEPTH 8     /* endpoints nested through child configurations */
+
+/* An endpoint as parsed: child endpoints are still names. */
+typedef struct dg__catalog_endpoint {
+  dg_endpoint_t e;
+  const char *model;
+  const char *connector;
+  const char **child_names; /* per child configuration */
+  const json_t *save;
+  const json_t *children;
+  const char *path; /* "/endpoints/<i>" */
+  bool broken;      /* no model or no tree: nothing further can be checked */
+} dg__catalog_endpoint_t;
+
+void dg__catalog_parse_endpoints(dg__cfg_t *cfg, const json_t *root);
+/* Parses the root action "save" of ep (and its inner actions) into
+ * ep->e.root; child configurations must be parsed already. */
+void dg__catalog_parse_save_tree(dg__cfg_t *cfg, dg__catalog_endpoint_t *ep, const json_t *v,
+                                 const char *path);
+/* The second pass over every endpoint: placeholders against the session
+ * values and parent records that reach them. */
+void dg__catalog_check_endpoint_scopes(dg__cfg_t *cfg, const dg__catalog_endpoint_t *list,
+                                       size_t n);
+/* True when name is "id" in any case (the record's own id). */
+bool dg__catalog_is_id(const char *name);
+
 #endif

@@ -1,6 +1,9 @@
 /* save internals: the connector runtime shared by connector.c (calls and
- * their authentication) and oauth.c (the client-credentials token cache).
- * Never included from outside src/save. */
+ * their authentication) and oauth.c (the client-credentials token cache),
+ * and the save tree engine shared by tree.c (runs and the node state
+ * machine), tree_request.c (requests from templates), tree_extract.c
+ * (session values and response mappings) and tree_result.c (the result
+ * entries). Never included from outside src/save. */
 #ifndef DATAGATE_SAVE_INTERNAL_H
 #define DATAGATE_SAVE_INTERNAL_H
 
@@ -105,5 +108,137 @@ void dg__save_oauth_free_all(dg_connectors_t *cs);
 /* Drops cached tokens whose connector is not configured in cat any more
  * with the same credentials. */
 void dg__save_oauth_prune(dg_connectors_t *cs, const dg_catalog_t *cat);
+
+/* ---- Save trees ------------------------------------------------------------ */
+
+/* A record a tree works on: its values by property name, what the tree set
+ * on it, and the session values its parent's extractions gave it. */
+typedef struct dg__save_record {
+  const dg_model_t *model;
+  const char *id;
+  json_t *values;
+  json_t *changed;
+  json_t *inherited;
+  struct dg__save_record *next_in_run;
+} dg__save_record_t;
+
+/* One record running one endpoint's tree. NEW -> LOADING (its child
+ * lists) -> READY (runs actions until one waits) -> CALLING (upstream) ->
+ * PARSING (a large answer, on the threadpool) -> READY -> CHILDREN (child
+ * saves) -> READY -> DONE. */
+typedef enum dg__save_node_state {
+  DG__NODE_NEW,
+  DG__NODE_LOADING,
+  DG__NODE_READY,
+  DG__NODE_CALLING,
+  DG__NODE_PARSING,
+  DG__NODE_CHILDREN,
+  DG__NODE_DONE,
+} dg__save_node_state_t;
+
+typedef struct dg__save_node dg__save_node_t;
+
+/* The child saves of one child list of a node. */
+typedef struct dg__save_list {
+  const dg_child_config_t *config;
+  dg__save_record_t **records;
+  size_t n;
+  size_t next; /* next record to start */
+  unsigned running;
+  size_t finished;
+  size_t failed;
+  json_t *entry; /* the "ChildSaves" result entry */
+  uint64_t start_ms;
+} dg__save_list_t;
+
+struct dg__save_node {
+  dg_save_run_t *run;
+  dg__save_node_t *parent;
+  const dg_endpoint_t *ep;
+  const dg_child_config_t *via; /* the parent's list this record is in */
+  dg__save_record_t *rec;
+  dg__save_list_t *in_list; /* the parent's list */
+  size_t in_index;
+  dg__save_node_state_t state;
+  size_t step; /* next action of ep->steps */
+  bool failed;
+  bool children_done;
+  bool scheduling;         /* inside schedule(): finished children are picked up there */
+  const char *skip_reason; /* set: every remaining action is skipped for this reason */
+  json_t *session;         /* header-level session values */
+  json_t **responses;      /* per step: the parsed answer of a save action */
+  dg__save_list_t *lists;
+  size_t nlists;
+  size_t loading; /* list being loaded */
+  size_t current; /* list whose children run */
+  json_t *actions;
+  json_t *entry; /* the entry of the action in flight */
+  void *call;    /* upstream handle while CALLING */
+  char *path;    /* its request path, for the result */
+  uint64_t call_start_ms;
+  uv_work_t work; /* PARSING */
+  char *body;
+  size_t body_len;
+  json_t *parsed;
+  dg__save_node_t *prev_calling, *next_calling;
+  dg__save_node_t *next_in_run;
+};
+
+typedef enum dg__save_run_state {
+  DG__RUN_STARTING,
+  DG__RUN_RUNNING,
+  DG__RUN_DONE,
+} dg__save_run_state_t;
+
+struct dg_save_run {
+  dg_save_options_t opt;
+  dg_arena_t *arena;
+  dg__save_run_state_t state;
+  dg__save_node_t *root;
+  dg__save_node_t *nodes;     /* every node, for freeing */
+  dg__save_record_t *records; /* every record, for the changes */
+  dg__save_node_t *calling;   /* nodes with a call in flight */
+  bool canceled;
+  bool failed;
+  const char *failed_action;
+  const char *reason;
+  json_t *warnings;
+  uint64_t start_ms;
+  dg_save_done_fn done;
+  void *data;
+  uv_timer_t timer; /* the first step runs on a later loop turn */
+};
+
+/* tree_request.c: the request of a save action for a node's record, in
+ * arena. On failure err names the placeholder or part and why. */
+int dg__save_build_request(const dg__save_node_t *n, const dg_action_t *a, dg_arena_t *arena,
+                           dg_connector_request_t *req, dg_errctx_t *err);
+
+/* tree_extract.c: a Get Session Values action's extractions over the
+ * answer of its save action (NULL: none or not JSON), and a save action's
+ * response mappings; both record what they did in entry. */
+void dg__save_extract(dg__save_node_t *n, const dg_action_t *a, const json_t *response,
+                      json_t *entry);
+void dg__save_map_response(dg__save_node_t *n, const dg_action_t *a, const json_t *response,
+                           json_t *entry);
+/* Sets a record's property (and remembers it as changed); value stolen. */
+void dg__save_record_set(dg__save_record_t *r, const char *name, json_t *value);
+/* Whether an inner action's filter holds for the record. */
+bool dg__save_filter_holds(const dg_action_filter_t *f, const dg__save_record_t *r);
+
+/* tree_result.c: result entries. */
+json_t *dg__save_entry(const dg__save_node_t *n, const dg_action_t *a);
+void dg__save_entry_end(const dg__save_node_t *n, json_t *entry, const char *status,
+                        uint64_t start_ms);
+/* The upstream part of an entry: method, URL without its query, status,
+ * attempts, and for a failure an excerpt of the answer. */
+void dg__save_entry_upstream(json_t *entry, const dg_connector_t *conn, const char *method,
+                             const char *path, const dg_connector_result_t *result);
+/* A warning: in the entry, in the run's list and in the log (event). */
+void dg__save_warn(dg__save_node_t *n, json_t *entry, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The text of a scalar for matching ("12", "true", "abc"); NULL for null,
+ * objects and arrays. Numbers are written into buf. */
+const char *dg__save_text(const json_t *v, char *buf, size_t size);
 
 #endif

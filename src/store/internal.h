@@ -16,6 +16,9 @@ typedef enum dg__store_kind {
   DG__STORE_LOOKUP,
   DG__STORE_WRITE,
   DG__STORE_AGGREGATE,
+  DG__STORE_SUBMIT,
+  DG__STORE_FINISH,
+  DG__STORE_SUBMISSION,
 } dg__store_kind_t;
 
 struct dg_store_req {
@@ -27,6 +30,9 @@ struct dg_store_req {
     const dg_store_lookup_t *lookup;
     const dg_store_write_t *write;
     const dg_store_aggregate_t *aggregate;
+    const dg_store_submit_t *submit;
+    const dg_store_finish_t *finish;
+    const dg_store_submission_get_t *submission;
   } in;
   dg_store_cb cb;
   void *data;
@@ -70,6 +76,7 @@ struct dg_store {
   void *close_data;
   dg_errctx_t open_err;
   json_t *open_notes; /* warnings found while migrating, logged on the loop */
+  char owner[128];    /* this process and store instance, for submissions */
   uv_work_t work;     /* open and close on the threadpool */
 };
 
@@ -250,6 +257,18 @@ int dg__store_invalid(dg_errctx_t *err, const char *param, const char *fmt, ...)
 void dg__store_show(char *out, size_t size, const json_t *value);
 bool dg__store_is_stored(const dg_property_t *prop);
 bool dg__store_is_inbound(const dg_property_t *prop);
+
+/* ---- Submissions (submissions.c) -------------------------------------------------------- *
+ * A running submission names its owner: "boot/pid/start/instance", the
+ * machine's boot id, the process id and start time (so a reused pid is not
+ * mistaken for the old process) and a GUID of the store instance. */
+#define DG__STORE_OWNER_MAX 128
+
+/* Fills out with a new owner token for a store of this process. */
+void dg__store_owner(char out[DG__STORE_OWNER_MAX]);
+/* False when the owner's process is gone (or is this process, but another
+ * store instance than self, which has closed). */
+bool dg__store_owner_alive(const char *owner, const char *self);
 
 /* ---- Sample data (sample.c) --------------------------------------------------------- *
  * Reads every *.json file of dir ({"model": name, "entities": [...]}) into

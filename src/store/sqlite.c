@@ -12,6 +12,7 @@
 #include "store/sqlite_internal.h"
 
 #define BUSY_TIMEOUT_MS 10000
+#define WAL_RETRY_MS 10
 #define PROGRESS_STEPS 1000
 
 /* ---- Connections ------------------------------------------------------------------- */
@@ -274,6 +275,19 @@ static int make_parent_dirs(const char *path, dg_errctx_t *err) {
   return 0;
 }
 
+/* Switching the database to WAL fails at once, without the busy handler,
+ * while another connection holds the write lock of the old rollback
+ * journal: a sibling process creating the same new database. So the switch
+ * is retried here (on the threadpool) for as long as the busy timeout. */
+static int enable_wal(dg__sqlite_conn_t *conn, dg_errctx_t *err) {
+  int rc = dg__sqlite_exec(conn, "PRAGMA journal_mode=WAL", err);
+  for (int waited = 0; rc == DG_EBUSY && waited < BUSY_TIMEOUT_MS; waited += WAL_RETRY_MS) {
+    sqlite3_sleep(WAL_RETRY_MS);
+    rc = dg__sqlite_exec(conn, "PRAGMA journal_mode=WAL", err);
+  }
+  return rc;
+}
+
 static void open_work(uv_work_t *w) {
   dg_store_t *s = w->data;
   dg__sqlite_t *d = s->drv;
@@ -285,11 +299,13 @@ static void open_work(uv_work_t *w) {
     rc = dg__sqlite_connect(s->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &conn,
                             &s->open_err);
   if (rc == 0)
-    rc = dg__sqlite_exec(conn, "PRAGMA journal_mode=WAL", &s->open_err);
+    rc = enable_wal(conn, &s->open_err);
   if (rc == 0)
     rc = dg__sqlite_migrate(conn, s->cat, s->open_notes, &s->open_err);
   if (rc == 0 && s->sample_dir != NULL)
     rc = dg__sqlite_load_sample(conn, s->cat, s->sample_dir, &s->open_err);
+  if (rc == 0)
+    rc = dg__sqlite_recover_submissions(conn, s->owner, s->open_notes, &s->open_err);
   dg__sqlite_disconnect(conn);
   d->open_status = rc;
 }

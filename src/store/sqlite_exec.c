@@ -138,7 +138,24 @@ int dg__sqlite_run(dg__sqlite_conn_t *conn, dg_store_req_t *r) {
   run.arena = dg_arena_new(RUN_ARENA_BLOCK);
   if (run.arena == NULL)
     return oom(&run);
-  int rc = r->kind == DG__STORE_WRITE ? write_fn(&run, r->in.write) : read_in_txn(&run);
+  int rc = 0;
+  switch (r->kind) {
+  case DG__STORE_WRITE:
+    rc = write_fn(&run, r->in.write);
+    break;
+  case DG__STORE_SUBMIT:
+    rc = dg__sqlite_submit(conn, r);
+    break;
+  case DG__STORE_FINISH:
+    rc = dg__sqlite_finish(conn, r);
+    break;
+  case DG__STORE_SUBMISSION:
+    rc = dg__sqlite_submission(conn, r);
+    break;
+  default:
+    rc = read_in_txn(&run);
+    break;
+  }
   dg_arena_destroy(run.arena);
   if (rc != 0) {
     json_decref(r->result);

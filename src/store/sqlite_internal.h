@@ -98,4 +98,15 @@ int dg__sqlite_read_lookup(dg__sqlite_run_t *run, const dg_store_lookup_t *l);
  * then the aggregate statement, whose statement the debug log shows. */
 int dg__sqlite_read_aggregate(dg__sqlite_run_t *run, const dg_store_aggregate_t *a);
 
+/* Submissions (sqlite_submit.c): the table and its indexes (inside the
+ * migration's transaction), the three requests, and marking the
+ * submissions of processes that are gone as interrupted (at open; notes
+ * say how many). */
+int dg__sqlite_migrate_submissions(dg__sqlite_conn_t *conn, dg_errctx_t *err);
+int dg__sqlite_submit(dg__sqlite_conn_t *conn, dg_store_req_t *r);
+int dg__sqlite_finish(dg__sqlite_conn_t *conn, dg_store_req_t *r);
+int dg__sqlite_submission(dg__sqlite_conn_t *conn, dg_store_req_t *r);
+int dg__sqlite_recover_submissions(dg__sqlite_conn_t *conn, const char *self, json_t *notes,
+                                   dg_errctx_t *err);
+
 #endif

@@ -402,6 +402,8 @@ int dg__sqlite_migrate(dg__sqlite_conn_t *conn, const dg_catalog_t *cat, json_t 
                          err);
   for (size_t i = 0; rc == 0 && i < cat->nmodels; i++)
     rc = migrate_model(conn, &sql, &cat->models[i], notes, err);
+  if (rc == 0)
+    rc = dg__sqlite_migrate_submissions(conn, err);
   dg__sql_free(&sql);
   if (rc == 0)
     return dg__sqlite_exec(conn, "COMMIT", err);

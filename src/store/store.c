@@ -75,6 +75,7 @@ static dg_store_t *store_new(uv_loop_t *loop, dg_catalog_t *cat, const dg_store_
   if (s->max_result_bytes == 0)
     s->max_result_bytes = SIZE_MAX / 2;
   s->sample_dir = sample_dir_of(cat, o);
+  dg__store_owner(s->owner);
   s->driver = driver_for(s->path);
   s->drv = s->driver != NULL ? calloc(1, s->driver->state_size) : NULL;
   s->open_notes = json_array();
@@ -103,7 +104,11 @@ static void log_notes(dg_store_t *s) {
   size_t i;
   json_t *note;
   json_array_foreach(s->open_notes, i, note) {
-    dg_log_json(DG_LOG_WARN, "store_migration", json_incref(note));
+    char event[64];
+    const char *named = json_string_value(json_object_get(note, "event"));
+    dg_strlcpy(event, named ? named : "store_migration", sizeof(event));
+    json_object_del(note, "event");
+    dg_log_json(DG_LOG_WARN, event, json_incref(note));
   }
   json_array_clear(s->open_notes);
 }
@@ -158,7 +163,8 @@ void dg__store_closed(dg_store_t *s) {
 
 /* ---- Requests ------------------------------------------------------------------------- */
 
-static const char *const kind_names[] = {"query", "fetch", "lookup", "write", "aggregate"};
+static const char *const kind_names[] = {"query",     "fetch",  "lookup", "write",
+                                         "aggregate", "submit", "finish", "submission"};
 
 static void unlink_req(dg_store_req_t *r) {
   dg_store_t *s = r->store;
@@ -296,6 +302,11 @@ static void check_aggregate(schema_check_t *c, const dg_store_aggregate_t *a) {
   }
 }
 
+static void check_write(schema_check_t *c, const dg_store_write_t *w) {
+  for (size_t i = 0; i < w->nvalues; i++)
+    check_prop(c, w->model, w->props[i]);
+}
+
 static int check_schema(dg_store_t *s, const dg_store_req_t *r, dg_errctx_t *err) {
   schema_check_t c = {.cat = s->cat, .err = err, .rc = 0};
   switch (r->kind) {
@@ -315,8 +326,18 @@ static int check_schema(dg_store_t *s, const dg_store_req_t *r, dg_errctx_t *err
       check_select(&c, r->in.lookup->models[i].model, &r->in.lookup->models[i].select);
     break;
   case DG__STORE_WRITE:
-    for (size_t i = 0; i < r->in.write->nvalues; i++)
-      check_prop(&c, r->in.write->model, r->in.write->props[i]);
+    check_write(&c, r->in.write);
+    break;
+  case DG__STORE_SUBMIT:
+    check_write(&c, &r->in.submit->write);
+    for (size_t i = 0; i < r->in.submit->nrefs; i++)
+      check_model(&c, r->in.submit->refs[i].model);
+    break;
+  case DG__STORE_FINISH:
+    for (size_t i = 0; i < r->in.finish->nwrites; i++)
+      check_write(&c, &r->in.finish->writes[i]);
+    break;
+  case DG__STORE_SUBMISSION:
     break;
   case DG__STORE_AGGREGATE:
     check_aggregate(&c, r->in.aggregate);
@@ -413,5 +434,32 @@ int dg_store_write(dg_store_t *s, const dg_store_write_t *w, dg_store_cb cb, voi
   if (r == NULL)
     return nomem(err);
   r->in.write = w;
+  return submit(s, r, req, err);
+}
+
+int dg_store_submit(dg_store_t *s, const dg_store_submit_t *sub, dg_store_cb cb, void *data,
+                    dg_store_req_t **req, dg_errctx_t *err) {
+  dg_store_req_t *r = req_new(s, DG__STORE_SUBMIT, cb, data);
+  if (r == NULL)
+    return nomem(err);
+  r->in.submit = sub;
+  return submit(s, r, req, err);
+}
+
+int dg_store_finish(dg_store_t *s, const dg_store_finish_t *f, dg_store_cb cb, void *data,
+                    dg_store_req_t **req, dg_errctx_t *err) {
+  dg_store_req_t *r = req_new(s, DG__STORE_FINISH, cb, data);
+  if (r == NULL)
+    return nomem(err);
+  r->in.finish = f;
+  return submit(s, r, req, err);
+}
+
+int dg_store_submission(dg_store_t *s, const dg_store_submission_get_t *g, dg_store_cb cb,
+                        void *data, dg_store_req_t **req, dg_errctx_t *err) {
+  dg_store_req_t *r = req_new(s, DG__STORE_SUBMISSION, cb, data);
+  if (r == NULL)
+    return nomem(err);
+  r->in.submission = g;
   return submit(s, r, req, err);
 }

@@ -239,4 +239,51 @@ int dg__tools_fetch_start(const dg__tools_fetch_req_t *req, dg__tools_fetch_t **
 /* Stops the download; on_done follows with DG_ECANCELED. */
 void dg__tools_fetch_cancel(dg__tools_fetch_t *fetch);
 
+/* ---- Data entry forms (forms.c) ------------------------------------------------ */
+
+/* A field of a model's form for p: a stored property p may see that is
+ * not read-only (a hidden one too: hidden only keeps it off the form). */
+bool dg__tools_form_field(const dg_principal_t *p, const dg_model_t *m, const dg_property_t *prop);
+/* "A, B, C": the names of the form fields, cut to fit. */
+void dg__tools_form_field_names(const dg_principal_t *p, const dg_model_t *m, char *out,
+                                size_t size);
+/* The text of a stored value ("12.5", "true", "2024-03-01"); NULL for null. */
+const char *dg__tools_form_text(const json_t *v, char *buf, size_t size);
+
+/* One checked {key, value} item. */
+typedef struct dg__tools_form_value {
+  const dg_property_t *prop;
+  dg_store_value_t value; /* DG_STORE_NULL when cleared */
+  json_t *json;           /* the value as given (null when cleared) */
+  size_t index;           /* position in the argument */
+  const char *param;      /* "formValues[2].value" */
+} dg__tools_form_value_t;
+
+/* Checks [{key, value}] items (already shaped by the schema) against m's
+ * form fields for p: unknown, read-only and Inbound keys, keys given twice
+ * and values that are not of the field's type are refused, with err
+ * naming the item, what was given and what is allowed; "" clears a field
+ * that is not a String. The list and values live in arena. */
+int dg__tools_form_values(const dg_principal_t *p, const dg_model_t *m, const json_t *items,
+                          const char *param, dg_arena_t *arena, dg__tools_form_value_t **out,
+                          size_t *n, dg_errctx_t *err);
+
+/* {"<Property>": value} from an entity's "properties" (camelCased keys). */
+json_t *dg__tools_record_values(const dg_model_t *m, const json_t *properties);
+/* Every stored property of m (Inbound references hold no value). */
+int dg__tools_stored_select(const dg_model_t *m, dg_arena_t *arena, dg_store_select_t *out);
+/* A store answer as jansson values: the parsed text of a query's or
+ * fetch's answer (written out as JSON text on the threadpool), or the
+ * value itself; the caller releases it; NULL when it cannot be read. For
+ * small answers: one record, a page of choices. */
+json_t *dg__tools_store_json(json_t *result);
+/* A copy of s in lower case (GUIDs), in arena. */
+char *dg__tools_lower(dg_arena_t *arena, const char *s);
+/* A fetch of one record with every stored property; NULL out of memory. */
+dg_store_fetch_t *dg__tools_record_fetch(const dg_model_t *m, const char *id, dg_arena_t *arena);
+
+/* get_data_entry_form's fields ({key, label, type, control, required,
+ * group, value, choices?, lookup?}) as an Adaptive Card 1.5 (form_card.c). */
+json_t *dg__tools_form_card(const dg_model_t *m, const json_t *fields, const char *id);
+
 #endif

@@ -13,13 +13,15 @@ extern const dg_tool_t dg_tool_aggregate_entities;
 extern const dg_tool_t dg_tool_get_saved_queries;
 extern const dg_tool_t dg_tool_get_saved_query_details;
 extern const dg_tool_t dg_tool_execute_saved_query;
+extern const dg_tool_t dg_tool_get_data_entry_form;
+extern const dg_tool_t dg_tool_submit_data_entry_form;
 extern const dg_tool_t dg_tool_get_file_text;
 
 const dg_tool_t *const dg_tools_registry[] = {
-    &dg_tool_get_data_models,   &dg_tool_get_data_model_properties, &dg_tool_lookup_by_keyword,
-    &dg_tool_query_entities,    &dg_tool_aggregate_entities,        &dg_tool_get_entities_by_ids,
-    &dg_tool_get_saved_queries, &dg_tool_get_saved_query_details,   &dg_tool_execute_saved_query,
-    &dg_tool_get_file_text,
+    &dg_tool_get_data_models,     &dg_tool_get_data_model_properties, &dg_tool_lookup_by_keyword,
+    &dg_tool_query_entities,      &dg_tool_aggregate_entities,        &dg_tool_get_entities_by_ids,
+    &dg_tool_get_saved_queries,   &dg_tool_get_saved_query_details,   &dg_tool_execute_saved_query,
+    &dg_tool_get_data_entry_form, &dg_tool_submit_data_entry_form,    &dg_tool_get_file_text,
 };
 
 const size_t dg_tools_count = DG_ARRAY_SIZE(dg_tools_registry);

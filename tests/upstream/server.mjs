@@ -20,6 +20,7 @@ import zlib from 'node:zlib';
 import { createHash, randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 
+import { Commerce } from './commerce.mjs';
 import { SAMPLE_FILES, sampleFilePath } from './documents.mjs';
 
 // Credentials come from the same variables the sample connectors name.
@@ -116,6 +117,8 @@ export class Upstream {
     this.tokens = new Map(); // token -> expiry (ms since epoch)
     this.tokenTtl = 3600;
     this.tokenCount = 0;
+    this.delayMs = 0; // every answer waits this long
+    this.commerce = new Commerce();
     this.files = new Map(); // path -> {body, type, etag}
     this.held = new Map(); // path -> release() of a body held back part way
     for (const f of SAMPLE_FILES) {
@@ -143,6 +146,7 @@ export class Upstream {
     if (body.script) this.script(body.script.path, body.script.responses || []);
     if (body.tokenTtl !== undefined) this.tokenTtl = body.tokenTtl;
     if (body.revokeTokens) this.tokens.clear();
+    if (body.delayMs !== undefined) this.delayMs = body.delayMs;
     return { ok: true };
   }
 
@@ -152,6 +156,7 @@ export class Upstream {
     if (url.pathname.startsWith('/__control')) return this.handleControl(req, res, url, body);
     this.log.push({ method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams),
                     headers: req.headers, body, at: Date.now() });
+    if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
     const queue = this.scripts.get(url.pathname);
     const behaviour = queue && queue.length ? queue.shift() : null;
     if (behaviour) return this.behave(behaviour, req, res, url, body);
@@ -330,6 +335,11 @@ export class Upstream {
         o.total.amount >= q.minAmount && q.statuses.includes(o.status));
       return this.write(res, 200, { results }, {}, shape);
     }
+    if (req.method === 'POST' && p.startsWith('/erp/echo/'))
+      return this.write(res, 200, { echo: p.slice(10), body: parseJson(body) ?? null }, {}, shape);
+    const edit = this.commerce.rest(req.method, p, body, req.headers);
+    if (edit) return this.write(res, edit[0], edit[1], {}, shape);
+    if (req.method === 'POST' && p === '/erp/graphql') return this.write(res, 200, this.commerce.graphql(body), {}, shape);
     return send(res, 404, { error: `no route for ${req.method} ${p}` });
   }
 

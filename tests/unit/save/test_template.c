@@ -115,6 +115,15 @@ static void test_placeholders_are_listed(void **state) {
   assert_string_equal(dg_template_text(t), "/orders/{Id}/edits/{SESSION:CalcId}?x={Id}");
 }
 
+static void test_reference_placeholder(void **state) {
+  (void)state;
+  const dg_template_t *t = compile("/orders/{Order.OrderNumber}/lines/{Id}");
+  assert_int_equal(dg_template_nvars(t), 2);
+  assert_string_equal(dg_template_var(t, 0)->name, "Order.OrderNumber");
+  assert_false(dg_template_var(t, 0)->session);
+  assert_string_equal(dg_template_var(t, 1)->name, "Id");
+}
+
 static void test_literal_braces(void **state) {
   (void)state;
   const dg_template_t *t = compile("{{Id} { \"a\": 1 } {1} {}");
@@ -128,7 +137,10 @@ static void test_compile_errors(void **state) {
   expect_compile_error("/orders/{Order Id}", "offset 8");
   expect_compile_error("/orders/{Id", "not closed");
   expect_compile_error("{SESSION:}", "offset 0");
-  expect_compile_error("{Id-2}", "{Name} or {SESSION:Name}");
+  expect_compile_error("{Id-2}", "{Name}, {Reference.Name} or {SESSION:Name}");
+  expect_compile_error("{Order.}", "offset 0");
+  expect_compile_error("{Order.Number.X}", "offset 0");
+  expect_compile_error("{SESSION:Order.Number}", "offset 0");
   char big[DG_TEMPLATE_MAX_LEN + 2];
   memset(big, 'a', sizeof(big) - 1);
   big[sizeof(big) - 1] = '\0';
@@ -248,6 +260,7 @@ static void test_encoders(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_placeholders_are_listed),
+      cmocka_unit_test(test_reference_placeholder),
       cmocka_unit_test(test_literal_braces),
       cmocka_unit_test(test_compile_errors),
       cmocka_unit_test(test_path_and_query_encoding),

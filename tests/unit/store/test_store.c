@@ -2,6 +2,8 @@
  * come from inside the call that started them, cancellation of a queued
  * request, closing with requests pending, requests after close, and
  * descriptions that name what the database does not have. */
+#include <sqlite3.h>
+
 #include "store/sqlite_test.h"
 
 /* ---- Holding the threadpool ------------------------------------------------------------ *
@@ -135,6 +137,46 @@ static void test_open_failures(void **state) {
   st_contains(msg, "Orders.json", "entities[0].Amount", "got \"a lot\"", NULL);
 }
 
+/* A sibling process creating the same new database holds the write lock
+ * of the rollback journal until it has switched to WAL, and SQLite refuses
+ * a second switch at once while it does: opening waits for the lock. */
+typedef struct held_lock {
+  sqlite3 *db;
+  uv_timer_t timer;
+  int released;
+} held_lock_t;
+
+static void release_lock(uv_timer_t *t) {
+  held_lock_t *h = t->data;
+  h->released = sqlite3_exec(h->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 1 : -1;
+  uv_close((uv_handle_t *)t, NULL);
+}
+
+static void test_open_while_locked(void **state) {
+  sq_fixture_t *fx = *state;
+  char db[256], msg[1024];
+  snprintf(db, sizeof(db), "%s/locked.db", fx->dir);
+  held_lock_t h = {0};
+  assert_int_equal(sqlite3_open(db, &h.db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(h.db, "BEGIN IMMEDIATE; CREATE TABLE t(x)", NULL, NULL, NULL),
+                   SQLITE_OK);
+  /* Released from the loop while the store opens on the threadpool. */
+  assert_int_equal(uv_timer_init(&fx->loop, &h.timer), 0);
+  h.timer.data = &h;
+  assert_int_equal(uv_timer_start(&h.timer, release_lock, 200, 0), 0);
+  dg_store_t *s = NULL;
+  dg_store_options_t o = {.path = db, .sample_dir = ""};
+  int rc = sq_open(fx, fx->st.cat, &o, &s, msg, sizeof(msg));
+  while (h.released == 0 && uv_run(&fx->loop, UV_RUN_ONCE) != 0)
+    ;
+  assert_int_equal(sqlite3_close(h.db), SQLITE_OK);
+  if (s != NULL)
+    sq_close(fx, s);
+  assert_int_equal(h.released, 1);
+  if (rc != 0)
+    fail_msg("open failed: %s", msg);
+}
+
 /* A configuration reloaded after start-up may name a model or property
  * the database has no table or column for: refused before SQL. */
 static const char v2_models[] =
@@ -261,6 +303,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_cancel_queued, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_close_with_pending, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_open_failures, sq_setup, sq_teardown),
+      cmocka_unit_test_setup_teardown(test_open_while_locked, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_schema_check, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_aggregate_cancel_and_schema, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_driver_name, sq_setup, sq_teardown),

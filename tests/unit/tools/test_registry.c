@@ -182,10 +182,11 @@ static void call_free(struct dg_tool_call *call) {
 /* ---- Registry ------------------------------------------------------------------- */
 
 static void test_registry_entries(void **state) {
-  const char *expected[] = {"get_data_models",   "get_data_model_properties", "lookup_by_keyword",
-                            "query_entities",    "aggregate_entities",        "get_entities_by_ids",
-                            "get_saved_queries", "get_saved_query_details",   "execute_saved_query",
-                            "get_file_text"};
+  const char *expected[] = {
+      "get_data_models",     "get_data_model_properties", "lookup_by_keyword",
+      "query_entities",      "aggregate_entities",        "get_entities_by_ids",
+      "get_saved_queries",   "get_saved_query_details",   "execute_saved_query",
+      "get_data_entry_form", "submit_data_entry_form",    "get_file_text"};
   assert_int_equal(dg_tools_count, DG_ARRAY_SIZE(expected));
   for (size_t i = 0; i < DG_ARRAY_SIZE(expected); i++)
     assert_string_equal(dg_tools_registry[i]->name, expected[i]);
@@ -195,15 +196,22 @@ static void test_registry_entries(void **state) {
       assert_string_not_equal(t->name, dg_tools_registry[j]->name);
     assert_non_null(t->title);
     assert_non_null(t->run);
-    assert_true(t->read_only && !t->destructive && t->idempotent);
-    /* Only execute_saved_query and get_file_text reach external systems. */
+    /* Only submit_data_entry_form changes anything, and it says so. */
+    bool submit = strcmp(t->name, "submit_data_entry_form") == 0;
+    assert_true(t->read_only == !submit && t->destructive == submit && t->idempotent == !submit);
+    if (submit)
+      assert_non_null(strstr(t->description, "confirm"));
+    /* Only execute_saved_query, get_file_text and the save actions reach
+     * external systems. */
     assert_true(t->open_world == (strcmp(t->name, "execute_saved_query") == 0 ||
-                                  strcmp(t->name, "get_file_text") == 0));
+                                  strcmp(t->name, "get_file_text") == 0 || submit));
     /* Each description says which tool comes first: get_data_models, or
      * get_saved_queries for the Saved Query tools. */
     bool first =
         strcmp(t->name, "get_data_models") == 0 || strcmp(t->name, "get_saved_queries") == 0;
-    const char *before = strstr(t->name, "saved_quer") ? "get_saved_queries" : "get_data_models";
+    const char *before = strstr(t->name, "saved_quer") ? "get_saved_queries"
+                         : submit                      ? "get_data_entry_form"
+                                                       : "get_data_models";
     assert_non_null(strstr(t->description, first ? "Call this first" : before));
     json_t *in = schema_of(t->input_schema);
     json_t *out = schema_of(t->output_schema);

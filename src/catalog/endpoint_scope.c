@@ -1,0 +1,233 @@
+/* endpoints.json, the second pass: every {SESSION:Name} must name a value
+ * that an earlier action of the same run produces, and every
+ * {Reference.Name} a record that is at hand. What reaches an action
+ * depends on where its endpoint runs: on its own (forms), or as the child
+ * save of a parent's list, which adds the values the parent's collection
+ * and Multiple Lists extractions set for that list. Each place an endpoint
+ * runs is checked separately, and a problem names it. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "catalog/internal.h"
+#include "datagate/save.h"
+
+#define MAX_NAMES (DG__CATALOG_MAX_ACTIONS * DG__CATALOG_MAX_EXTRACTIONS)
+
+/* Where an endpoint runs: parent NULL for on its own. */
+typedef struct place {
+  const dg__catalog_endpoint_t *parent;
+  const dg_child_config_t *via;
+  const char *inherited[MAX_NAMES]; /* values the parent sets on each child */
+  size_t ninherited;
+} place_t;
+
+typedef struct scope {
+  dg__cfg_t *cfg;
+  const dg__catalog_endpoint_t *ep;
+  const place_t *place;
+  const char *produced[MAX_NAMES]; /* header-level values of earlier actions */
+  size_t nproduced;
+} scope_t;
+
+static bool has_name(const char *const *names, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(names[i], name) == 0)
+      return true;
+  }
+  return false;
+}
+
+static void add_name(const char **names, size_t *n, const char *name) {
+  if (*n < MAX_NAMES && !has_name(names, *n, name))
+    names[(*n)++] = name;
+}
+
+/* "A, B" of what reaches the action, or "none". */
+static const char *available(scope_t *s) {
+  const char *all[2 * MAX_NAMES];
+  size_t n = 0;
+  for (size_t i = 0; i < s->nproduced; i++)
+    add_name(all, &n, s->produced[i]);
+  for (size_t i = 0; i < s->place->ninherited; i++)
+    add_name(all, &n, s->place->inherited[i]);
+  return n > 0 ? dg__cfg_join(s->cfg, all, n) : "none";
+}
+
+static const char *where(scope_t *s) {
+  const place_t *p = s->place;
+  if (p->parent == NULL)
+    return dg_arena_sprintf(s->cfg->arena, "when '%s' runs on its own", s->ep->e.name);
+  return dg_arena_sprintf(s->cfg->arena, "when '%s' saves each record of its list '%s'",
+                          p->parent->e.name, p->via->list->name);
+}
+
+/* A hint for a name that does not reach the action but exists elsewhere in
+ * the endpoint: produced later, or a value of the children. */
+static const char *hint(scope_t *s, const char *name) {
+  const dg_endpoint_t *e = &s->ep->e;
+  for (size_t i = 0; i < e->nsteps; i++) {
+    const dg_action_t *a = e->steps[i];
+    for (size_t j = 0; j < a->nextractions; j++) {
+      const dg_extraction_t *x = &a->extractions[j];
+      if (x->model_property == NULL || strcmp(x->model_property->name, name) != 0)
+        continue;
+      if (x->kind != DG_EXTRACT_BASIC)
+        return dg_arena_sprintf(s->cfg->arena,
+                                "; '%s' is a value of each '%s' child, which only the child "
+                                "saves can use",
+                                name, x->target_list ? x->target_list->name : "?");
+      return dg_arena_sprintf(s->cfg->arena, "; '%s' is produced later, by '%s' (%s)", name,
+                              a->title, a->path);
+    }
+  }
+  return "";
+}
+
+static void check_session(scope_t *s, const char *name, const char *path) {
+  if (has_name(s->produced, s->nproduced, name) ||
+      has_name(s->place->inherited, s->place->ninherited, name))
+    return;
+  dg__cfg_error(s->cfg, path,
+                "{SESSION:%s}: no earlier action produces this session value %s (available "
+                "here: %s)%s",
+                name, where(s), available(s), hint(s, name));
+}
+
+/* {Reference.Name} reads the parent record: the reference must be the one
+ * the parent's list is made of. */
+static void check_reference(scope_t *s, const char *name, const char *path) {
+  const place_t *p = s->place;
+  size_t n = (size_t)(strchr(name, '.') - name);
+  const char *inverse = p->via ? p->via->list->reference->inverse_property : NULL;
+  if (inverse != NULL && strlen(inverse) == n && strncasecmp(inverse, name, n) == 0)
+    return;
+  if (p->parent == NULL)
+    dg__cfg_error(s->cfg, path,
+                  "{%s}: the record of '%.*s' is at hand only in child saves, where it is the "
+                  "parent; '%s' also runs on its own (formSubmit, or no parent saves it as a "
+                  "child), where the value would be missing",
+                  name, (int)n, name, s->ep->e.name);
+  else
+    dg__cfg_error(s->cfg, path, "{%s}: %s, the parent record is reached through '%s', not '%.*s'",
+                  name, where(s), inverse ? inverse : "?", (int)n, name);
+}
+
+static void check_template(scope_t *s, const dg_template_t *t, const char *path) {
+  for (size_t j = 0; t != NULL && j < dg_template_nvars(t); j++) {
+    const dg_template_var_t *v = dg_template_var(t, j);
+    if (v->session)
+      check_session(s, v->name, path);
+    else if (strchr(v->name, '.') != NULL)
+      check_reference(s, v->name, path);
+  }
+}
+
+/* Each template of a save action, at the JSON pointer it was read from. */
+static void check_action(scope_t *s, const dg_action_t *a) {
+  const dg_saved_request_t *r = &a->request;
+  char at[DG__CFG_PATH_MAX], base[DG__CFG_PATH_MAX];
+  dg__cfg_path_key(base, a->path, "request");
+  dg__cfg_path_key(at, base, "path");
+  check_template(s, r->path, at);
+  for (size_t i = 0; i < r->nquery; i++) {
+    dg__cfg_path_key(at, base, "query");
+    dg__cfg_path_key(at, at, r->query[i].name);
+    check_template(s, r->query[i].value, at);
+  }
+  for (size_t i = 0; i < r->nheaders; i++) {
+    dg__cfg_path_key(at, base, "headers");
+    dg__cfg_path_key(at, at, r->headers[i].name);
+    check_template(s, r->headers[i].value, at);
+  }
+  dg__cfg_path_key(at, base, "body");
+  check_template(s, r->body, at);
+  dg__cfg_path_key(at, base, "graphql");
+  dg__cfg_path_key(at, at, "variables");
+  check_template(s, r->graphql_variables, at);
+  for (size_t i = 0; i < a->nmappings; i++) {
+    dg__cfg_path_key(at, base, "mappings");
+    dg__cfg_path_index(at, at, i);
+    dg__cfg_path_key(at, at, "value");
+    check_template(s, a->mappings[i].value, at);
+  }
+}
+
+static void produce(scope_t *s, const dg_action_t *a) {
+  for (size_t i = 0; i < a->nextractions; i++) {
+    const dg_extraction_t *x = &a->extractions[i];
+    if (x->kind == DG_EXTRACT_BASIC && x->model_property != NULL)
+      add_name(s->produced, &s->nproduced, x->model_property->name);
+  }
+}
+
+static void check_place(dg__cfg_t *cfg, const dg__catalog_endpoint_t *ep, const place_t *place) {
+  scope_t *s = dg_arena_calloc(cfg->arena, 1, sizeof(*s));
+  if (s == NULL) {
+    cfg->oom = true;
+    return;
+  }
+  *s = (scope_t){.cfg = cfg, .ep = ep, .place = place};
+  for (size_t i = 0; i < ep->e.nsteps; i++) {
+    const dg_action_t *a = ep->e.steps[i];
+    if (a->type == DG_ACTION_ENDPOINT_SAVE)
+      check_action(s, a);
+    else
+      produce(s, a);
+  }
+}
+
+/* The values parent's pre-child extractions set on each record of via's list. */
+static void inherit(place_t *p, const dg__catalog_endpoint_t *parent,
+                    const dg_child_config_t *via) {
+  for (size_t i = 0; i < parent->e.first_post; i++) {
+    const dg_action_t *a = parent->e.steps[i];
+    for (size_t j = 0; j < a->nextractions; j++) {
+      const dg_extraction_t *x = &a->extractions[j];
+      if (x->kind != DG_EXTRACT_BASIC && x->target_list == via->list && x->model_property)
+        add_name(p->inherited, &p->ninherited, x->model_property->name);
+    }
+  }
+}
+
+/* Checks ep as the child save of every list that names it; returns
+ * whether any does. */
+static bool check_as_child(dg__cfg_t *cfg, const dg__catalog_endpoint_t *list, size_t n,
+                           const dg__catalog_endpoint_t *ep, place_t *place) {
+  bool child = false;
+  for (size_t i = 0; i < n; i++) {
+    for (size_t j = 0; j < list[i].e.nchildren; j++) {
+      const dg_child_config_t *c = &list[i].e.children[j];
+      if (c->endpoint != &ep->e)
+        continue;
+      child = true;
+      if (list[i].broken)
+        continue;
+      memset(place, 0, sizeof(*place));
+      place->parent = &list[i];
+      place->via = c;
+      inherit(place, &list[i], c);
+      check_place(cfg, ep, place);
+    }
+  }
+  return child;
+}
+
+void dg__catalog_check_endpoint_scopes(dg__cfg_t *cfg, const dg__catalog_endpoint_t *list,
+                                       size_t n) {
+  place_t *place = dg_arena_calloc(cfg->arena, 1, sizeof(*place));
+  if (place == NULL) {
+    cfg->oom = true;
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const dg__catalog_endpoint_t *ep = &list[i];
+    if (ep->broken)
+      continue;
+    bool child = check_as_child(cfg, list, n, ep, place);
+    if (ep->e.form_submit || !child) {
+      memset(place, 0, sizeof(*place));
+      check_place(cfg, ep, place);
+    }
+  }
+}

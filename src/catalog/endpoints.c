@@ -1,0 +1,337 @@
+/* endpoints.json: endpoints that save records of a Data Model through a
+ * save action tree. Each endpoint is parsed on its own (model, connector,
+ * child configurations, the tree in endpoint_actions.c); then child
+ * configurations are resolved to endpoints by name, cycles and models
+ * checked, and the tree is laid out in execution order. Placeholders are
+ * checked last (endpoint_scope.c), when every endpoint is known. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "catalog/internal.h"
+
+#define MAX_ENDPOINTS 1000
+
+/* ---- Child configurations ------------------------------------------------------ */
+
+typedef struct child_raw {
+  dg_child_config_t c;
+  const char *list;
+  const char *endpoint;
+  const char *order_by;
+} child_raw_t;
+
+#define C(field) offsetof(child_raw_t, field)
+static const dg__cfg_field_t child_fields[] = {
+    {"list", DG__CFG_STRING, true, NULL, 0, 1, 128, NULL, C(list), 0, NULL},
+    {"endpoint", DG__CFG_STRING, true, NULL, 0, 1, 128, NULL, C(endpoint), 0, NULL},
+    {"orderBy", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, C(order_by), 0, NULL},
+    {"concurrency", DG__CFG_UINT, false, NULL, 1, 1, 64, NULL, C(c.concurrency), 0, NULL},
+    {"maxChildren", DG__CFG_UINT, false, NULL, 1000, 1, 10000, NULL, C(c.max_children), 0, NULL},
+};
+#undef C
+
+static void resolve_child_list(dg__cfg_t *cfg, const dg_model_t *m, child_raw_t *raw,
+                               const char *path) {
+  char at[DG__CFG_PATH_MAX];
+  dg__cfg_path_key(at, path, "list");
+  const dg_property_t *p = dg_model_property(m, raw->list);
+  if (p == NULL || p->reference == NULL || p->reference->direction != DG_REF_INBOUND ||
+      p->reference->target == NULL) {
+    dg__cfg_error(cfg, at, "'%s' is not an Inbound reference of '%s' to a Data Model", raw->list,
+                  m->name);
+    return;
+  }
+  raw->c.list = p;
+  if (raw->order_by == NULL)
+    return;
+  dg__cfg_path_key(at, path, "orderBy");
+  const dg_property_t *o = dg_model_property(p->reference->target, raw->order_by);
+  if (o == NULL || (o->reference != NULL && o->reference->direction == DG_REF_INBOUND))
+    dg__cfg_error(cfg, at, "'%s' is not a stored property of '%s'", raw->order_by,
+                  p->reference->target->name);
+  raw->c.order_by = o;
+}
+
+static void parse_children(dg__cfg_t *cfg, dg__catalog_endpoint_t *ep, const char *path) {
+  const json_t *v = ep->children;
+  size_t n = json_array_size(v);
+  if (!json_is_array(v) || n > DG__CATALOG_MAX_CHILDREN) {
+    dg__cfg_error(cfg, path, "must be an array of at most %d child configurations",
+                  DG__CATALOG_MAX_CHILDREN);
+    return;
+  }
+  dg_child_config_t *list = dg_arena_calloc(cfg->arena, n + 1, sizeof(*list));
+  const char **names = dg_arena_calloc(cfg->arena, n + 1, sizeof(*names));
+  if (list == NULL || names == NULL) {
+    cfg->oom = true;
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    char at[DG__CFG_PATH_MAX];
+    child_raw_t raw;
+    memset(&raw, 0, sizeof(raw));
+    dg__cfg_path_index(at, path, i);
+    dg__cfg_parse_object(cfg, json_array_get(v, i), at, child_fields, DG_ARRAY_SIZE(child_fields),
+                         &raw);
+    if (raw.list != NULL && ep->e.model != NULL)
+      resolve_child_list(cfg, ep->e.model, &raw, at);
+    for (size_t j = 0; raw.c.list != NULL && j < i; j++) {
+      if (list[j].list == raw.c.list)
+        dg__cfg_error(cfg, at, "list '%s' is saved twice (also %s/%zu)", raw.c.list->name, path, j);
+    }
+    raw.c.path = dg_arena_strdup(cfg->arena, at);
+    list[i] = raw.c;
+    names[i] = raw.endpoint;
+  }
+  ep->e.children = list;
+  ep->e.nchildren = n;
+  ep->child_names = names;
+}
+
+/* ---- One endpoint ------------------------------------------------------------------ */
+
+static void keep_save(dg__cfg_t *c, const json_t *v, void *o, const char *p) {
+  ((dg__catalog_endpoint_t *)o)->save = v;
+}
+
+static void keep_children(dg__cfg_t *c, const json_t *v, void *o, const char *p) {
+  ((dg__catalog_endpoint_t *)o)->children = v;
+}
+
+#define E(field) offsetof(dg__catalog_endpoint_t, field)
+static const dg__cfg_field_t endpoint_fields[] = {
+    {"id", DG__CFG_STRING, true, NULL, 0, 1, 64, NULL, E(e.id), 0, dg__cfg_check_guid},
+    {"name", DG__CFG_STRING, true, NULL, 0, 1, 128, NULL, E(e.name), 0, NULL},
+    {"description", DG__CFG_STRING, false, "", 0, 0, 4096, NULL, E(e.description), 0, NULL},
+    {"dataModel", DG__CFG_STRING, true, NULL, 0, 1, 128, NULL, E(model), 0, NULL},
+    {"connector", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, E(connector), 0, NULL},
+    {"formSubmit", DG__CFG_BOOL, false, NULL, 1, 0, 0, NULL, E(e.form_submit), 0, NULL},
+    {"save", DG__CFG_CUSTOM, true, NULL, 0, 0, 0, NULL, 0, 0, keep_save},
+    {"childConfigs", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_children},
+};
+#undef E
+
+static void resolve_names(dg__cfg_t *cfg, dg__catalog_endpoint_t *ep) {
+  char at[DG__CFG_PATH_MAX];
+  if (ep->model != NULL) {
+    ep->e.model = dg__catalog_find_model(cfg->cat, ep->model);
+    dg__cfg_path_key(at, ep->path, "dataModel");
+    if (ep->e.model == NULL)
+      dg__cfg_error(cfg, at, "unknown model '%s' (known: %s)", ep->model,
+                    dg__catalog_model_names(cfg));
+  }
+  if (ep->connector != NULL) {
+    ep->e.connector = dg_catalog_connector(cfg->cat, ep->connector);
+    dg__cfg_path_key(at, ep->path, "connector");
+    if (ep->e.connector == NULL)
+      dg__cfg_error(cfg, at, "unknown connector '%s'", ep->connector);
+  }
+}
+
+/* Execution order: the root, the pre-child actions (each inner save
+ * followed by its own Get Session Values actions), then the post-child
+ * ones. */
+static void add_step(const dg_action_t **steps, size_t *n, const dg_action_t *a) {
+  ((dg_action_t *)a)->step = *n;
+  steps[(*n)++] = a;
+  for (size_t i = 0;
+       i < a->nactions && a->type == DG_ACTION_ENDPOINT_SAVE && a->phase != DG_PHASE_ROOT; i++)
+    add_step(steps, n, &a->actions[i]);
+}
+
+static void lay_out(dg__cfg_t *cfg, dg__catalog_endpoint_t *ep) {
+  const dg_action_t *root = ep->e.root;
+  const dg_action_t **steps =
+      dg_arena_calloc(cfg->arena, DG__CATALOG_MAX_ACTIONS + 1, sizeof(*steps));
+  if (steps == NULL || root == NULL) {
+    cfg->oom = cfg->oom || steps == NULL;
+    return;
+  }
+  size_t n = 0;
+  add_step(steps, &n, root);
+  for (size_t i = 0; i < root->nactions; i++) {
+    if (root->actions[i].phase == DG_PHASE_PRE_CHILD)
+      add_step(steps, &n, &root->actions[i]);
+  }
+  ep->e.first_post = n;
+  for (size_t i = 0; i < root->nactions; i++) {
+    if (root->actions[i].phase == DG_PHASE_POST_CHILD)
+      add_step(steps, &n, &root->actions[i]);
+  }
+  ep->e.steps = steps;
+  ep->e.nsteps = n;
+}
+
+static void parse_endpoint(dg__cfg_t *cfg, const json_t *v, dg__catalog_endpoint_t *ep,
+                           const char *path) {
+  ep->path = dg_arena_strdup(cfg->arena, path);
+  dg__cfg_parse_object(cfg, v, path, endpoint_fields, DG_ARRAY_SIZE(endpoint_fields), ep);
+  if (ep->e.name == NULL)
+    ep->e.name = "";
+  resolve_names(cfg, ep);
+  char at[DG__CFG_PATH_MAX];
+  dg__cfg_path_key(at, path, "childConfigs");
+  if (ep->children != NULL)
+    parse_children(cfg, ep, at);
+  dg__cfg_path_key(at, path, "save");
+  if (ep->save != NULL && ep->e.model != NULL)
+    dg__catalog_parse_save_tree(cfg, ep, ep->save, at);
+  lay_out(cfg, ep);
+  ep->broken = ep->e.model == NULL || ep->e.steps == NULL;
+}
+
+/* ---- Across endpoints ------------------------------------------------------------------- */
+
+static void check_unique(dg__cfg_t *cfg, dg__catalog_endpoint_t *list, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    for (size_t j = 0; j < i; j++) {
+      const dg_endpoint_t *a = &list[i].e, *b = &list[j].e;
+      char at[DG__CFG_PATH_MAX];
+      if (a->id && b->id && strcasecmp(a->id, b->id) == 0) {
+        dg__cfg_path_key(at, list[i].path, "id");
+        dg__cfg_error(cfg, at, "duplicate endpoint id '%s' (same as %s)", a->id, list[j].path);
+      }
+      if (a->name[0] != '\0' && strcasecmp(a->name, b->name) == 0) {
+        dg__cfg_path_key(at, list[i].path, "name");
+        dg__cfg_error(cfg, at, "duplicate endpoint name '%s' (same as %s)", a->name, list[j].path);
+      }
+      if (a->form_submit && b->form_submit && a->model != NULL && a->model == b->model) {
+        dg__cfg_path_key(at, list[i].path, "formSubmit");
+        dg__cfg_error(cfg, at,
+                      "'%s' already saves the forms of '%s' (%s); set formSubmit false on one",
+                      b->name, a->model->name, list[j].path);
+      }
+    }
+  }
+}
+
+static dg__catalog_endpoint_t *find_raw(dg__catalog_endpoint_t *list, size_t n, const char *name) {
+  for (size_t i = 0; name != NULL && i < n; i++) {
+    if (strcmp(list[i].e.name, name) == 0 || (list[i].e.id && strcasecmp(list[i].e.id, name) == 0))
+      return &list[i];
+  }
+  return NULL;
+}
+
+static void resolve_child(dg__cfg_t *cfg, dg__catalog_endpoint_t *list, size_t n,
+                          dg__catalog_endpoint_t *ep, size_t i) {
+  dg_child_config_t *c = (dg_child_config_t *)&ep->e.children[i];
+  char at[DG__CFG_PATH_MAX];
+  dg__cfg_path_key(at, c->path, "endpoint");
+  dg__catalog_endpoint_t *child = find_raw(list, n, ep->child_names[i]);
+  if (child == NULL) {
+    dg__cfg_error(cfg, at, "unknown endpoint '%s'", ep->child_names[i] ? ep->child_names[i] : "");
+    return;
+  }
+  /* Without its list (already reported) the child cannot be checked. */
+  c->endpoint = c->list != NULL ? &child->e : NULL;
+  const dg_model_t *want = c->list ? c->list->reference->target : NULL;
+  if (want != NULL && child->e.model != NULL && child->e.model != want) {
+    dg__cfg_error(cfg, at, "endpoint '%s' saves '%s', but list '%s' holds '%s'", child->e.name,
+                  child->e.model->name, c->list->name, want->name);
+    c->endpoint = NULL;
+  }
+}
+
+/* Depth-first: an endpoint reached again on its own path is a cycle. */
+static bool check_cycles(dg__cfg_t *cfg, const dg_endpoint_t *e, const dg_endpoint_t **path,
+                         size_t depth) {
+  for (size_t i = 0; i < depth; i++) {
+    if (path[i] == e)
+      return false;
+  }
+  if (depth == DG__CATALOG_MAX_DEPTH)
+    return false;
+  path[depth] = e;
+  for (size_t i = 0; i < e->nchildren; i++) {
+    const dg_endpoint_t *c = e->children[i].endpoint;
+    if (c != NULL && !check_cycles(cfg, c, path, depth + 1))
+      return false;
+  }
+  return true;
+}
+
+static void resolve_all(dg__cfg_t *cfg, dg__catalog_endpoint_t *list, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    for (size_t j = 0; j < list[i].e.nchildren; j++)
+      resolve_child(cfg, list, n, &list[i], j);
+  }
+  for (size_t i = 0; i < n; i++) {
+    const dg_endpoint_t *path[DG__CATALOG_MAX_DEPTH + 1];
+    char at[DG__CFG_PATH_MAX];
+    dg__cfg_path_key(at, list[i].path, "childConfigs");
+    if (!check_cycles(cfg, &list[i].e, path, 0)) {
+      dg__cfg_error(cfg, at,
+                    "child configurations of '%s' lead back to an endpoint already being saved, "
+                    "or nest deeper than %d endpoints",
+                    list[i].e.name, DG__CATALOG_MAX_DEPTH);
+    }
+  }
+}
+
+static void parse_endpoint_list(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
+  dg_catalog_t *cat = obj;
+  if (v == NULL)
+    return;
+  size_t n = json_array_size(v);
+  if (!json_is_array(v) || n > MAX_ENDPOINTS) {
+    dg__cfg_error(cfg, path, "must be an array of at most %d endpoints", MAX_ENDPOINTS);
+    return;
+  }
+  dg__catalog_endpoint_t *list = dg_arena_calloc(cfg->arena, n ? n : 1, sizeof(*list));
+  dg_endpoint_t *out = dg_arena_calloc(cfg->arena, n ? n : 1, sizeof(*out));
+  if (list == NULL || out == NULL) {
+    cfg->oom = true;
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    char at[DG__CFG_PATH_MAX];
+    dg__cfg_path_index(at, path, i);
+    parse_endpoint(cfg, json_array_get(v, i), &list[i], at);
+    list[i].e.index = i;
+  }
+  check_unique(cfg, list, n);
+  resolve_all(cfg, list, n);
+  dg__catalog_check_endpoint_scopes(cfg, list, n);
+  /* The public array, with child configurations pointing into it. */
+  for (size_t i = 0; i < n; i++)
+    out[i] = list[i].e;
+  for (size_t i = 0; i < n; i++) {
+    for (size_t j = 0; j < out[i].nchildren; j++) {
+      dg_child_config_t *c = (dg_child_config_t *)&out[i].children[j];
+      if (c->endpoint != NULL)
+        c->endpoint = &out[c->endpoint->index];
+    }
+  }
+  cat->endpoints = out;
+  cat->nendpoints = n;
+}
+
+static const dg__cfg_field_t file_fields[] = {
+    {"endpoints", DG__CFG_CUSTOM, true, NULL, 0, 0, 0, NULL, 0, 0, parse_endpoint_list},
+};
+
+void dg__catalog_parse_endpoints(dg__cfg_t *cfg, const json_t *root) {
+  dg__cfg_parse_object(cfg, root, "", file_fields, DG_ARRAY_SIZE(file_fields), cfg->cat);
+}
+
+/* ---- Lookups -------------------------------------------------------------------------- */
+
+const dg_endpoint_t *dg_catalog_endpoint(const dg_catalog_t *cat, const char *id_or_name) {
+  for (size_t i = 0; id_or_name != NULL && i < cat->nendpoints; i++) {
+    const dg_endpoint_t *e = &cat->endpoints[i];
+    if ((e->id && strcasecmp(e->id, id_or_name) == 0) || strcmp(e->name, id_or_name) == 0)
+      return e;
+  }
+  return NULL;
+}
+
+const dg_endpoint_t *dg_catalog_form_endpoint(const dg_catalog_t *cat, const dg_model_t *model) {
+  for (size_t i = 0; model != NULL && i < cat->nendpoints; i++) {
+    const dg_endpoint_t *e = &cat->endpoints[i];
+    if (e->form_submit && e->model == model)
+      return e;
+  }
+  return NULL;
+}

@@ -1,0 +1,293 @@
+/* The request of a save action for one record: the path and query
+ * (URL-encoded), the headers, and the body from a body template, from
+ * property mappings, or as a GraphQL document with variables. Placeholders
+ * read the record's working values ({Prop}, {id}), the parent record in a
+ * child save ({Reference.Prop}) and the session values in scope
+ * ({SESSION:Name}: the record's header values, then those its parent's
+ * extractions set on it). A session value that has no value is an error
+ * that names it, never an empty segment in a URL. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "save/internal.h"
+
+#define MAX_PATH_BYTES (16u * 1024u)
+#define MAX_HEADER_BYTES (8u * 1024u)
+#define MAX_BODY_BYTES (1024u * 1024u)
+
+typedef struct lookup {
+  const dg__save_node_t *n;
+  char num[64];
+  char *text; /* compact JSON of an object or array value, freed after each use */
+} lookup_t;
+
+const char *dg__save_text(const json_t *v, char *buf, size_t size) {
+  if (json_is_string(v))
+    return json_string_value(v);
+  if (json_is_integer(v))
+    snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+  else if (json_is_real(v))
+    snprintf(buf, size, "%.17g", json_real_value(v));
+  else if (json_is_boolean(v))
+    snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
+  else
+    return NULL;
+  return buf;
+}
+
+/* The value of a property of a record (by its configured name, in any case). */
+static const json_t *property_value(const dg__save_record_t *r, const char *name, bool *id) {
+  *id = strcasecmp(name, "id") == 0;
+  if (*id)
+    return NULL;
+  const dg_property_t *p = dg_model_property(r->model, name);
+  return p != NULL ? json_object_get(r->values, p->name) : NULL;
+}
+
+static int scalar(lookup_t *l, const json_t *v, dg_template_value_t *out) {
+  free(l->text);
+  l->text = NULL;
+  out->kind = DG_TVAL_ABSENT;
+  if (v == NULL || json_is_null(v))
+    return 0;
+  if (json_is_object(v) || json_is_array(v)) {
+    l->text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (l->text == NULL)
+      return DG_ENOMEM;
+    *out = (dg_template_value_t){.kind = DG_TVAL_STRING, .text = l->text, .len = strlen(l->text)};
+    return 0;
+  }
+  const char *text = dg__save_text(v, l->num, sizeof(l->num));
+  out->kind = json_is_string(v)    ? DG_TVAL_STRING
+              : json_is_boolean(v) ? DG_TVAL_BOOL
+                                   : DG_TVAL_NUMBER;
+  out->text = text;
+  out->len = json_is_string(v) ? json_string_length(v) : strlen(text);
+  return 0;
+}
+
+static int id_value(const char *id, dg_template_value_t *out) {
+  *out = (dg_template_value_t){.kind = DG_TVAL_STRING, .text = id, .len = strlen(id)};
+  return 0;
+}
+
+/* {Reference.Prop}: the parent record, reached through the list's reference. */
+static int parent_value(lookup_t *l, const char *name, dg_template_value_t *out) {
+  const dg__save_node_t *n = l->n;
+  const char *dot = strchr(name, '.');
+  const char *inverse = n->via ? n->via->list->reference->inverse_property : NULL;
+  size_t len = (size_t)(dot - name);
+  if (n->parent == NULL || inverse == NULL || strlen(inverse) != len ||
+      strncasecmp(inverse, name, len) != 0)
+    return DG_ENOENT;
+  bool id = false;
+  const json_t *v = property_value(n->parent->rec, dot + 1, &id);
+  return id ? id_value(n->parent->rec->id, out) : scalar(l, v, out);
+}
+
+static int lookup(void *data, const dg_template_var_t *var, dg_template_value_t *out) {
+  lookup_t *l = data;
+  const dg__save_node_t *n = l->n;
+  if (var->session) {
+    const json_t *v = json_object_get(n->session, var->name);
+    if (v == NULL)
+      v = json_object_get(n->rec->inherited, var->name);
+    /* A session value that no extraction set is missing, not empty. */
+    if (v == NULL || json_is_null(v))
+      return DG_ENOENT;
+    return scalar(l, v, out);
+  }
+  if (strchr(var->name, '.') != NULL)
+    return parent_value(l, var->name, out);
+  bool id = false;
+  const json_t *v = property_value(n->rec, var->name, &id);
+  return id ? id_value(n->rec->id, out) : scalar(l, v, out);
+}
+
+static int expand(lookup_t *l, const dg_template_t *t, dg_template_mode_t mode, dg_buf_t *out,
+                  dg_errctx_t *err) {
+  int rc = dg_template_expand(t, mode, lookup, l, out, err);
+  free(l->text);
+  l->text = NULL;
+  static const char prefix[] = "no value for ";
+  if (rc == DG_ENOENT && strncmp(err->message, prefix, sizeof(prefix) - 1) == 0) {
+    char param[sizeof(err->param)], what[sizeof(err->message)];
+    dg_strlcpy(param, err->param, sizeof(param));
+    dg_strlcpy(what, err->message + sizeof(prefix) - 1, sizeof(what));
+    dg_errctx_set(err, rc, param,
+                  "%s has no value for this record (no extraction set it: the answer held "
+                  "nothing at its path, or no list item matched this record)",
+                  what);
+  }
+  return rc;
+}
+
+/* ---- Parts --------------------------------------------------------------------------- */
+
+static bool all_absent(lookup_t *l, const dg_template_t *t) {
+  for (size_t i = 0; i < dg_template_nvars(t); i++) {
+    dg_template_value_t v;
+    if (lookup(l, dg_template_var(t, i), &v) != 0 || v.kind != DG_TVAL_ABSENT)
+      return false;
+  }
+  return dg_template_nvars(t) > 0;
+}
+
+static int build_path(lookup_t *l, const dg_saved_request_t *r, dg_buf_t *out, dg_errctx_t *err) {
+  int rc = r->path ? expand(l, r->path, DG_TEMPLATE_PATH, out, err) : 0;
+  bool first = true;
+  for (size_t i = 0; rc == 0 && i < r->nquery; i++) {
+    /* A parameter whose placeholders all lack a value is left out. */
+    if (all_absent(l, r->query[i].value))
+      continue;
+    rc = dg_buf_append(out, first ? "?" : "&", 1);
+    if (rc == 0)
+      rc = dg_template_append_encoded(out, r->query[i].name, strlen(r->query[i].name), false);
+    if (rc == 0)
+      rc = dg_buf_append(out, "=", 1);
+    if (rc == 0)
+      rc = expand(l, r->query[i].value, DG_TEMPLATE_QUERY, out, err);
+    first = false;
+  }
+  return rc;
+}
+
+/* A mapping that is one placeholder keeps the value's JSON type; any
+ * other text is a string. */
+static json_t *mapping_value(lookup_t *l, const dg_body_mapping_t *m, dg_errctx_t *err, int *rc) {
+  const dg_template_t *t = m->value;
+  const char *text = dg_template_text(t);
+  dg_buf_t buf;
+  dg_buf_init(&buf, MAX_BODY_BYTES);
+  bool whole = dg_template_nvars(t) == 1 && text[0] == '{' && text[strlen(text) - 1] == '}' &&
+               strchr(text + 1, '{') == NULL;
+  *rc = expand(l, t, whole ? DG_TEMPLATE_JSON : DG_TEMPLATE_RAW, &buf, err);
+  json_t *v = NULL;
+  if (*rc == 0 && whole)
+    v = json_loadb(buf.data, buf.len, JSON_DECODE_ANY, NULL);
+  else if (*rc == 0)
+    v = json_stringn(buf.data ? buf.data : "", buf.len);
+  dg_buf_free(&buf);
+  if (*rc == 0 && v == NULL)
+    *rc = dg_errctx_set(err, DG_EINVAL, "mappings",
+                        "the value of mapping '%s' is not valid UTF-8 text", m->keys[0]);
+  return v;
+}
+
+static int set_path(json_t *root, const dg_body_mapping_t *m, json_t *value) {
+  json_t *at = root;
+  for (size_t k = 0; k + 1 < m->nkeys; k++) {
+    json_t *next = json_object_get(at, m->keys[k]);
+    if (!json_is_object(next)) {
+      next = json_object();
+      if (json_object_set_new(at, m->keys[k], next) != 0)
+        break;
+    }
+    at = next;
+  }
+  return json_object_set_new(at, m->keys[m->nkeys - 1], value) == 0 ? 0 : DG_ENOMEM;
+}
+
+static int build_mappings(lookup_t *l, const dg_action_t *a, dg_buf_t *out, dg_errctx_t *err) {
+  json_t *body = json_object();
+  int rc = body ? 0 : DG_ENOMEM;
+  for (size_t i = 0; rc == 0 && i < a->nmappings; i++) {
+    json_t *v = mapping_value(l, &a->mappings[i], err, &rc);
+    if (rc == 0)
+      rc = set_path(body, &a->mappings[i], v);
+  }
+  if (rc == 0)
+    rc = dg_json_write(body, out);
+  json_decref(body);
+  return rc;
+}
+
+/* {"query": ..., "operationName": ..., "variables": {...}}. */
+static int build_graphql(lookup_t *l, const dg_saved_request_t *r, dg_buf_t *out,
+                         dg_errctx_t *err) {
+  int rc = dg_buf_append_str(out, "{\"query\":");
+  if (rc == 0)
+    rc = dg_template_append_json_string(out, r->graphql_query, strlen(r->graphql_query), true);
+  if (rc == 0 && r->operation_name != NULL) {
+    rc = dg_buf_append_str(out, ",\"operationName\":");
+    if (rc == 0)
+      rc = dg_template_append_json_string(out, r->operation_name, strlen(r->operation_name), true);
+  }
+  if (rc == 0)
+    rc = dg_buf_append_str(out, ",\"variables\":");
+  if (rc == 0 && r->graphql_variables != NULL)
+    rc = expand(l, r->graphql_variables, DG_TEMPLATE_JSON, out, err);
+  else if (rc == 0)
+    rc = dg_buf_append_str(out, "{}");
+  return rc == 0 ? dg_buf_append_str(out, "}") : rc;
+}
+
+static int build_body(lookup_t *l, const dg_action_t *a, dg_buf_t *out, dg_errctx_t *err) {
+  const dg_saved_request_t *r = &a->request;
+  if (r->kind == DG_REQUEST_GRAPHQL)
+    return build_graphql(l, r, out, err);
+  if (r->body != NULL)
+    return expand(l, r->body, DG_TEMPLATE_JSON, out, err);
+  return a->nmappings > 0 ? build_mappings(l, a, out, err) : 0;
+}
+
+static int build_headers(lookup_t *l, const dg_saved_request_t *r, dg_arena_t *arena,
+                         bool json_body, dg_connector_request_t *req, dg_errctx_t *err) {
+  dg_http_header_t *h = dg_arena_calloc(arena, r->nheaders + 2, sizeof(*h));
+  if (h == NULL)
+    return DG_ENOMEM;
+  size_t n = 0;
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && i < r->nheaders; i++) {
+    dg_buf_t value;
+    dg_buf_init(&value, MAX_HEADER_BYTES);
+    rc = expand(l, r->headers[i].value, DG_TEMPLATE_RAW, &value, err);
+    h[n].name = r->headers[i].name;
+    h[n++].value = dg_arena_strdup(arena, value.data ? value.data : "");
+    dg_buf_free(&value);
+  }
+  if (json_body)
+    h[n++] = (dg_http_header_t){"Content-Type", "application/json"};
+  req->headers = h;
+  req->nheaders = n;
+  return rc;
+}
+
+/* Names the part that went over its limit, when the expansion did not. */
+static int limit_error(int rc, dg_errctx_t *err, const char *what, unsigned max) {
+  if (rc == DG_E2BIG && err->message[0] == '\0')
+    dg_errctx_set(err, rc, what, "the request %s would be larger than %u bytes", what, max);
+  else if (rc == DG_ENOMEM && err->message[0] == '\0')
+    dg_errctx_set(err, rc, what, "out of memory building the request %s", what);
+  return rc;
+}
+
+int dg__save_build_request(const dg__save_node_t *n, const dg_action_t *a, dg_arena_t *arena,
+                           dg_connector_request_t *req, dg_errctx_t *err) {
+  lookup_t l = {.n = n};
+  const dg_saved_request_t *r = &a->request;
+  dg_buf_t path, body;
+  dg_buf_init(&path, MAX_PATH_BYTES);
+  dg_buf_init(&body, MAX_BODY_BYTES);
+  memset(req, 0, sizeof(*req));
+  req->method = r->method;
+  req->retry_unsafe = r->retry_unsafe;
+  int rc = limit_error(build_path(&l, r, &path, err), err, "path", MAX_PATH_BYTES);
+  if (rc == 0)
+    rc = limit_error(build_body(&l, a, &body, err), err, "body", MAX_BODY_BYTES);
+  if (rc == 0)
+    rc = limit_error(build_headers(&l, r, arena, body.len > 0, req, err), err, "headers",
+                     MAX_HEADER_BYTES);
+  if (rc == 0) {
+    req->path = dg_arena_strdup(arena, path.data ? path.data : "");
+    req->body = body.len ? dg_arena_strndup(arena, body.data, body.len) : NULL;
+    req->body_len = body.len;
+    if (req->path == NULL || (body.len > 0 && req->body == NULL))
+      rc = limit_error(DG_ENOMEM, err, "body", MAX_BODY_BYTES);
+  }
+  dg_buf_free(&path);
+  dg_buf_free(&body);
+  free(l.text);
+  return rc;
+}

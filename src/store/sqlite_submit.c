@@ -1,0 +1,418 @@
+/* Form submissions on SQLite (threadpool thread): the "_dg_submissions"
+ * table, a submission written with its record in one write transaction,
+ * its outcome written with the values the save tree set, the latest
+ * submission of a record, and at open the submissions of processes that
+ * are gone marked as interrupted. Every statement binds its values. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/sqlite_internal.h"
+
+#define INTERRUPTED_MAX 10000 /* rows marked per start-up; more wait for the next */
+
+static const char *const ddl[] = {
+    "CREATE TABLE IF NOT EXISTS \"_dg_submissions\" (id TEXT PRIMARY KEY, model TEXT NOT NULL, "
+    "entity_id TEXT NOT NULL, operation TEXT NOT NULL, endpoint TEXT, system TEXT, principal TEXT "
+    "NOT NULL, idempotency_key TEXT, fingerprint TEXT, status TEXT NOT NULL, failed_action TEXT, "
+    "reason TEXT, outcome TEXT, owner TEXT NOT NULL, created_at TEXT NOT NULL, finished_at TEXT) "
+    "STRICT",
+    "CREATE UNIQUE INDEX IF NOT EXISTS \"_dg_submissions_key\" ON \"_dg_submissions\" "
+    "(principal, idempotency_key) WHERE idempotency_key IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS \"_dg_submissions_entity\" ON \"_dg_submissions\" (model, "
+    "entity_id)",
+    "CREATE INDEX IF NOT EXISTS \"_dg_submissions_running\" ON \"_dg_submissions\" (status) "
+    "WHERE status = 'running'",
+};
+
+int dg__sqlite_migrate_submissions(dg__sqlite_conn_t *conn, dg_errctx_t *err) {
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && i < DG_ARRAY_SIZE(ddl); i++)
+    rc = dg__sqlite_exec(conn, ddl[i], err);
+  return rc;
+}
+
+/* ---- Statements ------------------------------------------------------------------------ */
+
+typedef int (*row_fn)(sqlite3_stmt *st, void *data);
+
+/* Runs sql, calling row (may be NULL) for each result row; returns 0 or
+ * the failure in err. *changes (may be NULL) gets the rows changed. */
+static int run(dg__sqlite_conn_t *conn, dg__sql_t *sql, row_fn row, void *data, int *changes,
+               dg_errctx_t *err) {
+  sqlite3_stmt *st = NULL;
+  atomic_fetch_add(&dg__sqlite_statements, 1);
+  int rc = dg__sqlite_prepare(conn, sql, &st, err);
+  int step = rc == 0 ? dg__sqlite_step(conn, st, err) : rc;
+  for (; step == SQLITE_ROW; step = dg__sqlite_step(conn, st, err)) {
+    rc = row != NULL ? row(st, data) : 0;
+    if (rc != 0)
+      break;
+  }
+  if (changes != NULL)
+    *changes = sqlite3_changes(conn->db);
+  if (st != NULL)
+    dg__sqlite_release(st);
+  dg__sql_reset(sql);
+  if (rc != 0)
+    return rc;
+  return step == SQLITE_DONE ? 0 : step;
+}
+
+static const char *text_at(sqlite3_stmt *st, int col) {
+  return (const char *)sqlite3_column_text(st, col);
+}
+
+static json_t *text_or_null(sqlite3_stmt *st, int col) {
+  const char *s = text_at(st, col);
+  return s != NULL ? json_string(s) : json_null();
+}
+
+/* Starts a write transaction; one left open by an earlier failure on this
+ * connection is rolled back first. */
+static int begin(dg__sqlite_conn_t *conn, dg_errctx_t *err) {
+  if (!sqlite3_get_autocommit(conn->db))
+    sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
+  return dg__sqlite_exec(conn, "BEGIN IMMEDIATE", err);
+}
+
+static int end(dg__sqlite_conn_t *conn, int rc, dg_errctx_t *err) {
+  if (rc == 0)
+    return dg__sqlite_exec(conn, "COMMIT", err);
+  sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
+}
+
+static int oom(dg_errctx_t *err) {
+  return dg_errctx_set(err, DG_ENOMEM, "", "The entity store is out of memory.");
+}
+
+/* ---- Submit ------------------------------------------------------------------------------ */
+
+typedef struct earlier {
+  json_t *result;
+  char fingerprint[128];
+  char what[256];
+} earlier_t;
+
+static int earlier_row(sqlite3_stmt *st, void *data) {
+  earlier_t *e = data;
+  const char *outcome = text_at(st, 4);
+  json_t *parsed = outcome ? json_loads(outcome, 0, NULL) : NULL;
+  e->result =
+      json_pack("{s:s,s:s,s:b,s:s,s:o,s:o,s:b,s:o}", "submissionId", text_at(st, 0), "id",
+                text_at(st, 1), "created", strcmp(text_at(st, 2), "Create") == 0, "status",
+                text_at(st, 3), "failedAction", text_or_null(st, 8), "reason", text_or_null(st, 9),
+                "replayed", 1, "outcome", parsed ? parsed : json_null());
+  dg_strlcpy(e->fingerprint, text_at(st, 5) ? text_at(st, 5) : "", sizeof(e->fingerprint));
+  snprintf(e->what, sizeof(e->what), "%s of %s %s at %s", text_at(st, 2), text_at(st, 6),
+           text_at(st, 1), text_at(st, 7));
+  return e->result != NULL ? 0 : DG_ENOMEM;
+}
+
+/* The first submission with the caller's key, when there is one. */
+static int find_earlier(dg__sqlite_conn_t *conn, const dg_store_submit_t *s, earlier_t *e,
+                        dg_errctx_t *err) {
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_sqlite);
+  dg__sql_put(&sql, "SELECT id, entity_id, operation, status, outcome, fingerprint, model, "
+                    "created_at, failed_action, reason FROM \"_dg_submissions\" WHERE "
+                    "principal = ");
+  dg__sql_bind_text(&sql, s->principal);
+  dg__sql_put(&sql, " AND idempotency_key = ");
+  dg__sql_bind_text(&sql, s->idempotency_key);
+  int rc = run(conn, &sql, earlier_row, e, NULL, err);
+  dg__sql_free(&sql);
+  if (rc == DG_ENOMEM)
+    return oom(err);
+  if (rc == 0 && e->result != NULL && s->fingerprint != NULL &&
+      strcmp(e->fingerprint, s->fingerprint) != 0)
+    rc = dg_errctx_set(err, DG_EEXIST, "idempotencyKey",
+                       "Invalid argument 'idempotencyKey': '%s' was already used for a different "
+                       "submission (%s); use a new key for a new submission.",
+                       s->idempotency_key, e->what);
+  return rc;
+}
+
+static int found_row(sqlite3_stmt *st, void *data) {
+  *(bool *)data = true;
+  return 0;
+}
+
+static int exists(dg__sqlite_conn_t *conn, const dg_model_t *m, const char *id, bool *found,
+                  dg_errctx_t *err) {
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_sqlite);
+  dg__sql_put(&sql, "SELECT 1 FROM ");
+  dg__sql_ident(&sql, NULL, m->name);
+  dg__sql_put(&sql, " WHERE id = ");
+  dg__sql_bind_text(&sql, id);
+  *found = false;
+  int rc = run(conn, &sql, found_row, found, NULL, err);
+  dg__sql_free(&sql);
+  return rc;
+}
+
+static int check_refs(dg__sqlite_conn_t *conn, const dg_store_submit_t *s, dg_errctx_t *err) {
+  for (size_t i = 0; i < s->nrefs; i++) {
+    const dg_store_ref_check_t *c = &s->refs[i];
+    bool found = false;
+    int rc = exists(conn, c->model, c->id, &found, err);
+    if (rc != 0)
+      return rc;
+    if (!found)
+      return dg_errctx_set(err, DG_ENOENT, c->param,
+                           "Invalid argument '%s': there is no %s entity with id '%s'; find the "
+                           "entity with lookup_by_keyword or query_entities and give its id.",
+                           c->param, c->model->name, c->id);
+  }
+  return 0;
+}
+
+static int write_record(dg__sqlite_conn_t *conn, const dg_store_write_t *w, const char *id,
+                        dg_errctx_t *err) {
+  if (w->mode == DG_STORE_UPDATE) {
+    bool found = false;
+    int rc = exists(conn, w->model, id, &found, err);
+    if (rc != 0)
+      return rc;
+    if (!found)
+      return dg_errctx_set(err, DG_ENOENT, "id",
+                           "Invalid argument 'id': there is no %s entity with id '%s'; leave id "
+                           "out to create a record.",
+                           w->model->name, id);
+  }
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_sqlite);
+  dg__sql_write(&sql, w, id);
+  int rc = run(conn, &sql, NULL, NULL, NULL, err);
+  dg__sql_free(&sql);
+  return rc;
+}
+
+static void bind_or_null(dg__sql_t *sql, const char *text) {
+  static const dg_store_value_t null_value = {.kind = DG_STORE_NULL};
+  if (text != NULL)
+    dg__sql_bind_text(sql, text);
+  else
+    dg__sql_bind(sql, &null_value);
+}
+
+static int insert_row(dg__sqlite_conn_t *conn, const dg_store_req_t *r, const char *id,
+                      dg_errctx_t *err) {
+  const dg_store_submit_t *s = r->in.submit;
+  char now[32];
+  dg_time_iso8601(now, sizeof(now));
+  bool running = s->endpoint != NULL;
+  const char *values[] = {s->submission_id,
+                          s->write.model->name,
+                          id,
+                          s->write.mode == DG_STORE_CREATE ? "Create" : "Update",
+                          s->endpoint,
+                          s->system,
+                          s->principal,
+                          s->idempotency_key,
+                          s->fingerprint,
+                          running ? "running" : "succeeded",
+                          r->store->owner,
+                          now,
+                          running ? NULL : now};
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_sqlite);
+  dg__sql_put(&sql, "INSERT INTO \"_dg_submissions\" (id, model, entity_id, operation, endpoint, "
+                    "system, principal, idempotency_key, fingerprint, status, owner, created_at, "
+                    "finished_at) VALUES (");
+  for (size_t i = 0; i < DG_ARRAY_SIZE(values); i++) {
+    dg__sql_put(&sql, i ? ", " : "");
+    bind_or_null(&sql, values[i]);
+  }
+  dg__sql_put(&sql, ")");
+  int rc = run(conn, &sql, NULL, NULL, NULL, err);
+  dg__sql_free(&sql);
+  return rc;
+}
+
+static int submit_locked(dg__sqlite_conn_t *conn, dg_store_req_t *r, const char *id, earlier_t *e) {
+  const dg_store_submit_t *s = r->in.submit;
+  int rc = s->idempotency_key != NULL ? find_earlier(conn, s, e, &r->err) : 0;
+  if (rc != 0 || e->result != NULL)
+    return rc;
+  rc = check_refs(conn, s, &r->err);
+  if (rc == 0)
+    rc = write_record(conn, &s->write, id, &r->err);
+  if (rc == 0)
+    rc = insert_row(conn, r, id, &r->err);
+  return rc;
+}
+
+int dg__sqlite_submit(dg__sqlite_conn_t *conn, dg_store_req_t *r) {
+  const dg_store_submit_t *s = r->in.submit;
+  char fresh[DG_UUID_LEN + 1];
+  const char *id = s->write.id;
+  if (id == NULL) {
+    dg_uuid_v4(fresh);
+    id = fresh;
+  }
+  earlier_t e = {0};
+  int rc = begin(conn, &r->err);
+  if (rc == 0)
+    rc = end(conn, submit_locked(conn, r, id, &e), &r->err);
+  if (rc == 0 && e.result != NULL) {
+    r->result = e.result;
+    return 0;
+  }
+  json_decref(e.result);
+  if (rc == 0)
+    r->result = json_pack("{s:s,s:s,s:b,s:s,s:b}", "submissionId", s->submission_id, "id", id,
+                          "created", s->write.mode == DG_STORE_CREATE, "status",
+                          s->endpoint != NULL ? "running" : "succeeded", "replayed", 0);
+  return rc;
+}
+
+/* ---- Finish -------------------------------------------------------------------------------- */
+
+static int finish_locked(dg__sqlite_conn_t *conn, const dg_store_finish_t *f, dg_errctx_t *err) {
+  char now[32];
+  dg_time_iso8601(now, sizeof(now));
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_sqlite);
+  dg__sql_put(&sql, "UPDATE \"_dg_submissions\" SET status = ");
+  dg__sql_bind_text(&sql, dg_store_submission_status_name(f->status));
+  dg__sql_put(&sql, ", failed_action = ");
+  bind_or_null(&sql, f->failed_action);
+  dg__sql_put(&sql, ", reason = ");
+  bind_or_null(&sql, f->reason);
+  dg__sql_put(&sql, ", outcome = ");
+  bind_or_null(&sql, f->outcome);
+  dg__sql_put(&sql, ", finished_at = ");
+  dg__sql_bind_text(&sql, now);
+  dg__sql_put(&sql, " WHERE id = ");
+  dg__sql_bind_text(&sql, f->submission_id);
+  int changes = 0;
+  int rc = run(conn, &sql, NULL, NULL, &changes, err);
+  if (rc == 0 && changes == 0)
+    rc = dg_errctx_set(err, DG_ENOENT, "submissionId", "There is no submission '%s'.",
+                       f->submission_id);
+  for (size_t i = 0; rc == 0 && i < f->nwrites; i++) {
+    dg__sql_write(&sql, &f->writes[i], f->writes[i].id);
+    rc = run(conn, &sql, NULL, NULL, NULL, err);
+  }
+  dg__sql_free(&sql);
+  return rc;
+}
+
+int dg__sqlite_finish(dg__sqlite_conn_t *conn, dg_store_req_t *r) {
+  const dg_store_finish_t *f = r->in.finish;
+  int rc = begin(conn, &r->err);
+  if (rc == 0)
+    rc = end(conn, finish_locked(conn, f, &r->err), &r->err);
+  if (rc == 0)
+    r->result = json_pack("{s:s,s:s}", "submissionId", f->submission_id, "status",
+                          dg_store_submission_status_name(f->status));
+  return rc;
+}
+
+/* ---- Get ------------------------------------------------------------------------------------- */
+
+static int submission_row(sqlite3_stmt *st, void *data) {
+  static const char *const keys[] = {"submissionId", "dataModel", "entityId",  "operation",
+                                     "endpoint",     "system",    "status",    "failedAction",
+                                     "reason",       "createdAt", "finishedAt"};
+  json_t *s = json_object();
+  for (size_t i = 0; s != NULL && i < DG_ARRAY_SIZE(keys); i++) {
+    if (json_object_set_new(s, keys[i], text_or_null(st, (int)i)) != 0) {
+      json_decref(s);
+      s = NULL;
+    }
+  }
+  *(json_t **)data = s;
+  return s != NULL ? 0 : DG_ENOMEM;
+}
+
+int dg__sqlite_submission(dg__sqlite_conn_t *conn, dg_store_req_t *r) {
+  const dg_store_submission_get_t *g = r->in.submission;
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_sqlite);
+  dg__sql_put(&sql,
+              "SELECT id, model, entity_id, operation, endpoint, system, status, "
+              "failed_action, reason, created_at, finished_at FROM \"_dg_submissions\" WHERE ");
+  if (g->submission_id != NULL) {
+    dg__sql_put(&sql, "id = ");
+    dg__sql_bind_text(&sql, g->submission_id);
+  } else {
+    dg__sql_put(&sql, "model = ");
+    dg__sql_bind_text(&sql, g->model->name);
+    dg__sql_put(&sql, " AND entity_id = ");
+    dg__sql_bind_text(&sql, g->entity_id);
+    dg__sql_put(&sql, " ORDER BY rowid DESC LIMIT 1");
+  }
+  json_t *found = NULL;
+  int rc = run(conn, &sql, submission_row, &found, NULL, &r->err);
+  dg__sql_free(&sql);
+  if (rc == DG_ENOMEM)
+    rc = oom(&r->err);
+  if (rc == 0)
+    r->result = json_pack("{s:o}", "submission", found ? found : json_null());
+  else
+    json_decref(found);
+  return rc;
+}
+
+/* ---- Recovery at open ------------------------------------------------------------------------ */
+
+typedef struct running {
+  json_t *dead; /* ids */
+  const char *self;
+} running_t;
+
+static int running_row(sqlite3_stmt *st, void *data) {
+  running_t *rr = data;
+  if (json_array_size(rr->dead) >= INTERRUPTED_MAX ||
+      dg__store_owner_alive(text_at(st, 1), rr->self))
+    return 0;
+  return json_array_append_new(rr->dead, json_string(text_at(st, 0))) == 0 ? 0 : DG_ENOMEM;
+}
+
+static int mark_interrupted(dg__sqlite_conn_t *conn, dg__sql_t *sql, const char *id,
+                            dg_errctx_t *err) {
+  char now[32];
+  dg_time_iso8601(now, sizeof(now));
+  dg__sql_put(sql, "UPDATE \"_dg_submissions\" SET status = 'failed', reason = 'interrupted: the "
+                   "gateway process stopped before the save tree finished; the external system "
+                   "may hold part of the changes', finished_at = ");
+  dg__sql_bind_text(sql, now);
+  dg__sql_put(sql, " WHERE id = ");
+  dg__sql_bind_text(sql, id);
+  dg__sql_put(sql, " AND status = 'running'");
+  return run(conn, sql, NULL, NULL, NULL, err);
+}
+
+static int recover_locked(dg__sqlite_conn_t *conn, running_t *rr, dg_errctx_t *err) {
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_sqlite);
+  dg__sql_put(&sql, "SELECT id, owner FROM \"_dg_submissions\" WHERE status = 'running'");
+  int rc = run(conn, &sql, running_row, rr, NULL, err);
+  if (rc == DG_ENOMEM)
+    rc = oom(err);
+  for (size_t i = 0; rc == 0 && i < json_array_size(rr->dead); i++)
+    rc = mark_interrupted(conn, &sql, json_string_value(json_array_get(rr->dead, i)), err);
+  dg__sql_free(&sql);
+  return rc;
+}
+
+int dg__sqlite_recover_submissions(dg__sqlite_conn_t *conn, const char *self, json_t *notes,
+                                   dg_errctx_t *err) {
+  running_t rr = {.dead = json_array(), .self = self};
+  if (rr.dead == NULL)
+    return oom(err);
+  int rc = begin(conn, err);
+  if (rc == 0)
+    rc = end(conn, recover_locked(conn, &rr, err), err);
+  size_t n = json_array_size(rr.dead);
+  if (rc == 0 && n > 0)
+    json_array_append_new(
+        notes, json_pack("{s:s,s:I,s:O,s:s}", "event", "submissions_interrupted", "count",
+                         (json_int_t)n, "submissions", rr.dead, "msg",
+                         "submissions left running by a process that stopped are marked failed"));
+  json_decref(rr.dead);
+  return rc;
+}

@@ -1,0 +1,396 @@
+/* get_data_entry_form: the form that creates or modifies a record of a
+ * Data Model, as an Adaptive Card 1.5 or as a JSON field list, prefilled
+ * from initialValues (each key a field, each value of its type), from the
+ * record when id names one (with the outcome of its last submission), and
+ * from the fields' default values for a new record. A reference becomes a
+ * choice among the related records when there are few of them, otherwise
+ * a lookup: the related record's id, found with lookup_by_keyword. The
+ * stages, in order: check the arguments, read the record and its last
+ * submission, read the choices of each reference field, build the form. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datagate/tools.h"
+#include "tools/internal.h"
+
+/* A reference with more related records than this is a lookup. */
+#define MAX_REFERENCE_CHOICES 50
+
+static const char input_schema[] =
+    "{\"type\":\"object\",\"required\":[\"dataModelId\",\"format\"],"
+    "\"additionalProperties\":false,\"properties\":{"
+    "\"dataModelId\":{\"type\":\"string\",\"format\":\"uuid\",\"description\":\"Identifier of "
+    "a Data Model, from get_data_models\"},"
+    "\"format\":{\"type\":\"string\",\"enum\":[\"AdaptiveCard\",\"Json\"],\"description\":"
+    "\"AdaptiveCard (an Adaptive Card 1.5 for clients that render cards) or Json (a list of "
+    "fields)\"},"
+    "\"initialValues\":{\"type\":\"array\",\"maxItems\":256,\"description\":\"Values to prefill, "
+    "each {key, value} as strings; key is a property name from get_data_model_properties\","
+    "\"items\":{\"type\":\"object\",\"required\":[\"key\",\"value\"],"
+    "\"additionalProperties\":false,\"properties\":{"
+    "\"key\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128},"
+    "\"value\":{\"type\":\"string\",\"maxLength\":65536}}}},"
+    "\"id\":{\"type\":\"string\",\"format\":\"uuid\",\"description\":\"A record to modify: the "
+    "form is prefilled with its values; omit it for a new record\"}}}";
+
+static const char output_schema[] =
+    "{\"type\":\"object\",\"required\":[\"dataModelId\",\"name\",\"format\",\"formValues\"],"
+    "\"properties\":{"
+    "\"dataModelId\":{\"type\":\"string\",\"format\":\"uuid\"},"
+    "\"name\":{\"type\":\"string\"},"
+    "\"format\":{\"type\":\"string\",\"enum\":[\"AdaptiveCard\",\"Json\"]},"
+    "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+    "\"fields\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"key\","
+    "\"label\",\"type\",\"required\",\"value\"]}},"
+    "\"card\":{\"type\":\"object\"},"
+    "\"formValues\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"key\","
+    "\"value\"],\"properties\":{\"key\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"}}}},"
+    "\"lastSubmission\":{\"type\":[\"object\",\"null\"]},"
+    "\"instructions\":{\"type\":\"string\"}}}";
+
+static const char instructions[] =
+    "Fill in the fields with the user, then call submit_data_entry_form with this dataModelId, "
+    "the values as formValues [{key, value}] (key: the field's key; value: its text) and, to "
+    "modify the record, its id. Show the user what will be submitted and ask them to confirm "
+    "first: submitting changes data in external systems.";
+
+typedef enum form_stage { STAGE_RECORD, STAGE_SUBMISSION, STAGE_CHOICES, STAGE_BUILD } form_stage_t;
+
+/* One form, in the call's arena. */
+typedef struct form {
+  dg_tool_call_t *call;
+  dg_store_t *store;
+  const dg_model_t *model;
+  const char *id;
+  bool card;
+  dg__tools_form_value_t *initial;
+  size_t ninitial;
+  form_stage_t stage;
+  size_t ref; /* the property whose choices are read next */
+  json_t *record;
+  json_t *last;
+  json_t *choices; /* property name -> [{title, value}] */
+  dg_store_query_t q;
+} form_t;
+
+static void next(form_t *f);
+
+static void keep(form_t *f, json_t *v) {
+  dg_arena_defer(dg_tool_call_arena(f->call), (void (*)(void *))json_decref, v);
+}
+
+/* ---- Fields -------------------------------------------------------------------------------- */
+
+static bool on_form(const dg_principal_t *p, const dg_model_t *m, const dg_property_t *prop) {
+  return dg__tools_form_field(p, m, prop) && !prop->form.hidden;
+}
+
+static int by_sequence(const void *a, const void *b) {
+  const dg_property_t *x = *(const dg_property_t *const *)a, *y = *(const dg_property_t *const *)b;
+  if (x->form.sequence != y->form.sequence)
+    return x->form.sequence < y->form.sequence ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The value to show: given, else the record's, else the default for a new record. */
+static const char *field_value(form_t *f, const dg_property_t *p, char *buf, size_t size) {
+  for (size_t i = 0; i < f->ninitial; i++) {
+    if (f->initial[i].prop == p)
+      return dg__tools_form_text(f->initial[i].json, buf, size);
+  }
+  if (f->record != NULL)
+    return dg__tools_form_text(json_object_get(f->record, p->name), buf, size);
+  return p->form.default_value;
+}
+
+static json_t *string_choices(const dg_property_t *p) {
+  json_t *list = json_array();
+  for (size_t i = 0; list != NULL && i < p->nchoices; i++)
+    json_array_append_new(list,
+                          json_pack("{s:s,s:s}", "title", p->choices[i], "value", p->choices[i]));
+  return list;
+}
+
+static json_t *field(form_t *f, const dg_property_t *p) {
+  char buf[64];
+  const char *value = field_value(f, p, buf, sizeof(buf));
+  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:b,s:s?,s:s,s:s?}", "key", p->name, "label",
+                        p->form.label, "type", dg_data_type_name(p->type), "control",
+                        p->form.control, "required", p->required, "group", p->form.group,
+                        "description", p->description ? p->description : "", "value", value);
+  if (o == NULL)
+    return NULL;
+  json_t *choices = json_object_get(f->choices, p->name);
+  if (p->nchoices > 0)
+    json_object_set_new(o, "choices", string_choices(p));
+  else if (choices != NULL)
+    json_object_set(o, "choices", choices);
+  else if (p->type == DG_TYPE_REFERENCE)
+    json_object_set_new(o, "lookup",
+                        json_pack("{s:s?,s:s?,s:s}", "targetDataModelId",
+                                  p->reference->target ? p->reference->target->id : NULL,
+                                  "targetEntityType", p->reference->target_entity_type, "hint",
+                                  "the related record's id; find it with lookup_by_keyword"));
+  return o;
+}
+
+static json_t *fields(form_t *f) {
+  const dg_principal_t *p = dg_tool_call_principal(f->call);
+  const dg_property_t **list =
+      dg_arena_calloc(dg_tool_call_arena(f->call), f->model->nproperties + 1, sizeof(*list));
+  json_t *out = json_array();
+  if (list == NULL || out == NULL) {
+    json_decref(out);
+    return NULL;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < f->model->nproperties; i++) {
+    if (on_form(p, f->model, &f->model->properties[i]))
+      list[n++] = &f->model->properties[i];
+  }
+  qsort(list, n, sizeof(*list), by_sequence);
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(out, field(f, list[i]));
+  return out;
+}
+
+/* [{key, value}] of the fields that have a value: what to submit as is. */
+static json_t *form_values(const json_t *list) {
+  json_t *out = json_array();
+  size_t i;
+  json_t *fl;
+  json_array_foreach(list, i, fl) {
+    json_t *v = json_object_get(fl, "value");
+    if (json_is_string(v))
+      json_array_append_new(out,
+                            json_pack("{s:O,s:O}", "key", json_object_get(fl, "key"), "value", v));
+  }
+  return out;
+}
+
+static void build(form_t *f) {
+  json_t *list = fields(f);
+  json_t *r =
+      list ? json_pack("{s:s,s:s,s:s,s:o}", "dataModelId", f->model->id, "name", f->model->name,
+                       "format", f->card ? "AdaptiveCard" : "Json", "formValues", form_values(list))
+           : NULL;
+  if (r == NULL) {
+    json_decref(list);
+    dg_tool_call_failf(f->call, "The form could not be built: out of memory.");
+    return;
+  }
+  if (f->id != NULL)
+    json_object_set_new(r, "id", json_string(f->id));
+  if (f->id != NULL)
+    json_object_set(r, "lastSubmission", f->last ? f->last : json_null());
+  if (f->card)
+    json_object_set_new(r, "card", dg__tools_form_card(f->model, list, f->id));
+  json_object_set_new(r, "fields", list);
+  json_object_set_new(r, "instructions", json_string(instructions));
+  dg_tool_call_succeed(f->call, r);
+}
+
+/* ---- Reading the record and the choices ---------------------------------------------------------
+ */
+
+static void on_record(int status, json_t *answer, const dg_errctx_t *err, void *data) {
+  form_t *f = data;
+  json_t *result = status == 0 ? dg__tools_store_json(answer) : NULL;
+  json_decref(answer);
+  json_t *e = json_array_get(json_object_get(result, "entities"), 0);
+  if (status == 0 && e == NULL) {
+    json_decref(result);
+    dg_tool_call_failf(f->call,
+                       "Invalid argument 'id': there is no %s entity with id '%s'; leave id out "
+                       "for a new record.",
+                       f->model->name, f->id);
+    return;
+  }
+  if (status != 0) {
+    dg_tool_call_fail(f->call, err);
+    return;
+  }
+  f->record = dg__tools_record_values(f->model, json_object_get(e, "properties"));
+  keep(f, f->record);
+  json_decref(result);
+  f->stage = STAGE_SUBMISSION;
+  next(f);
+}
+
+static void on_submission(int status, json_t *result, const dg_errctx_t *err, void *data) {
+  form_t *f = data;
+  if (status != 0) {
+    dg_tool_call_fail(f->call, err);
+    return;
+  }
+  keep(f, result);
+  f->last = json_object_get(result, "submission");
+  f->stage = STAGE_CHOICES;
+  next(f);
+}
+
+static const dg_property_t *label_property(const dg_model_t *m) {
+  for (size_t i = 0; i < m->nproperties; i++) {
+    if (m->properties[i].keyword)
+      return &m->properties[i];
+  }
+  for (size_t i = 0; i < m->nproperties; i++) {
+    if (m->properties[i].type == DG_TYPE_STRING)
+      return &m->properties[i];
+  }
+  return NULL;
+}
+
+static void on_choices(int status, json_t *answer, const dg_errctx_t *err, void *data) {
+  form_t *f = data;
+  json_t *result = status == 0 ? dg__tools_store_json(answer) : NULL;
+  json_decref(answer);
+  status = status == 0 && result == NULL ? DG_ENOMEM : status;
+  const dg_property_t *p = &f->model->properties[f->ref];
+  json_t *list = json_object_get(result, "entities");
+  const dg_property_t *label = label_property(p->reference->target);
+  if (status == 0 && json_array_size(list) <= MAX_REFERENCE_CHOICES) {
+    json_t *choices = json_array();
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e) {
+      json_t *props = json_object_get(e, "properties");
+      const char *title =
+          label ? json_string_value(json_object_get(props, label->json_name)) : NULL;
+      json_t *id = json_object_get(e, "id");
+      json_array_append_new(choices, json_pack("{s:s,s:O}", "title",
+                                               title ? title : json_string_value(id), "value", id));
+    }
+    json_object_set_new(f->choices, p->name, choices);
+  }
+  /* A store that cannot list them leaves the field a lookup. */
+  json_decref(result);
+  (void)err;
+  f->ref++;
+  next(f);
+}
+
+/* The first related records of a reference field, sorted by their label. */
+static int read_choices(form_t *f, const dg_property_t *p, dg_errctx_t *err) {
+  const dg_model_t *target = p->reference->target;
+  dg_arena_t *arena = dg_tool_call_arena(f->call);
+  const dg_property_t *label = label_property(target);
+  const dg_property_t **props = dg_arena_calloc(arena, 2, sizeof(*props));
+  if (props == NULL)
+    return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+  props[0] = label;
+  memset(&f->q, 0, sizeof(f->q));
+  f->q = (dg_store_query_t){.model = target,
+                            .has_sort = label != NULL,
+                            .sort = {.prop = label},
+                            .page_number = 1,
+                            .page_size = MAX_REFERENCE_CHOICES + 1,
+                            .select = {.props = props, .nprops = label ? 1 : 0}};
+  return dg_store_query(f->store, &f->q, on_choices, f, NULL, err);
+}
+
+/* The next reference field whose related records the caller may read. */
+static const dg_property_t *next_reference(form_t *f) {
+  const dg_principal_t *p = dg_tool_call_principal(f->call);
+  for (; f->ref < f->model->nproperties; f->ref++) {
+    const dg_property_t *prop = &f->model->properties[f->ref];
+    if (prop->type == DG_TYPE_REFERENCE && on_form(p, f->model, prop) &&
+        prop->reference->target != NULL && dg_auth_can_read_model(p, prop->reference->target))
+      return prop;
+  }
+  return NULL;
+}
+
+/* Starts the next read, or builds the form when none is left. */
+static void next(form_t *f) {
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  int rc = 0;
+  if (f->stage == STAGE_RECORD && f->id == NULL)
+    f->stage = STAGE_CHOICES;
+  if (f->stage == STAGE_RECORD) {
+    dg_store_fetch_t *q = dg__tools_record_fetch(f->model, f->id, dg_tool_call_arena(f->call));
+    rc = q ? dg_store_fetch(f->store, q, on_record, f, NULL, &err) : DG_ENOMEM;
+  } else if (f->stage == STAGE_SUBMISSION) {
+    dg_store_submission_get_t *g = dg_arena_calloc(dg_tool_call_arena(f->call), 1, sizeof(*g));
+    if (g != NULL)
+      *g = (dg_store_submission_get_t){.model = f->model, .entity_id = f->id};
+    rc = g ? dg_store_submission(f->store, g, on_submission, f, NULL, &err) : DG_ENOMEM;
+  } else if (f->stage == STAGE_CHOICES && next_reference(f) != NULL) {
+    rc = read_choices(f, &f->model->properties[f->ref], &err);
+  } else {
+    build(f);
+    return;
+  }
+  if (rc != 0 && err.message[0] == '\0')
+    dg_errctx_set(&err, rc, "", "The form could not be read: %s.", dg_strerror(rc));
+  if (rc != 0)
+    dg_tool_call_fail(f->call, &err);
+}
+
+/* ---- Stages ---------------------------------------------------------------------------------- */
+
+static int check_args(form_t *f, dg_errctx_t *err) {
+  json_t *args = dg_tool_call_args(f->call);
+  const dg_principal_t *p = dg_tool_call_principal(f->call);
+  dg_arena_t *arena = dg_tool_call_arena(f->call);
+  f->model = dg_tools_model_arg(f->call, "dataModelId", err);
+  if (f->model == NULL)
+    return err->code;
+  if (!dg_auth_can_write_model(p, f->model))
+    return dg_errctx_set(err, DG_EPERM, "dataModelId",
+                         "Invalid argument 'dataModelId': you may read %s records but not create "
+                         "or modify them (none of your roles grants write access to '%s'), so "
+                         "there is no form to fill in.",
+                         f->model->name, f->model->name);
+  f->card = strcmp(json_string_value(json_object_get(args, "format")), "AdaptiveCard") == 0;
+  f->id = dg__tools_lower(arena, json_string_value(json_object_get(args, "id")));
+  f->choices = json_object();
+  if (f->choices == NULL)
+    return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+  keep(f, f->choices);
+  return dg__tools_form_values(p, f->model, json_object_get(args, "initialValues"), "initialValues",
+                               arena, &f->initial, &f->ninitial, err);
+}
+
+static void run(dg_tool_call_t *call) {
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  form_t *f = dg_arena_calloc(dg_tool_call_arena(call), 1, sizeof(*f));
+  if (f == NULL) {
+    dg_tool_call_failf(call, "The form could not be built: out of memory.");
+    return;
+  }
+  f->call = call;
+  if (check_args(f, &err) != 0) {
+    dg_tool_call_fail(call, &err);
+    return;
+  }
+  f->store = dg__tools_store(call);
+  if (f->store != NULL)
+    next(f);
+}
+
+const dg_tool_t dg_tool_get_data_entry_form = {
+    .name = "get_data_entry_form",
+    .title = "Get a data entry form",
+    .description =
+        "Returns the form that creates or modifies a record of a Data Model: format "
+        "AdaptiveCard gives an Adaptive Card 1.5 (card) to show in clients that render cards, "
+        "Json a list of fields (key, label, type, control, required, group, value, choices or "
+        "lookup). Prefill it with initialValues [{key, value}] (keys from "
+        "get_data_model_properties) and, to modify a record, its id (the form then holds the "
+        "record's values and lastSubmission, the outcome of its last submission). A reference "
+        "field lists the related records as choices, or asks for the related record's id "
+        "(lookup: find it with lookup_by_keyword). formValues is what to send to "
+        "submit_data_entry_form once the user has filled in and confirmed the form. Call "
+        "get_data_models first.",
+    .input_schema = input_schema,
+    .output_schema = output_schema,
+    .read_only = true,
+    .destructive = false,
+    .idempotent = true,
+    .open_world = false,
+    .run = run,
+};

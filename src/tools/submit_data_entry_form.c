@@ -1,0 +1,631 @@
+/* submit_data_entry_form: creates a record, or modifies the one named by
+ * id, and runs the save action tree of the model's endpoint. The stages,
+ * in order: check the arguments (write access, every key a field, every
+ * value of its type, required fields), record the submission with the
+ * record in one durable transaction (which also checks that referenced
+ * entities exist and returns the first outcome for a repeated idempotency
+ * key), read the record back, run the save tree against the upstream
+ * systems, record its outcome with the values it set, answer. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datagate/save.h"
+#include "datagate/tools.h"
+#include "tools/internal.h"
+
+static const char input_schema[] =
+    "{\"type\":\"object\",\"required\":[\"dataModelId\",\"formValues\"],"
+    "\"additionalProperties\":false,\"properties\":{"
+    "\"dataModelId\":{\"type\":\"string\",\"format\":\"uuid\",\"description\":\"Identifier of "
+    "the Data Model, from get_data_models; the same as used with get_data_entry_form\"},"
+    "\"system\":{\"type\":\"string\",\"enum\":[\"Corbi\",\"ChatGPT\",\"Claude\",\"Copilot\"],"
+    "\"description\":\"The assistant client that submits; recorded with the change\"},"
+    "\"formValues\":{\"type\":\"array\",\"maxItems\":256,\"description\":\"The values, each "
+    "{key, value} as strings; key is a field of the form (a property name from "
+    "get_data_model_properties); an empty value clears a field that is not a String\","
+    "\"items\":{\"type\":\"object\",\"required\":[\"key\",\"value\"],"
+    "\"additionalProperties\":false,\"properties\":{"
+    "\"key\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128},"
+    "\"value\":{\"type\":\"string\",\"maxLength\":65536}}}},"
+    "\"id\":{\"type\":\"string\",\"format\":\"uuid\",\"description\":\"The record to modify; "
+    "omit it to create a record\"},"
+    "\"idempotencyKey\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"
+    "\"description\":\"Any unique text for this submission: a retry with the same key returns "
+    "the first outcome instead of saving twice\"}}}";
+
+static const char output_schema[] =
+    "{\"type\":\"object\",\"required\":[\"submissionId\",\"dataModelId\",\"id\",\"created\","
+    "\"status\",\"replayed\"],\"properties\":{"
+    "\"submissionId\":{\"type\":\"string\",\"format\":\"uuid\"},"
+    "\"dataModelId\":{\"type\":\"string\",\"format\":\"uuid\"},"
+    "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
+    "\"created\":{\"type\":\"boolean\"},"
+    "\"system\":{\"type\":[\"string\",\"null\"]},"
+    "\"status\":{\"type\":\"string\",\"enum\":[\"succeeded\",\"failed\",\"running\"]},"
+    "\"replayed\":{\"type\":\"boolean\"},"
+    "\"endpoint\":{\"type\":[\"string\",\"null\"]},"
+    "\"failedAction\":{\"type\":[\"string\",\"null\"]},"
+    "\"reason\":{\"type\":[\"string\",\"null\"]},"
+    "\"message\":{\"type\":\"string\"},"
+    "\"actions\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
+    "\"warnings\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
+
+/* One submission, in the call's arena. */
+typedef struct submission {
+  dg_tool_call_t *call;
+  dg_store_t *store;
+  const dg_model_t *model;
+  const dg_endpoint_t *endpoint;
+  dg_store_submit_t sub;
+  json_t *head; /* the store's answer to the submit: id, created, status */
+  json_t *result;
+  dg_save_run_t *run;
+  bool canceled;
+  dg_store_finish_t fin;
+  json_t *warnings;
+} submission_t;
+
+static void on_finished(int status, json_t *result, const dg_errctx_t *err, void *data);
+
+/* ---- The answer ---------------------------------------------------------------------------- */
+
+static const char *message(const json_t *r) {
+  const char *status = json_string_value(json_object_get(r, "status"));
+  if (strcmp(status, "succeeded") == 0)
+    return json_is_null(json_object_get(r, "endpoint"))
+               ? "The record was saved."
+               : "The record was saved and its save actions succeeded in the external system.";
+  if (strcmp(status, "running") == 0)
+    return "The first submission with this idempotency key is still running; ask again later "
+           "with the same key for its outcome.";
+  return "The record was saved in the gateway, but its save actions failed (see failedAction and "
+         "reason; the actions list shows what ran). The external system may hold part of the "
+         "changes. Fix the cause and submit again with a new idempotency key.";
+}
+
+/* The common part of every answer. */
+static json_t *answer(submission_t *s, const char *status) {
+  json_t *r =
+      json_pack("{s:s,s:s,s:O,s:O,s:s?,s:s,s:b,s:s?}", "submissionId", s->sub.submission_id,
+                "dataModelId", s->model->id, "id", json_object_get(s->head, "id"), "created",
+                json_object_get(s->head, "created"), "system", s->sub.system, "status", status,
+                "replayed", 0, "endpoint", s->endpoint ? s->endpoint->name : NULL);
+  if (r != NULL && s->endpoint == NULL)
+    json_object_set_new(r, "message", json_string(message(r)));
+  return r;
+}
+
+/* A repeated idempotency key: the first outcome, marked as replayed. */
+static json_t *replay(submission_t *s) {
+  json_t *outcome = json_object_get(s->head, "outcome");
+  json_t *r = json_is_object(outcome) ? json_deep_copy(outcome) : NULL;
+  if (r == NULL) {
+    r = json_pack("{s:O,s:s,s:O,s:O,s:O,s:O,s:O}", "submissionId",
+                  json_object_get(s->head, "submissionId"), "dataModelId", s->model->id, "id",
+                  json_object_get(s->head, "id"), "created", json_object_get(s->head, "created"),
+                  "status", json_object_get(s->head, "status"), "failedAction",
+                  json_object_get(s->head, "failedAction"), "reason",
+                  json_object_get(s->head, "reason"));
+    if (r != NULL)
+      json_object_set_new(r, "message", json_string(message(r)));
+  }
+  if (r != NULL)
+    json_object_set_new(r, "replayed", json_true());
+  return r;
+}
+
+static void end(submission_t *s, json_t *result) {
+  if (result == NULL) {
+    dg_tool_call_failf(s->call,
+                       "The submission was recorded (%s), but its answer could not be "
+                       "built: out of memory.",
+                       s->sub.submission_id);
+    return;
+  }
+  dg_log_json(DG_LOG_INFO, "form_submitted",
+              json_pack("{s:s,s:s,s:s,s:O,s:O,s:b}", "request_id", dg_tool_call_request_id(s->call),
+                        "submission", s->sub.submission_id, "model", s->model->name, "id",
+                        json_object_get(result, "id"), "status", json_object_get(result, "status"),
+                        "replayed", json_is_true(json_object_get(result, "replayed"))));
+  dg_tool_call_succeed(s->call, result);
+}
+
+/* ---- Finishing
+ * ----------------------------------------------------------------------------------- */
+
+/* One record's changes as a store write; a value the property cannot hold
+ * is left out with a warning. False when out of memory. */
+static bool change_write(submission_t *s, const dg_model_t *m, const char *id, const json_t *values,
+                         dg_store_write_t *out) {
+  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  size_t n = json_object_size(values);
+  const dg_property_t **props = dg_arena_calloc(arena, n + 1, sizeof(*props));
+  dg_store_value_t *vals = dg_arena_calloc(arena, n + 1, sizeof(*vals));
+  if (props == NULL || vals == NULL)
+    return false;
+  size_t k = 0;
+  const char *key;
+  json_t *v;
+  json_object_foreach((json_t *)values, key, v) {
+    dg_errctx_t err;
+    props[k] = dg_model_property(m, key);
+    if (props[k] != NULL && dg_store_value_parse(props[k], v, key, arena, &vals[k], &err) == 0)
+      k++;
+    else
+      json_array_append_new(s->warnings, json_sprintf("%s %s: the save actions set %s to a value "
+                                                      "it cannot hold; it was not stored",
+                                                      m->name, id, key));
+  }
+  *out = (dg_store_write_t){.model = m,
+                            .mode = DG_STORE_UPDATE,
+                            .id = dg_arena_strdup(arena, id),
+                            .props = props,
+                            .values = vals,
+                            .nvalues = k};
+  return out->id != NULL;
+}
+
+/* The values the tree set ([{model, id, values}]), as store writes. */
+static dg_store_write_t *change_writes(submission_t *s, const json_t *changes, size_t *n) {
+  const dg_catalog_t *cat = dg_tool_call_catalog(s->call);
+  dg_store_write_t *w =
+      dg_arena_calloc(dg_tool_call_arena(s->call), json_array_size(changes) + 1, sizeof(*w));
+  size_t i, count = 0;
+  json_t *c;
+  json_array_foreach(changes, i, c) {
+    const dg_model_t *m =
+        dg_catalog_model_by_name(cat, json_string_value(json_object_get(c, "model")));
+    const char *id = json_string_value(json_object_get(c, "id"));
+    if (w != NULL && m != NULL && id != NULL &&
+        change_write(s, m, id, json_object_get(c, "values"), &w[count]))
+      count++;
+  }
+  *n = count;
+  return w;
+}
+
+static void on_tree(dg_save_run_t *run, const dg_save_outcome_t *o, void *data) {
+  submission_t *s = data;
+  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  s->run = NULL;
+  s->result = answer(s, o->succeeded ? "succeeded" : "failed");
+  json_t *tree = o->result;
+  json_object_set_new(s->result, "failedAction",
+                      o->failed_action ? json_string(o->failed_action) : json_null());
+  json_object_set_new(s->result, "reason", o->reason ? json_string(o->reason) : json_null());
+  json_object_set_new(s->result, "message", json_string(message(s->result)));
+  json_object_set(s->result, "actions", json_object_get(tree, "actions"));
+  json_array_extend(s->warnings, json_object_get(tree, "warnings"));
+  size_t n = 0;
+  dg_store_write_t *writes = change_writes(s, o->changes, &n);
+  json_object_set(s->result, "warnings", s->warnings);
+  char *outcome = json_dumps(s->result, JSON_COMPACT);
+  s->fin = (dg_store_finish_t){
+      .submission_id = s->sub.submission_id,
+      .status = o->succeeded ? DG_STORE_SUBMISSION_SUCCEEDED : DG_STORE_SUBMISSION_FAILED,
+      .failed_action = o->failed_action ? dg_arena_strdup(arena, o->failed_action) : NULL,
+      .reason = o->reason ? dg_arena_strdup(arena, o->reason) : NULL,
+      .outcome = outcome ? dg_arena_strdup(arena, outcome) : NULL,
+      .writes = writes,
+      .nwrites = n};
+  free(outcome);
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  if (dg_store_finish(s->store, &s->fin, on_finished, s, NULL, &err) != 0)
+    on_finished(err.code, NULL, &err, s);
+}
+
+static void on_finished(int status, json_t *result, const dg_errctx_t *err, void *data) {
+  submission_t *s = data;
+  json_decref(result);
+  if (status != 0)
+    json_array_append_new(json_object_get(s->result, "warnings"),
+                          json_sprintf("the outcome could not be recorded (%s); the submission "
+                                       "will show as interrupted after the next start",
+                                       err ? err->message : dg_strerror(status)));
+  json_t *r = s->result;
+  s->result = NULL;
+  end(s, r);
+}
+
+/* ---- The save tree
+ * ---------------------------------------------------------------------------------- */
+
+/* Answers up to this size are read on the loop; larger ones (long child
+ * lists) on the threadpool. */
+#define INLINE_PARSE_BYTES (16u * 1024u)
+
+typedef struct load {
+  submission_t *s;
+  dg_store_query_t q;
+  dg_store_group_t group;
+  dg_store_filter_t filter;
+  dg_save_loaded_fn done;
+  void *token;
+  json_t *answer;  /* the store's answer while it is read on the threadpool */
+  json_t *records; /* [{id, values}] */
+  uv_work_t work;
+} load_t;
+
+/* The store's answer as the records the save tree takes. Touches only the
+ * answer and the immutable catalog, so it may run on a worker thread. */
+static json_t *records_of(const dg_model_t *m, json_t *answer) {
+  json_t *result = dg__tools_store_json(answer);
+  json_t *records = result ? json_array() : NULL;
+  size_t i;
+  json_t *e;
+  json_array_foreach(json_object_get(result, "entities"), i, e) {
+    json_array_append_new(records,
+                          json_pack("{s:O,s:o}", "id", json_object_get(e, "id"), "values",
+                                    dg__tools_record_values(m, json_object_get(e, "properties"))));
+  }
+  json_decref(result);
+  return records;
+}
+
+static void records_work(uv_work_t *w) {
+  load_t *l = w->data;
+  l->records = records_of(l->q.model, l->answer);
+}
+
+static void records_done(uv_work_t *w, int status) {
+  load_t *l = w->data;
+  json_decref(l->answer);
+  l->answer = NULL;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  if (l->records == NULL)
+    dg_errctx_set(&err, DG_ENOMEM, "", "the list could not be read: out of memory");
+  l->done(l->token, l->records ? 0 : DG_ENOMEM, l->records, &err);
+}
+
+static void on_children(int status, json_t *answer, const dg_errctx_t *err, void *data) {
+  load_t *l = data;
+  const json_t *text = status == 0 ? dg_json_raw_text(answer) : NULL;
+  if (text != NULL && json_string_length(text) > INLINE_PARSE_BYTES) {
+    l->answer = answer;
+    l->work.data = l;
+    if (uv_queue_work(dg_tool_call_loop(l->s->call), &l->work, records_work, records_done) == 0)
+      return;
+    l->answer = NULL;
+  }
+  json_t *records = status == 0 ? records_of(l->q.model, answer) : NULL;
+  json_decref(answer);
+  dg_errctx_t oom;
+  const dg_errctx_t *why = err;
+  dg_errctx_clear(&oom);
+  if (status == 0 && records == NULL) {
+    status = dg_errctx_set(&oom, DG_ENOMEM, "", "the list could not be read: out of memory");
+    why = &oom;
+  }
+  l->done(l->token, status, records, why);
+}
+
+/* The records of a child list: those whose inverse reference names the parent. */
+static int load_children(void *data, const dg_child_config_t *c, const char *parent_id,
+                         unsigned max, dg_save_loaded_fn done, void *token, dg_errctx_t *err) {
+  submission_t *s = data;
+  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  load_t *l = dg_arena_calloc(arena, 1, sizeof(*l));
+  const dg_model_t *m = c->list->reference->target;
+  if (l == NULL || dg__tools_stored_select(m, arena, &l->q.select) != 0)
+    return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+  l->s = s;
+  l->done = done;
+  l->token = token;
+  l->filter = (dg_store_filter_t){
+      .op = DG_STORE_OP_EQ,
+      .model = m,
+      .prop = dg_model_property(m, c->list->reference->inverse_property),
+      .value = {.kind = DG_STORE_TEXT, .text = parent_id, .len = strlen(parent_id)}};
+  l->group = (dg_store_group_t){.filters = &l->filter, .nfilters = 1};
+  l->q.model = m;
+  l->q.filters = (dg_store_filters_t){.groups = &l->group, .ngroups = 1};
+  l->q.has_sort = c->order_by != NULL;
+  l->q.sort.prop = c->order_by;
+  l->q.page_number = 1;
+  l->q.page_size = (int64_t)max + 1;
+  return dg_store_query(s->store, &l->q, on_children, l, NULL, err);
+}
+
+/* The caller left (or the call timed out): the tree stops, and its
+ * outcome is still recorded before the call ends. */
+static void on_cancel(dg_tool_call_t *call, void *data) {
+  submission_t *s = data;
+  s->canceled = true;
+  dg_save_cancel(s->run);
+}
+
+/* Ends the submission as failed before its tree ran. */
+static void fail_early(submission_t *s, const char *what, const char *why) {
+  dg_save_outcome_t out = {.failed_action = what,
+                           .reason = why,
+                           .result = json_pack("{s:[],s:[]}", "actions", "warnings"),
+                           .changes = json_array()};
+  on_tree(NULL, &out, s);
+  json_decref(out.result);
+  json_decref(out.changes);
+}
+
+static void start_tree(submission_t *s, const json_t *values) {
+  dg_tools_env_t *env = dg_tools_env(s->call);
+  dg_save_options_t o = {.loop = dg_tool_call_loop(s->call),
+                         .cat = dg_tool_call_catalog(s->call),
+                         .endpoint = s->endpoint,
+                         .create = s->sub.write.mode == DG_STORE_CREATE,
+                         .id = json_string_value(json_object_get(s->head, "id")),
+                         .values = values,
+                         .upstream = dg_save_upstream_connectors(env->connectors),
+                         .loader = {.load = load_children, .data = s},
+                         .request_id = dg_tool_call_request_id(s->call)};
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  /* The caller left before the record was read back: nothing was sent. */
+  if (s->canceled) {
+    fail_early(s, s->endpoint->root->title, "the call was canceled before the save actions ran");
+    return;
+  }
+  if (env->connectors == NULL) {
+    fail_early(s, s->endpoint->root->title, "the connector client is not running in this gateway");
+    return;
+  }
+  if (dg_save_run(&o, on_tree, s, &s->run, &err) != 0)
+    fail_early(s, s->endpoint->root->title, err.message);
+}
+
+static void on_fetched(int status, json_t *answer, const dg_errctx_t *err, void *data) {
+  submission_t *s = data;
+  json_t *result = status == 0 ? dg__tools_store_json(answer) : NULL;
+  json_decref(answer);
+  json_t *e = json_array_get(json_object_get(result, "entities"), 0);
+  json_t *values = e ? dg__tools_record_values(s->model, json_object_get(e, "properties")) : NULL;
+  if (values != NULL)
+    start_tree(s, values);
+  else
+    fail_early(s, s->endpoint->root->title,
+               status != 0 && err ? err->message
+                                  : "the record was deleted before its save actions could run");
+  json_decref(values);
+  json_decref(result);
+}
+
+static void on_submitted(int status, json_t *result, const dg_errctx_t *err, void *data) {
+  submission_t *s = data;
+  if (status != 0) {
+    dg_tool_call_fail(s->call, err);
+    return;
+  }
+  s->head = result;
+  dg_arena_defer(dg_tool_call_arena(s->call), (void (*)(void *))json_decref, result);
+  if (json_is_true(json_object_get(result, "replayed"))) {
+    end(s, replay(s));
+    return;
+  }
+  if (s->endpoint == NULL) {
+    end(s, answer(s, "succeeded"));
+    return;
+  }
+  dg_errctx_t e;
+  dg_errctx_clear(&e);
+  dg_store_fetch_t *f = dg__tools_record_fetch(
+      s->model, json_string_value(json_object_get(result, "id")), dg_tool_call_arena(s->call));
+  int rc = f ? dg_store_fetch(s->store, f, on_fetched, s, NULL, &e) : DG_ENOMEM;
+  if (rc != 0)
+    on_fetched(rc, NULL, f ? &e : NULL, s);
+}
+
+/* ---- Checking the arguments
+ * ------------------------------------------------------------------------ */
+
+static bool has_value(const dg__tools_form_value_t *v) {
+  return v->value.kind != DG_STORE_NULL && !(v->value.kind == DG_STORE_TEXT && v->value.len == 0);
+}
+
+/* A new record needs every required field: given, or its form default. */
+static int add_defaults(submission_t *s, const dg_principal_t *p, dg__tools_form_value_t *vals,
+                        size_t *n, dg_errctx_t *err) {
+  char missing[1024] = "";
+  size_t len = 0;
+  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  for (size_t i = 0; i < s->model->nproperties; i++) {
+    const dg_property_t *prop = &s->model->properties[i];
+    bool given = false;
+    for (size_t j = 0; j < *n && !given; j++)
+      given = vals[j].prop == prop && has_value(&vals[j]);
+    if (given || !dg__tools_form_field(p, s->model, prop))
+      continue;
+    json_t *d = prop->form.default_value ? json_string(prop->form.default_value) : NULL;
+    dg_errctx_t ignored;
+    if (d != NULL &&
+        dg_store_value_parse(prop, d, "default", arena, &vals[*n].value, &ignored) == 0) {
+      vals[*n].prop = prop;
+      vals[*n].json = d;
+      dg_arena_defer(arena, (void (*)(void *))json_decref, d);
+      (*n)++;
+      continue;
+    }
+    json_decref(d);
+    if (prop->required && len + 1 < sizeof(missing)) {
+      int w = snprintf(missing + len, sizeof(missing) - len, "%s%s", len ? ", " : "", prop->name);
+      len = w > 0 && (size_t)w < sizeof(missing) - len ? len + (size_t)w : sizeof(missing) - 1;
+    }
+  }
+  if (len > 0)
+    return dg_errctx_set(err, DG_EINVAL, "formValues",
+                         "Invalid argument 'formValues': a new %s record needs a value for every "
+                         "required field; missing: %s.",
+                         s->model->name, missing);
+  return 0;
+}
+
+/* A modified record keeps its required fields: none may be cleared. */
+static int check_cleared(const dg__tools_form_value_t *vals, size_t n, dg_errctx_t *err) {
+  for (size_t i = 0; i < n; i++) {
+    if (vals[i].prop->required && !has_value(&vals[i]))
+      return dg_errctx_set(err, DG_EINVAL, vals[i].param,
+                           "Invalid argument '%s': '%s' is required and cannot be cleared; give "
+                           "a value.",
+                           vals[i].param, vals[i].prop->name);
+  }
+  return 0;
+}
+
+/* What was asked, for comparing a retry with the same idempotency key. */
+static const char *fingerprint(submission_t *s, const json_t *args) {
+  static const char hex[] = "0123456789abcdef";
+  json_t *what = json_pack("{s:s,s:O?,s:O?,s:O?}", "dataModelId", s->model->id, "id",
+                           json_object_get(args, "id"), "system", json_object_get(args, "system"),
+                           "formValues", json_object_get(args, "formValues"));
+  char *text = what ? json_dumps(what, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+  json_decref(what);
+  if (text == NULL)
+    return NULL;
+  unsigned char d[32];
+  char out[65];
+  dg_sha256(text, strlen(text), d);
+  free(text);
+  for (size_t i = 0; i < 32; i++) {
+    out[2 * i] = hex[d[i] >> 4];
+    out[2 * i + 1] = hex[d[i] & 15];
+  }
+  out[64] = '\0';
+  return dg_arena_strdup(dg_tool_call_arena(s->call), out);
+}
+
+static void add_refs(submission_t *s, const dg__tools_form_value_t *vals, size_t n) {
+  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  dg_store_ref_check_t *refs = dg_arena_calloc(arena, n + 1, sizeof(*refs));
+  size_t k = 0;
+  for (size_t i = 0; refs != NULL && i < n; i++) {
+    const dg_property_t *p = vals[i].prop;
+    if (p->type == DG_TYPE_REFERENCE && p->reference->target != NULL && has_value(&vals[i]))
+      refs[k++] = (dg_store_ref_check_t){p->reference->target, vals[i].value.text, vals[i].param};
+  }
+  s->sub.refs = refs;
+  s->sub.nrefs = k;
+}
+
+/* The checked form values, with the defaults of a new record; *all has
+ * room for one more value per property. */
+static int checked_values(submission_t *s, bool create, dg__tools_form_value_t **all, size_t *n,
+                          dg_errctx_t *err) {
+  const dg_principal_t *p = dg_tool_call_principal(s->call);
+  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  json_t *items = json_object_get(dg_tool_call_args(s->call), "formValues");
+  dg__tools_form_value_t *vals = NULL;
+  int rc = dg__tools_form_values(p, s->model, items, "formValues", arena, &vals, n, err);
+  *all = rc == 0 ? dg_arena_calloc(arena, *n + s->model->nproperties + 1, sizeof(**all)) : NULL;
+  if (rc == 0 && *all == NULL)
+    rc = dg_errctx_set(err, DG_ENOMEM, "formValues", "out of memory");
+  if (rc != 0)
+    return rc;
+  memcpy(*all, vals, *n * sizeof(**all));
+  return create ? add_defaults(s, p, *all, n, err) : check_cleared(*all, *n, err);
+}
+
+/* The record's write: CREATE, or UPDATE of the given id. */
+static int record_write(submission_t *s, const char *id, const dg__tools_form_value_t *all,
+                        size_t n, dg_errctx_t *err) {
+  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  const dg_property_t **props = dg_arena_calloc(arena, n + 1, sizeof(*props));
+  dg_store_value_t *values = dg_arena_calloc(arena, n + 1, sizeof(*values));
+  if (props == NULL || values == NULL)
+    return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    props[i] = all[i].prop;
+    values[i] = all[i].value;
+  }
+  s->sub.write = (dg_store_write_t){.model = s->model,
+                                    .mode = id ? DG_STORE_UPDATE : DG_STORE_CREATE,
+                                    .id = id ? dg__tools_lower(arena, id) : NULL,
+                                    .props = props,
+                                    .values = values,
+                                    .nvalues = n};
+  return 0;
+}
+
+static int check_args(submission_t *s, dg_errctx_t *err) {
+  json_t *args = dg_tool_call_args(s->call);
+  s->model = dg_tools_model_arg(s->call, "dataModelId", err);
+  if (s->model == NULL)
+    return err->code;
+  if (!dg_auth_can_write_model(dg_tool_call_principal(s->call), s->model))
+    return dg_errctx_set(err, DG_EPERM, "dataModelId",
+                         "Invalid argument 'dataModelId': you may read %s records but not create "
+                         "or modify them (none of your roles grants write access to '%s').",
+                         s->model->name, s->model->name);
+  const char *id = json_string_value(json_object_get(args, "id"));
+  dg__tools_form_value_t *all = NULL;
+  size_t n = 0;
+  int rc = checked_values(s, id == NULL, &all, &n, err);
+  if (rc == 0)
+    rc = record_write(s, id, all, n, err);
+  if (rc != 0)
+    return rc;
+  add_refs(s, all, n);
+  s->sub.fingerprint = fingerprint(s, args);
+  return s->sub.fingerprint ? 0 : dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+}
+
+static int start(submission_t *s, dg_errctx_t *err) {
+  int rc = check_args(s, err);
+  if (rc != 0)
+    return rc;
+  json_t *args = dg_tool_call_args(s->call);
+  char *id = dg_arena_alloc(dg_tool_call_arena(s->call), DG_UUID_LEN + 1);
+  s->warnings = json_array();
+  if (id == NULL || s->warnings == NULL)
+    return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+  dg_arena_defer(dg_tool_call_arena(s->call), (void (*)(void *))json_decref, s->warnings);
+  dg_uuid_v4(id);
+  s->endpoint = dg_catalog_form_endpoint(dg_tool_call_catalog(s->call), s->model);
+  s->sub.submission_id = id;
+  s->sub.endpoint = s->endpoint ? s->endpoint->name : NULL;
+  s->sub.system = json_string_value(json_object_get(args, "system"));
+  s->sub.principal = dg_principal_name(dg_tool_call_principal(s->call));
+  s->sub.idempotency_key = json_string_value(json_object_get(args, "idempotencyKey"));
+  rc = dg_store_submit(s->store, &s->sub, on_submitted, s, NULL, err);
+  if (rc == 0)
+    dg_tool_call_on_cancel(s->call, on_cancel, s);
+  return rc;
+}
+
+static void run(dg_tool_call_t *call) {
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  submission_t *s = dg_arena_calloc(dg_tool_call_arena(call), 1, sizeof(*s));
+  if (s == NULL) {
+    dg_tool_call_failf(call, "The form could not be submitted: out of memory.");
+    return;
+  }
+  s->call = call;
+  s->store = dg__tools_store(call);
+  if (s->store != NULL && start(s, &err) != 0)
+    dg_tool_call_fail(call, &err);
+}
+
+const dg_tool_t dg_tool_submit_data_entry_form = {
+    .name = "submit_data_entry_form",
+    .title = "Submit a data entry form",
+    .description =
+        "DESTRUCTIVE: creates or modifies a record and runs the model's save actions, which "
+        "change data in external systems. Before calling it, show the user the values you will "
+        "submit and ask them to confirm; call it only after they agree. Without id it creates a "
+        "record; with id it modifies that record (only the given fields change). formValues is "
+        "an array of {key, value} strings: key is a field from get_data_entry_form (a property "
+        "name from get_data_model_properties), value its text (12.5, true, 2024-03-01, a GUID "
+        "for a reference, found with lookup_by_keyword); an empty value clears a field. Give "
+        "system (the assistant client you are) and an idempotencyKey unique to this submission: "
+        "a retry with the same key returns the first outcome instead of saving twice. Invalid "
+        "values are refused with an error naming the field and nothing is written. The answer "
+        "has status succeeded or failed with failedAction, reason and every save action's "
+        "status. Call get_data_entry_form first.",
+    .input_schema = input_schema,
+    .output_schema = output_schema,
+    .read_only = false,
+    .destructive = true,
+    .idempotent = false,
+    .open_world = true,
+    .run = run,
+};

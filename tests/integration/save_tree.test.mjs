@@ -1,0 +1,270 @@
+// The save action tree end to end through the official MCP client against
+// the mock commerce system of tests/upstream/: the seed's worked order
+// edit over REST (begin, the calculated order id and per-line session
+// values, child saves in order, the commit) and over GraphQL (Multiple
+// Lists), with the exact URLs and bodies the upstream received and the
+// values written back to the records; lists of unequal length; a failure
+// in each phase stopping the tree; a create the tree does not run for;
+// and a gateway killed in the middle of a tree, whose record shows the
+// failure after a restart.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+
+import { Gateway, makeConfig, readJson, TOKENS, writeJson } from './lib/gateway.mjs';
+import { requestsTo, startMock } from './lib/upstream.mjs';
+import {
+  call, CREDS, entity, ENV, ORDER_LINES, ORDERS, pointAt, sampleData, structured, values,
+} from './lib/forms.mjs';
+
+let mock;
+const started = [];
+
+before(async () => {
+  mock = await startMock({ credentials: CREDS });
+});
+after(async () => {
+  for (const s of started) {
+    await s.gw.stop();
+    s.config.remove();
+  }
+  await mock?.close();
+});
+
+async function gateway(more) {
+  const config = makeConfig({ edit: pointAt(mock.base, more) });
+  const gw = await Gateway.start({ config, env: ENV });
+  started.push({ gw, config });
+  return gw;
+}
+
+// The GraphQL endpoints save the forms of Orders instead of the REST ones.
+function useGraphql(dir) {
+  const file = path.join(dir, 'endpoints.json');
+  const doc = readJson(file);
+  for (const e of doc.endpoints) e.formSubmit = e.name === 'OrderEditGraphql';
+  writeJson(file, doc);
+}
+
+// An order of the sample with its lines as the commerce system lists them.
+function sampleOrder(number) {
+  const order = sampleData('Orders').find((o) => o.OrderNumber === number);
+  const lines = sampleData('OrderLines').filter((l) => l.Order === order.id);
+  return { order, lines };
+}
+
+function submitOrder(gw, id, formValues, extra = {}) {
+  return call(gw, 'submit_data_entry_form', { dataModelId: ORDERS, id, system: 'Claude', formValues, ...extra });
+}
+
+const erp = (p) => `/erp${p}`;
+const bySku = (a, b) => (a.SKU < b.SKU ? -1 : a.SKU > b.SKU ? 1 : 0);
+
+describe('the REST order edit', () => {
+  let gw;
+  before(async () => {
+    gw = await gateway();
+  });
+
+  it('begins the edit, sets each line with its line item id in SKU order, commits, and writes the results back', async () => {
+    mock.upstream.control({ reset: true });
+    const { order, lines } = sampleOrder('SO-1002');
+    // A line changed through its own form first (OrderLines have no save tree).
+    const changed = lines[1];
+    structured(await call(gw, 'submit_data_entry_form', { dataModelId: ORDER_LINES, id: changed.id,
+      formValues: values({ Quantity: 6 }) }));
+    const quantity = (l) => (l.id === changed.id ? 6 : l.Quantity);
+    const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    assert.equal(r.status, 'succeeded', JSON.stringify(r));
+    assert.equal(r.endpoint, 'OrderEdit');
+    // What the commerce system received, exactly.
+    const seen = mock.upstream.log.filter((q) => q.path.startsWith('/erp/orders/SO-1002/edits'));
+    const calc = 'calc-1';
+    const itemId = (l) => `cli-1-${lines.indexOf(l) + 1}`; // the commerce system's order of lines
+    const want = [
+      { path: erp('/orders/SO-1002/edits/begin.json'), body: JSON.stringify({ reason: 'datagate form edit', status: 'Open' }) },
+      ...[...lines].sort(bySku).map((l) => ({ path: erp(`/orders/SO-1002/edits/${calc}/line_items/${itemId(l)}.json`),
+        body: JSON.stringify({ lineItem: { quantity: quantity(l) } }) })),
+      { path: erp(`/orders/SO-1002/edits/${calc}/commit.json`), body: '' },
+    ];
+    assert.deepEqual(seen.map((q) => ({ path: q.path, body: q.body })), want);
+    assert.ok(seen.every((q) => q.method === 'POST' && q.headers.authorization === `Bearer ${CREDS.erpToken}`));
+    // The result: every action in execution order with its upstream call.
+    assert.deepEqual(r.actions.map((a) => [a.type === 'ChildSaves' ? 'ChildSaves' : a.title, a.status]), [
+      ['Begin Order Edit', 'succeeded'], ['Extract Edit Session', 'succeeded'], ['ChildSaves', 'succeeded'],
+      ['Save Line Changes', 'succeeded']]);
+    assert.equal(r.actions[0].upstream.status, 200);
+    assert.equal(r.actions[1].sessionValues.CalculatedOrderId, calc);
+    assert.deepEqual(r.actions[1].matched.LineItemId, { list: 'OrderLines', items: lines.length, matchedItems: lines.length,
+      records: lines.length, listRecords: lines.length });
+    assert.deepEqual(r.actions[2].saves.map((s) => s.id), [...lines].sort(bySku).map((l) => l.id));
+    // Values written back: the session values and the response mappings.
+    const total = Math.round(lines.reduce((s, l) => s + quantity(l) * l.UnitPrice, 0) * 100) / 100;
+    const o = await entity(gw, ORDERS, order.id);
+    assert.equal(o.calculatedOrderId, calc);
+    assert.equal(o.amount, total);
+    assert.equal(o.status, 'Open');
+    for (const l of lines) {
+      const e = await entity(gw, ORDER_LINES, l.id);
+      assert.equal(e.lineItemId, itemId(l));
+      assert.equal(e.unitPrice, l.UnitPrice);
+    }
+    const f = structured(await call(gw, 'get_data_entry_form', { dataModelId: ORDERS, format: 'Json', id: order.id }));
+    assert.equal(f.lastSubmission.status, 'succeeded');
+    assert.equal(f.lastSubmission.endpoint, 'OrderEdit');
+  });
+
+  it('saves a long list of children (120 lines, read from the store off the loop)', async () => {
+    mock.upstream.control({ reset: true });
+    const { order, lines } = sampleOrder('SO-1001');
+    const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    assert.equal(r.status, 'succeeded', JSON.stringify(r).slice(0, 2000));
+    const children = r.actions.find((a) => a.type === 'ChildSaves');
+    assert.equal(children.count, lines.length);
+    assert.equal(children.saves.length, 100); // detailed up to 100
+    assert.equal(children.omitted, lines.length - 100);
+    assert.equal(requestsTo(mock, erp('/orders/SO-1001/edits/begin.json')).length, 1);
+    assert.equal(mock.upstream.log.filter((q) => q.path.includes('/line_items/')).length, lines.length);
+    for (const l of lines.slice(0, 5))
+      assert.match((await entity(gw, ORDER_LINES, l.id)).lineItemId, /^cli-1-\d+$/);
+  });
+
+  it('does not run the tree when a form creates an order (the edit is for existing orders)', async () => {
+    mock.upstream.control({ reset: true });
+    const r = structured(await call(gw, 'submit_data_entry_form', { dataModelId: ORDERS,
+      formValues: values({ OrderNumber: `SO-${randomUUID().slice(0, 8)}` }) }));
+    assert.equal(r.status, 'succeeded');
+    assert.equal(r.created, true);
+    assert.ok(r.actions.every((a) => a.status === 'skipped'));
+    assert.equal(r.actions[0].reason, 'the action runs only when a record is modified');
+    assert.equal(mock.upstream.log.length, 0);
+  });
+
+  describe('a failure stops the tree', () => {
+    const { order, lines } = sampleOrder('SO-1019');
+    const sorted = [...lines].sort(bySku);
+    const calc = 'calc-1';
+    const begin = erp('/orders/SO-1019/edits/begin.json');
+    const commit = erp(`/orders/SO-1019/edits/${calc}/commit.json`);
+    const linePath = (l) => erp(`/orders/SO-1019/edits/${calc}/line_items/cli-1-${lines.indexOf(l) + 1}.json`);
+    const statuses = (r) => r.actions.map((a) => a.status);
+
+    it('in the root action', async () => {
+      mock.upstream.control({ reset: true, script: { path: begin, responses: [{ status: 503, json: { error: 'edits are paused' } }] } });
+      const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+      assert.equal(r.status, 'failed');
+      assert.equal(r.failedAction, 'Begin Order Edit (/endpoints/0/save)');
+      assert.match(r.reason, /^upstream 'SampleErp' POST http:\/\/127\.0\.0\.1:\d+\/erp\/orders\/SO-1019\/edits\/begin\.json answered 503/);
+      assert.deepEqual(statuses(r), ['failed', 'skipped', 'skipped', 'skipped']);
+      assert.equal(r.actions[0].upstream.status, 503);
+      assert.equal(r.actions[0].upstream.excerpt, '{"error":"edits are paused"}');
+      assert.equal(mock.upstream.log.length, 1);
+      // The record keeps the submitted value and shows the failure.
+      assert.equal((await entity(gw, ORDERS, order.id)).status, 'Open');
+      const f = structured(await call(gw, 'get_data_entry_form', { dataModelId: ORDERS, format: 'Json', id: order.id }));
+      assert.equal(f.lastSubmission.status, 'failed');
+      assert.equal(f.lastSubmission.failedAction, r.failedAction);
+      assert.equal(f.lastSubmission.reason, r.reason);
+    });
+
+    it('in a child save: the later children and the commit do not run', async () => {
+      mock.upstream.control({ reset: true, script: { path: linePath(sorted[1]), responses: [{ status: 422, json: { error: 'quantity' } }] } });
+      const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+      assert.equal(r.status, 'failed');
+      assert.equal(r.failedAction, 'Set Line Quantity (/endpoints/1/save)');
+      assert.deepEqual(statuses(r), ['succeeded', 'succeeded', 'failed', 'skipped']);
+      const children = r.actions[2];
+      assert.deepEqual(children.saves.map((s) => [s.id, s.status]), [[sorted[0].id, 'succeeded'], [sorted[1].id, 'failed']]);
+      assert.equal(children.notStarted, lines.length - 2);
+      assert.equal(children.saves[1].actions[0].upstream.status, 422);
+      assert.deepEqual(mock.upstream.log.map((q) => q.path), [begin, linePath(sorted[0]), linePath(sorted[1])]);
+    });
+
+    it('in a post-child action', async () => {
+      mock.upstream.control({ reset: true, script: { path: commit, responses: [{ status: 409, json: { error: 'locked' } }] } });
+      const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+      assert.equal(r.status, 'failed');
+      assert.equal(r.failedAction, 'Save Line Changes (/endpoints/0/save/actions/1)');
+      assert.deepEqual(statuses(r), ['succeeded', 'succeeded', 'succeeded', 'failed']);
+      assert.equal(mock.upstream.log.length, lines.length + 2);
+    });
+  });
+});
+
+describe('the GraphQL order edit', () => {
+  let gw;
+  before(async () => {
+    gw = await gateway(useGraphql);
+  });
+
+  it('matches the disconnected original and calculated lists by position (Multiple Lists)', async () => {
+    mock.upstream.control({ reset: true });
+    const { order, lines } = sampleOrder('SO-1003');
+    const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    assert.equal(r.status, 'succeeded', JSON.stringify(r));
+    assert.equal(r.endpoint, 'OrderEditGraphql');
+    const bodies = requestsTo(mock, '/erp/graphql', 'POST').map((q) => JSON.parse(q.body));
+    const calcLine = (l) => `gid://shop/CalculatedLineItem/1-${lines.indexOf(l) + 1}`;
+    assert.deepEqual(bodies.map((b) => [b.operationName, b.variables]), [
+      ['orderEditBegin', { id: 'gid://shop/Order/SO-1003' }],
+      ...[...lines].sort((a, b) => (a.id < b.id ? -1 : 1)).map((l) => ['orderEditSetQuantity',
+        { id: 'gid://shop/CalculatedOrder/1', lineItemId: calcLine(l), quantity: l.Quantity }]),
+      ['orderEditCommit', { id: 'gid://shop/CalculatedOrder/1' }],
+    ]);
+    assert.match(bodies[0].query, /^mutation orderEditBegin/);
+    for (const l of lines)
+      assert.equal((await entity(gw, ORDER_LINES, l.id)).calculatedLineItemId, calcLine(l));
+    const total = Math.round(lines.reduce((s, l) => s + l.Quantity * l.UnitPrice, 0) * 100) / 100;
+    assert.equal((await entity(gw, ORDERS, order.id)).amount, total);
+  });
+
+  it('skips a Multiple Lists extraction whose lists differ in length, with a warning logged and reported', async () => {
+    const { order, lines } = sampleOrder('SO-1003');
+    const edges = (list) => ({ edges: list.map((node) => ({ node })) });
+    mock.upstream.control({ reset: true, script: { path: '/erp/graphql', responses: [{ status: 200, json: { data: { orderEditBegin: {
+      calculatedOrder: { id: 'gid://shop/CalculatedOrder/9',
+        originalOrder: { lineItems: edges(lines.map((l) => ({ id: l.id }))) },
+        lineItems: edges(lines.slice(1).map((l, k) => ({ id: `gid://x/${k}` }))) } } } } }] } });
+    const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    const warning = `CalculatedLineItemId: the lists have different numbers of items (original ${lines.length}, calculated ${lines.length - 1}); the extraction is skipped`;
+    assert.deepEqual(r.actions[1].warnings, [warning]);
+    assert.ok(r.warnings.some((w) => w.endsWith(warning)));
+    await gw.waitForLog((l) => l.event === 'session_values_skipped' && l.msg === warning);
+    // Without their value the child saves cannot run: the first fails.
+    assert.equal(r.status, 'failed');
+    assert.equal(r.failedAction, 'Set Line Quantity (/endpoints/3/save)');
+    assert.match(r.reason, /^\{SESSION:CalculatedLineItemId\} has no value for this record/);
+    assert.equal(requestsTo(mock, '/erp/graphql').length, 1);
+  });
+});
+
+describe('a gateway killed in the middle of a tree', () => {
+  it('leaves the record showing the failure after a restart', async () => {
+    const config = makeConfig({ edit: pointAt(mock.base) });
+    let gw = await Gateway.start({ config, env: ENV });
+    const { order } = sampleOrder('SO-1007');
+    const commit = erp('/orders/SO-1007/edits/calc-1/commit.json');
+    mock.upstream.control({ reset: true, script: { path: commit, responses: [{ hang: true }] } });
+    const key = `kill-${randomUUID()}`;
+    const pending = submitOrder(gw, order.id, values({ Status: 'Open' }), { idempotencyKey: key }).catch((e) => e);
+    while (requestsTo(mock, commit).length === 0) await new Promise((r) => setTimeout(r, 20));
+    gw.child.kill('SIGKILL');
+    await gw.waitExit();
+    await pending;
+    gw = await Gateway.start({ config, env: ENV });
+    started.push({ gw, config });
+    const log = await gw.waitForLog((l) => l.event === 'submissions_interrupted');
+    assert.equal(log.count, 1);
+    const f = structured(await call(gw, 'get_data_entry_form', { dataModelId: ORDERS, format: 'Json', id: order.id }));
+    assert.equal(f.lastSubmission.status, 'failed');
+    assert.match(f.lastSubmission.reason, /^interrupted: the gateway process stopped before the save tree finished/);
+    assert.equal((await entity(gw, ORDERS, order.id)).status, 'Open');
+    // A retry with the same key answers with that outcome instead of saving twice.
+    const again = structured(await submitOrder(gw, order.id, values({ Status: 'Open' }), { idempotencyKey: key }));
+    assert.equal(again.replayed, true);
+    assert.equal(again.status, 'failed');
+    assert.equal(again.reason, f.lastSubmission.reason);
+    assert.equal(requestsTo(mock, erp('/orders/SO-1007/edits/begin.json')).length, 1);
+  });
+});

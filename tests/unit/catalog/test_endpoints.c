@@ -1,0 +1,543 @@
+/* Unit tests for endpoints.json: the sample's order edit trees (REST and
+ * GraphQL) laid out in execution order with their extractions resolved;
+ * each kind of problem with its exact "file: json/path: message" line (a
+ * session value no earlier action produces, a property that does not
+ * exist, the shape of actions, extractions, child configurations, cycles,
+ * filters); and the --explain-endpoint output. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "conf_test.h"
+#include "datagate/save.h"
+
+static const char *sample_dir(void) {
+  static char dir[4096];
+  const char *src = getenv("DG_SOURCE_DIR");
+  snprintf(dir, sizeof(dir), "%s/conf", src ? src : ".");
+  return dir;
+}
+
+static dg_catalog_t *load_sample(void) {
+  dg_catalog_t *cat = NULL;
+  assert_int_equal(dg_catalog_load(sample_dir(), &cat, NULL), 0);
+  return cat;
+}
+
+/* The sample's endpoints.json, parsed, for a test to change. */
+static json_t *sample_doc(void) {
+  json_error_t jerr;
+  json_t *doc = json_loads(conf_test_read_sample("endpoints.json"), 0, &jerr);
+  assert_non_null(doc);
+  return doc;
+}
+
+/* Sets the value at a JSON pointer of doc (every step but the last must
+ * exist; "-" appends to an array). */
+static void set(json_t *doc, const char *pointer, json_t *value) {
+  char buf[512];
+  dg_strlcpy(buf, pointer, sizeof(buf));
+  json_t *at = doc;
+  char *key = buf + 1;
+  for (char *slash = strchr(key, '/'); slash != NULL; slash = strchr(key, '/')) {
+    *slash = '\0';
+    at = json_is_array(at) ? json_array_get(at, strtoul(key, NULL, 10)) : json_object_get(at, key);
+    assert_non_null(at);
+    key = slash + 1;
+  }
+  if (json_is_array(at) && strcmp(key, "-") == 0)
+    json_array_append_new(at, value);
+  else if (json_is_array(at))
+    json_array_set_new(at, strtoul(key, NULL, 10), value);
+  else if (value == NULL)
+    json_object_del(at, key);
+  else
+    json_object_set_new(at, key, value);
+}
+
+static json_t *parse(const char *text) {
+  json_error_t jerr;
+  json_t *v = json_loads(text, JSON_DECODE_ANY, &jerr);
+  if (v == NULL)
+    fail_msg("bad test JSON '%s': %s", text, jerr.text);
+  return v;
+}
+
+/* Loads the sample configuration with doc as endpoints.json (doc is
+ * released); with want, expects exactly those problem lines. */
+static dg_catalog_t *load_with(json_t *doc, const char *const *want, size_t nwant) {
+  char *connectors = strdup(conf_test_read_sample("connectors.json"));
+  char *text = json_dumps(doc, JSON_INDENT(1));
+  json_decref(doc);
+  conf_test_dir_t t;
+  conf_test_make(&t, NULL, connectors, NULL);
+  conf_test_write(t.dir, "endpoints.json", text);
+  free(text);
+  free(connectors);
+  dg_config_errors_t errors = {0};
+  dg_catalog_t *cat = NULL;
+  int rc = dg_catalog_load(t.dir, &cat, &errors);
+  for (size_t i = 0; i < errors.count; i++)
+    fprintf(stderr, "got: %s\n", errors.lines[i]);
+  for (size_t i = 0; i < nwant && i < errors.count; i++)
+    assert_string_equal(errors.lines[i], want[i]);
+  assert_int_equal(errors.count, nwant);
+  assert_int_equal(rc, nwant ? DG_ECONFIG : 0);
+  dg_config_errors_free(&errors);
+  char path[256];
+  snprintf(path, sizeof(path), "%s/endpoints.json", t.dir);
+  unlink(path);
+  conf_test_remove(&t);
+  return cat;
+}
+
+#define EXPECT(doc, ...)                                                                           \
+  do {                                                                                             \
+    static const char *const want_[] = {__VA_ARGS__};                                              \
+    load_with(doc, want_, DG_ARRAY_SIZE(want_));                                                   \
+  } while (0)
+
+/* ---- The sample ----------------------------------------------------------------- */
+
+static void test_sample_rest_tree(void **state) {
+  (void)state;
+  dg_catalog_t *cat = load_sample();
+  assert_int_equal(cat->nendpoints, 4);
+  const dg_model_t *orders = dg_catalog_model_by_name(cat, "Orders");
+  const dg_endpoint_t *e = dg_catalog_form_endpoint(cat, orders);
+  assert_non_null(e);
+  assert_string_equal(e->name, "OrderEdit");
+  assert_ptr_equal(dg_catalog_endpoint(cat, "2D7E0B54-8A3F-4C61-9E0D-5F1B7C3A9E01"), e);
+  assert_null(dg_catalog_form_endpoint(cat, dg_catalog_model_by_name(cat, "OrderLines")));
+  assert_int_equal(e->nsteps, 3);
+  assert_int_equal(e->first_post, 2);
+  assert_ptr_equal(e->steps[0], e->root);
+  assert_int_equal(e->steps[0]->phase, DG_PHASE_ROOT);
+  assert_false(e->root->on_create);
+  assert_true(e->root->on_update);
+  assert_string_equal(dg_template_text(e->root->request.path),
+                      "/orders/{OrderNumber}/edits/begin.json");
+  const dg_action_t *gsv = e->steps[1];
+  assert_int_equal(gsv->type, DG_ACTION_GET_SESSION_VALUES);
+  assert_int_equal(gsv->phase, DG_PHASE_PRE_CHILD);
+  assert_ptr_equal(gsv->source, e->root);
+  assert_int_equal(gsv->nextractions, 2);
+  const dg_extraction_t *basic = &gsv->extractions[0], *coll = &gsv->extractions[1];
+  assert_int_equal(basic->kind, DG_EXTRACT_BASIC);
+  assert_string_equal(basic->model_property->name, "CalculatedOrderId");
+  assert_string_equal(dg_jsonpath_text(basic->connector_property), "calculatedOrder.id");
+  assert_int_equal(coll->kind, DG_EXTRACT_COLLECTION);
+  assert_string_equal(coll->model_property->name, "LineItemId");
+  assert_string_equal(coll->target_list->name, "OrderLines");
+  assert_string_equal(coll->model_match_property->name, "SKU");
+  /* The list path the connector property was written with is taken off. */
+  assert_string_equal(dg_jsonpath_text(coll->connector_property), "id");
+  assert_string_equal(dg_jsonpath_text(coll->connector_match), "sku");
+  assert_string_equal(dg_jsonpath_text(coll->connector_list), "calculatedOrder.lineItems");
+  const dg_action_t *commit = e->steps[2];
+  assert_int_equal(commit->phase, DG_PHASE_POST_CHILD);
+  assert_true(commit->after_child_configs);
+  assert_string_equal(commit->path, "/endpoints/0/save/actions/1");
+  assert_string_equal(commit->responses[0].property->name, "Amount");
+  assert_int_equal(e->nchildren, 1);
+  assert_string_equal(e->children[0].list->name, "OrderLines");
+  assert_string_equal(e->children[0].endpoint->name, "OrderLineEdit");
+  assert_ptr_equal(e->children[0].endpoint, dg_catalog_endpoint(cat, "OrderLineEdit"));
+  assert_int_equal(e->children[0].concurrency, 1);
+  assert_string_equal(e->children[0].order_by->name, "SKU");
+  const dg_action_t *line = e->children[0].endpoint->root;
+  assert_int_equal(line->nmappings, 1);
+  assert_int_equal(line->mappings[0].nkeys, 2);
+  assert_string_equal(line->mappings[0].keys[1], "quantity");
+  dg_catalog_unref(cat);
+}
+
+static void test_sample_graphql_tree(void **state) {
+  (void)state;
+  dg_catalog_t *cat = load_sample();
+  const dg_endpoint_t *e = dg_catalog_endpoint(cat, "OrderEditGraphql");
+  assert_false(e->form_submit);
+  assert_int_equal(e->root->request.kind, DG_REQUEST_GRAPHQL);
+  assert_string_equal(e->root->request.operation_name, "orderEditBegin");
+  const dg_extraction_t *x = &e->steps[1]->extractions[1];
+  assert_int_equal(x->kind, DG_EXTRACT_MULTIPLE_LISTS);
+  assert_null(x->model_match_property); /* the child's id */
+  assert_int_equal(x->nlists, 2);
+  assert_string_equal(x->lists[0].prefix, "original");
+  assert_true(dg_jsonpath_is_multi(x->lists[1].path));
+  assert_string_equal(dg_jsonpath_text(x->connector_match), "original.node.id");
+  assert_string_equal(dg_jsonpath_text(x->connector_property), "calculated.node.id");
+  const dg_template_t *vars = e->children[0].endpoint->root->request.graphql_variables;
+  assert_string_equal(dg_template_var(vars, 0)->name, "Order.CalculatedOrderId");
+  assert_true(dg_template_var(vars, 1)->session);
+  dg_catalog_unref(cat);
+}
+
+/* ---- Session values and properties -------------------------------------------------- */
+
+static void test_session_value_no_earlier_action(void **state) {
+  (void)state;
+  json_t *doc = sample_doc();
+  set(doc, "/endpoints/0/save/request/path",
+      json_string("/orders/{SESSION:CalculatedOrderId}/begin.json"));
+  set(doc, "/endpoints/0/save/actions/1/request/path",
+      json_string("/orders/{SESSION:LineItemId}/{SESSION:Nothing}"));
+  EXPECT(doc,
+         "endpoints.json: /endpoints/0/save/request/path: {SESSION:CalculatedOrderId}: no earlier "
+         "action produces this session value when 'OrderEdit' runs on its own (available here: "
+         "none); 'CalculatedOrderId' is produced later, by 'Extract Edit Session' "
+         "(/endpoints/0/save/actions/0)",
+         "endpoints.json: /endpoints/0/save/actions/1/request/path: {SESSION:LineItemId}: no "
+         "earlier action produces this session value when 'OrderEdit' runs on its own "
+         "(available here: CalculatedOrderId); 'LineItemId' is a value of each 'OrderLines' "
+         "child, which only the child saves can use",
+         "endpoints.json: /endpoints/0/save/actions/1/request/path: {SESSION:Nothing}: no earlier "
+         "action produces this session value when 'OrderEdit' runs on its own (available here: "
+         "CalculatedOrderId)");
+}
+
+static void test_child_scope(void **state) {
+  (void)state;
+  json_t *doc = sample_doc();
+  /* A header value of the parent does not reach the child ... */
+  set(doc, "/endpoints/1/save/request/mappings/0/value",
+      json_string("{SESSION:CalculatedOrderId}"));
+  /* ... and the parent record is reached only through the list's reference. */
+  set(doc, "/endpoints/1/save/request/path", json_string("/x/{Product.Name}/{Order.OrderNumber}"));
+  EXPECT(doc,
+         "endpoints.json: /endpoints/1/save/request/path: {Product.Name}: when 'OrderEdit' saves "
+         "each record of its list 'OrderLines', the parent record is reached through 'Order', "
+         "not 'Product'",
+         "endpoints.json: /endpoints/1/save/request/mappings/0/value: {SESSION:CalculatedOrderId}: "
+         "no earlier action produces this session value when 'OrderEdit' saves each record of "
+         "its list 'OrderLines' (available here: LineItemId)");
+}
+
+static void test_child_endpoint_on_its_own(void **state) {
+  (void)state;
+  json_t *doc = sample_doc();
+  set(doc, "/endpoints/1/formSubmit", json_true());
+  EXPECT(doc,
+         "endpoints.json: /endpoints/1/save/request/path: {Order.OrderNumber}: the record of "
+         "'Order' is at hand only in child saves, where it is the parent; 'OrderLineEdit' also "
+         "runs on its own (formSubmit, or no parent saves it as a child), where the value would "
+         "be missing",
+         "endpoints.json: /endpoints/1/save/request/path: {Order.CalculatedOrderId}: the record "
+         "of 'Order' is at hand only in child saves, where it is the parent; 'OrderLineEdit' also "
+         "runs on its own (formSubmit, or no parent saves it as a child), where the value would "
+         "be missing",
+         "endpoints.json: /endpoints/1/save/request/path: {SESSION:LineItemId}: no earlier "
+         "action produces this session value when 'OrderLineEdit' runs on its own (available "
+         "here: none)");
+}
+
+static void test_properties_that_do_not_exist(void **state) {
+  (void)state;
+  json_t *doc = sample_doc();
+  set(doc, "/endpoints/0/save/request/path", json_string("/orders/{OrderNo}/{OrderLines}"));
+  set(doc, "/endpoints/0/save/actions/0/extractions/0/modelProperty", json_string("CalcId"));
+  set(doc, "/endpoints/0/save/actions/0/extractions/1/modelMatchProperty", json_string("Sku2"));
+  set(doc, "/endpoints/0/save/actions/1/responseMappings/0/modelProperty", json_string("Total"));
+  set(doc, "/endpoints/1/save/request/mappings/0/value", json_string("{Order.Nope}"));
+  EXPECT(doc,
+         "endpoints.json: /endpoints/0/save/request/path: placeholder {OrderNo} names no property "
+         "of 'Orders'",
+         "endpoints.json: /endpoints/0/save/request/path: placeholder {OrderLines} is an Inbound "
+         "reference and has no value",
+         "endpoints.json: /endpoints/0/save/actions/0/extractions/0/modelProperty: model 'Orders' "
+         "has no property 'CalcId' (properties: OrderNumber, Customer, SalesRep, OrderDate, "
+         "DueDate, Status, Amount, Quantity, WarehouseId, CalculatedOrderId, OrderLines, "
+         "Payments, Files)",
+         "endpoints.json: /endpoints/0/save/actions/0/extractions/1/modelMatchProperty: model "
+         "'OrderLines' has no property 'Sku2' (properties: Order, Product, SKU, Quantity, "
+         "UnitPrice, LineItemId, CalculatedLineItemId)",
+         "endpoints.json: /endpoints/0/save/actions/1/responseMappings/0/modelProperty: model "
+         "'Orders' has no property 'Total' (properties: OrderNumber, Customer, SalesRep, "
+         "OrderDate, DueDate, Status, Amount, Quantity, WarehouseId, CalculatedOrderId, "
+         "OrderLines, Payments, Files)",
+         "endpoints.json: /endpoints/1/save/request/mappings/0/value: model 'Orders' has no "
+         "property 'Nope' (properties: OrderNumber, Customer, SalesRep, OrderDate, DueDate, "
+         "Status, Amount, Quantity, WarehouseId, CalculatedOrderId, OrderLines, Payments, "
+         "Files)");
+}
+
+/* ---- Shapes -------------------------------------------------------------------------- */
+
+static void test_action_shapes(void **state) {
+  (void)state;
+  json_t *doc = sample_doc();
+  set(doc, "/endpoints/0/save/afterChildConfigs", json_true());
+  set(doc, "/endpoints/0/save/actions/0/request", parse("{\"path\": \"/x\"}"));
+  set(doc, "/endpoints/0/save/actions/1/request", NULL);
+  set(doc, "/endpoints/1/save/actions",
+      parse("[{\"type\": \"EndpointSave\", \"title\": \"A\", \"request\": {\"path\": \"/a\"}, "
+            "\"actions\": [{\"type\": \"EndpointSave\", \"title\": \"B\", \"request\": {}}]}, "
+            "{\"type\": \"Other\", \"title\": \"C\"}]"));
+  EXPECT(doc,
+         "endpoints.json: /endpoints/0/save/afterChildConfigs: the root action always runs first",
+         "endpoints.json: /endpoints/0/save/actions/0/request: a GetSessionValues action calls "
+         "nothing; it reads the response of its save action",
+         "endpoints.json: /endpoints/0/save/actions/1: an EndpointSave action needs 'request'",
+         "endpoints.json: /endpoints/1/save/actions/0/actions/0/type: an inner save action holds "
+         "only GetSessionValues actions",
+         "endpoints.json: /endpoints/1/save/actions/1/type: unknown value 'Other' (allowed: "
+         "EndpointSave, GetSessionValues)");
+  doc = sample_doc();
+  set(doc, "/endpoints/0/save/type", json_string("GetSessionValues"));
+  set(doc, "/endpoints/0/save/actions/0/extractions/0/connectorProperty", json_string("a..b"));
+  set(doc, "/endpoints/0/save/actions/1/request/method", json_string("FETCH"));
+  set(doc, "/endpoints/0/save/actions/1/request/path", json_string("commit?now=1"));
+  EXPECT(doc,
+         "endpoints.json: /endpoints/0/save/type: the root action of an endpoint is an "
+         "EndpointSave",
+         "endpoints.json: /endpoints/0/save/actions/0/extractions/0/connectorProperty: 'a..b': "
+         "recursive descent '..' is not supported at offset 1",
+         "endpoints.json: /endpoints/0/save/actions/1/request/method: unknown method 'FETCH' "
+         "(allowed: GET, POST, PUT, PATCH, DELETE)",
+         "endpoints.json: /endpoints/0/save/actions/1/request/path: 'commit?now=1' must start "
+         "with '/' (it is appended to the connector's baseUrl)");
+}
+
+static void test_filters_and_operations(void **state) {
+  (void)state;
+  json_t *doc = sample_doc();
+  set(doc, "/endpoints/0/save/operations", parse("[\"Delete\"]"));
+  set(doc, "/endpoints/0/save/actions/1/filter",
+      parse("{\"match\": \"Any\", \"conditions\": [{\"property\": \"Status\", \"operator\": "
+            "\"regex\", \"value\": \"(\"}, {\"property\": \"Status\", \"operator\": \"isBlank\", "
+            "\"value\": \"x\"}, {\"property\": \"State\", \"operator\": \"=\", \"value\": "
+            "\"x\"}]}"));
+  EXPECT(doc, "endpoints.json: /endpoints/0/save/operations/0: must be \"Create\" or \"Update\"",
+         "endpoints.json: /endpoints/0/save/actions/1/filter/conditions/0/value: '(' is not a "
+         "regular expression: Unmatched ( or \\(",
+         "endpoints.json: /endpoints/0/save/actions/1/filter/conditions/1: 'isBlank' takes no "
+         "'value'",
+         "endpoints.json: /endpoints/0/save/actions/1/filter/conditions/2/property: model "
+         "'Orders' has no property 'State' (properties: OrderNumber, Customer, SalesRep, "
+         "OrderDate, DueDate, Status, Amount, Quantity, WarehouseId, CalculatedOrderId, "
+         "OrderLines, Payments, Files)");
+  doc = sample_doc();
+  set(doc, "/endpoints/0/save/actions/1/filter",
+      parse("{\"conditions\": [{\"property\": \"Status\", \"operator\": \"!=\", \"value\": "
+            "\"Cancelled\"}]}"));
+  dg_catalog_t *cat = load_with(doc, NULL, 0);
+  const dg_action_filter_t *f = dg_catalog_endpoint(cat, "OrderEdit")->steps[2]->filter;
+  assert_non_null(f);
+  assert_false(f->any);
+  assert_int_equal(f->conditions[0].op, DG_FILTER_NE);
+  dg_catalog_unref(cat);
+}
+
+static void test_extraction_shapes(void **state) {
+  (void)state;
+  json_t *doc = sample_doc();
+  const char *x = "/endpoints/0/save/actions/0/extractions";
+  char at[256];
+  snprintf(at, sizeof(at), "%s/0/targetList", x);
+  set(doc, at, json_string("OrderLines"));
+  snprintf(at, sizeof(at), "%s/1/targetList", x);
+  set(doc, at, json_string("Payments"));
+  set(doc, "/endpoints/0/save/actions/1/actions",
+      parse("[{\"type\": \"GetSessionValues\", \"title\": \"Late\", \"extractions\": "
+            "[{\"modelProperty\": \"LineItemId\", \"connectorProperty\": \"a\", "
+            "\"mapToChildren\": true, \"targetList\": \"OrderLines\", \"modelMatchProperty\": "
+            "\"SKU\", \"connectorListProperty\": \"l\", \"connectorMatchProperty\": \"s\"}]}]"));
+  EXPECT(doc,
+         "endpoints.json: /endpoints/0/save/actions/0/extractions/0/targetList: a basic "
+         "extraction has no 'targetList' (set mapToChildren or useMultipleLists)",
+         "endpoints.json: /endpoints/0/save/actions/0/extractions/1/targetList: no child "
+         "configuration saves 'Payments'; its session values would never be used (add it to "
+         "childConfigs)",
+         "endpoints.json: /endpoints/0/save/actions/0/extractions/1/modelProperty: model "
+         "'Payments' has no property 'LineItemId' (properties: Order, Amount, PaidOn, Method, "
+         "Reference)",
+         "endpoints.json: /endpoints/0/save/actions/0/extractions/1/modelMatchProperty: model "
+         "'Payments' has no property 'SKU' (properties: Order, Amount, PaidOn, Method, "
+         "Reference)",
+         "endpoints.json: /endpoints/0/save/actions/1/actions/0/extractions/0: values for "
+         "children are of no use after the child saves; this action runs after child configs",
+         /* The lines of the order no longer get LineItemId. */
+         "endpoints.json: /endpoints/1/save/request/path: {SESSION:LineItemId}: no earlier "
+         "action produces this session value when 'OrderEdit' saves each record of its list "
+         "'OrderLines' (available here: none)");
+}
+
+static void test_multiple_lists_shapes(void **state) {
+  (void)state;
+  json_t *doc = sample_doc();
+  const char *x = "/endpoints/2/save/actions/0/extractions/1";
+  char at[256];
+  snprintf(at, sizeof(at), "%s/connectorLists/1/prefix", x);
+  set(doc, at, json_string("original"));
+  snprintf(at, sizeof(at), "%s/connectorLists/0/path", x);
+  set(doc, at, json_string("data.list"));
+  snprintf(at, sizeof(at), "%s/connectorMatchProperty", x);
+  set(doc, at, json_string("node.id"));
+  EXPECT(doc,
+         "endpoints.json: /endpoints/2/save/actions/0/extractions/1/connectorLists/0/path: "
+         "'data.list' must end in a wildcard list selector such as [*]",
+         "endpoints.json: /endpoints/2/save/actions/0/extractions/1/connectorLists/1/prefix: "
+         "prefix 'original' is used twice",
+         "endpoints.json: /endpoints/2/save/actions/0/extractions/1/connectorProperty: "
+         "'calculated.node.id' must start with a list prefix (original, original)",
+         "endpoints.json: /endpoints/2/save/actions/0/extractions/1/connectorMatchProperty: "
+         "'node.id' must start with a list prefix (original, original)");
+  doc = sample_doc();
+  snprintf(at, sizeof(at), "%s/connectorLists", x);
+  set(doc, at, parse("[{\"prefix\": \"only\", \"path\": \"a[*]\"}]"));
+  EXPECT(doc, "endpoints.json: /endpoints/2/save/actions/0/extractions/1/connectorLists: must "
+              "hold 'connectorLists': 2 to 8 rows of {prefix, path}");
+}
+
+/* ---- Child configurations --------------------------------------------------------------- */
+
+static void test_child_configurations(void **state) {
+  (void)state;
+  json_t *doc = sample_doc();
+  set(doc, "/endpoints/0/childConfigs/0/endpoint", json_string("OrderEdit"));
+  set(doc, "/endpoints/2/childConfigs/0/list", json_string("Customer"));
+  set(doc, "/endpoints/3/formSubmit", json_true());
+  set(doc, "/endpoints/1/formSubmit", json_true());
+  EXPECT(doc,
+         "endpoints.json: /endpoints/2/childConfigs/0/list: 'Customer' is not an Inbound "
+         "reference of 'Orders' to a Data Model",
+         "endpoints.json: /endpoints/2/save/actions/0/extractions/1/targetList: no child "
+         "configuration saves 'OrderLines'; its session values would never be used (add it to "
+         "childConfigs)",
+         "endpoints.json: /endpoints/3/formSubmit: 'OrderLineEdit' already saves the forms of "
+         "'OrderLines' (/endpoints/1); set formSubmit false on one",
+         "endpoints.json: /endpoints/0/childConfigs/0/endpoint: endpoint 'OrderEdit' saves "
+         "'Orders', but list 'OrderLines' holds 'OrderLines'",
+         "endpoints.json: /endpoints/1/save/request/path: {Order.OrderNumber}: the record of "
+         "'Order' is at hand only in child saves, where it is the parent; 'OrderLineEdit' also "
+         "runs on its own (formSubmit, or no parent saves it as a child), where the value would "
+         "be missing",
+         "endpoints.json: /endpoints/1/save/request/path: {Order.CalculatedOrderId}: the record "
+         "of 'Order' is at hand only in child saves, where it is the parent; 'OrderLineEdit' also "
+         "runs on its own (formSubmit, or no parent saves it as a child), where the value would "
+         "be missing",
+         "endpoints.json: /endpoints/1/save/request/path: {SESSION:LineItemId}: no earlier "
+         "action produces this session value when 'OrderLineEdit' runs on its own (available "
+         "here: none)",
+         "endpoints.json: /endpoints/3/save/request/graphql/variables: {Order.CalculatedOrderId}: "
+         "the record of 'Order' is at hand only in child saves, where it is the parent; "
+         "'OrderLineEditGraphql' also runs on its own (formSubmit, or no parent saves it as a "
+         "child), where the value would be missing",
+         "endpoints.json: /endpoints/3/save/request/graphql/variables: "
+         "{SESSION:CalculatedLineItemId}: no earlier action produces this session value when "
+         "'OrderLineEditGraphql' runs on its own (available here: none)");
+}
+
+/* A model whose records hold records of the same model: the only way an
+ * endpoint can reach itself through child configurations. */
+static const char nodes_models[] =
+    "{\"models\": [{\"id\": \"9b1c2d3e-0000-4000-8000-000000000001\", \"name\": \"Nodes\", "
+    "\"entityType\": \"Node\", \"properties\": [{\"name\": \"Name\", \"dataType\": "
+    "\"String\"}, {\"name\": \"Parent\", \"dataType\": \"Reference\", \"reference\": "
+    "{\"direction\": \"Outbound\", \"target\": \"Nodes\"}}, {\"name\": \"Kids\", "
+    "\"dataType\": \"Reference\", \"reference\": {\"direction\": \"Inbound\", "
+    "\"cardinality\": \"OneToMany\", \"target\": \"Nodes\", \"inverseProperty\": "
+    "\"Parent\"}}]}]}";
+
+static const char nodes_endpoints[] =
+    "{\"endpoints\": [{\"id\": \"9b1c2d3e-0000-4000-8000-000000000002\", \"name\": \"A\", "
+    "\"dataModel\": \"Nodes\", \"connector\": \"SampleErp\", \"save\": {\"type\": "
+    "\"EndpointSave\", \"title\": \"Save\", \"request\": {\"path\": \"/n/{Name}\"}}, "
+    "\"childConfigs\": [{\"list\": \"Kids\", \"endpoint\": \"A\"}]}]}";
+
+static void test_cycles(void **state) {
+  (void)state;
+  char *connectors = strdup(conf_test_read_sample("connectors.json"));
+  conf_test_dir_t t;
+  conf_test_make(&t, NULL, connectors, NULL);
+  free(connectors);
+  conf_test_write(t.dir, "models.json", nodes_models);
+  conf_test_write(t.dir, "endpoints.json", nodes_endpoints);
+  dg_config_errors_t errors = {0};
+  dg_catalog_t *cat = NULL;
+  assert_int_equal(dg_catalog_load(t.dir, &cat, &errors), DG_ECONFIG);
+  assert_int_equal(errors.count, 1);
+  assert_string_equal(errors.lines[0],
+                      "endpoints.json: /endpoints/0/childConfigs: child configurations of 'A' "
+                      "lead back to an endpoint already being saved, or nest deeper than 8 "
+                      "endpoints");
+  dg_config_errors_free(&errors);
+  char path[256];
+  snprintf(path, sizeof(path), "%s/endpoints.json", t.dir);
+  unlink(path);
+  conf_test_remove(&t);
+}
+
+/* ---- --explain-endpoint ---------------------------------------------------------------- */
+
+static char *explain(const dg_catalog_t *cat, const char *name, int *rc) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  *rc = dg_catalog_explain_endpoint(cat, name, out);
+  fclose(out);
+  return text;
+}
+
+static void test_explain(void **state) {
+  (void)state;
+  dg_catalog_t *cat = load_sample();
+  int rc = 0;
+  char *text = explain(cat, "OrderEdit", &rc);
+  assert_int_equal(rc, 0);
+  const char *begin = strstr(text, "1. Begin Order Edit  [EndpointSave, root]  POST "
+                                   "/orders/{OrderNumber}/edits/begin.json via SampleErp\n");
+  const char *extract = strstr(text, "2. Extract Edit Session  [GetSessionValues, pre-child]  "
+                                     "reads the response of 1. Begin Order Edit\n"
+                                     "     session values: none\n");
+  const char *sep = strstr(text, "  \u2014 Child Saves \u2014\n");
+  const char *child = strstr(text, "1. Set Line Quantity  [EndpointSave, root]");
+  const char *child_values = strstr(text, "session values: LineItemId (set by the parent)\n");
+  const char *commit = strstr(text, "3. Save Line Changes  [EndpointSave, after child configs]");
+  const char *commit_values = strstr(text, "     session values: CalculatedOrderId\n");
+  assert_non_null(begin);
+  assert_non_null(extract);
+  assert_non_null(sep);
+  assert_non_null(child);
+  assert_non_null(child_values);
+  assert_non_null(commit);
+  assert_non_null(commit_values);
+  assert_true(begin < extract && extract < sep && sep < child && child < commit);
+  assert_true(commit < commit_values);
+  free(text);
+  text = explain(cat, "OrderLineEdit", &rc);
+  assert_non_null(strstr(text, "session values: none\n"));
+  assert_non_null(strstr(text, "Also saved as a child of 'OrderEdit' (list OrderLines)\n"));
+  assert_null(strstr(text, "Child Saves"));
+  free(text);
+  text = explain(cat, "Nope", &rc);
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(text, "no endpoint named 'Nope'"));
+  free(text);
+  dg_catalog_unref(cat);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_sample_rest_tree),
+      cmocka_unit_test(test_sample_graphql_tree),
+      cmocka_unit_test(test_session_value_no_earlier_action),
+      cmocka_unit_test(test_child_scope),
+      cmocka_unit_test(test_child_endpoint_on_its_own),
+      cmocka_unit_test(test_properties_that_do_not_exist),
+      cmocka_unit_test(test_action_shapes),
+      cmocka_unit_test(test_filters_and_operations),
+      cmocka_unit_test(test_extraction_shapes),
+      cmocka_unit_test(test_multiple_lists_shapes),
+      cmocka_unit_test(test_child_configurations),
+      cmocka_unit_test(test_cycles),
+      cmocka_unit_test(test_explain),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,298 @@
+/* Unit tests for form submissions on SQLite: a record created or modified
+ * with its submission in one transaction (running when a save tree
+ * follows), the outcome and the values the tree set written together, the
+ * latest submission of a record, idempotency keys (the first outcome on a
+ * retry, a key reused for another request refused), referenced entities
+ * that do not exist (nothing written), and submissions left running by a
+ * process that is gone marked interrupted when the store opens again. */
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "store/internal.h"
+#include "store/sqlite_test.h"
+
+#define ORDER_SO1002 "83b6460c-7039-56c3-9694-e8fb46ec2322"
+#define CUSTOMER "7c08b797-fac4-5249-874c-557b0f4557f5"
+
+typedef struct sub {
+  dg_store_submit_t s;
+  const dg_property_t *props[4];
+  dg_store_value_t values[4];
+  dg_store_ref_check_t refs[2];
+  char id[DG_UUID_LEN + 1];
+} sub_t;
+
+static dg_store_value_t text(const char *s) {
+  return (dg_store_value_t){.kind = DG_STORE_TEXT, .text = s, .len = strlen(s)};
+}
+
+/* An order to create (id NULL) or modify, with a status and customer. */
+static sub_t *order_sub(sq_fixture_t *fx, const char *id, const char *endpoint) {
+  sub_t *x = dg_arena_calloc(fx->st.arena, 1, sizeof(*x));
+  const dg_model_t *orders = st_model(&fx->st, "Orders");
+  dg_uuid_v4(x->id);
+  x->props[0] = dg_model_property(orders, "OrderNumber");
+  x->values[0] = text("SO-9001");
+  x->props[1] = dg_model_property(orders, "Status");
+  x->values[1] = text("Open");
+  x->props[2] = dg_model_property(orders, "Customer");
+  x->values[2] = text(CUSTOMER);
+  x->refs[0] =
+      (dg_store_ref_check_t){st_model(&fx->st, "Customers"), CUSTOMER, "formValues[2].value"};
+  x->s = (dg_store_submit_t){.submission_id = x->id,
+                             .write = {.model = orders,
+                                       .mode = id ? DG_STORE_UPDATE : DG_STORE_CREATE,
+                                       .id = id,
+                                       .props = x->props,
+                                       .values = x->values,
+                                       .nvalues = 3},
+                             .refs = x->refs,
+                             .nrefs = 1,
+                             .endpoint = endpoint,
+                             .system = "Claude",
+                             .principal = "sales",
+                             .fingerprint = "f1"};
+  return x;
+}
+
+static sq_result_t run_submit(sq_fixture_t *fx, const dg_store_submit_t *s) {
+  sq_result_t r = {.starting = true};
+  dg_errctx_t err;
+  assert_int_equal(dg_store_submit(fx->store, s, sq_on_result, &r, NULL, &err), 0);
+  r.starting = false;
+  sq_wait(fx, &r);
+  dg_arena_defer(fx->st.arena, (void (*)(void *))json_decref, r.json);
+  return r;
+}
+
+static sq_result_t run_finish(sq_fixture_t *fx, const dg_store_finish_t *f) {
+  sq_result_t r = {.starting = true};
+  dg_errctx_t err;
+  assert_int_equal(dg_store_finish(fx->store, f, sq_on_result, &r, NULL, &err), 0);
+  r.starting = false;
+  sq_wait(fx, &r);
+  dg_arena_defer(fx->st.arena, (void (*)(void *))json_decref, r.json);
+  return r;
+}
+
+static json_t *latest(sq_fixture_t *fx, const char *model, const char *id) {
+  dg_store_submission_get_t *g = dg_arena_calloc(fx->st.arena, 1, sizeof(*g));
+  *g = (dg_store_submission_get_t){.model = st_model(&fx->st, model), .entity_id = id};
+  sq_result_t r = {.starting = true};
+  dg_errctx_t err;
+  assert_int_equal(dg_store_submission(fx->store, g, sq_on_result, &r, NULL, &err), 0);
+  r.starting = false;
+  sq_wait(fx, &r);
+  dg_arena_defer(fx->st.arena, (void (*)(void *))json_decref, r.json);
+  return json_object_get(sq_ok(r), "submission");
+}
+
+/* The stored order with this id, through the query path. */
+static json_t *order(sq_fixture_t *fx, const char *id) {
+  char args[256];
+  snprintf(args, sizeof(args),
+           "{\"queryParameterGroups\": [{\"parameters\": [{\"propertyName\": \"id\", "
+           "\"operator\": \"EqualTo\", \"value\": \"%s\", \"valueType\": \"string\"}]}]}",
+           id);
+  json_t *list = json_object_get(sq_ok(sq_query(fx, "admin", "Orders", args)), "entities");
+  return json_array_size(list) == 1 ? json_object_get(json_array_get(list, 0), "properties") : NULL;
+}
+
+/* ---- Tests -------------------------------------------------------------------------------- */
+
+static void test_create_without_tree(void **state) {
+  sq_fixture_t *fx = *state;
+  sub_t *x = order_sub(fx, NULL, NULL);
+  json_t *res = sq_ok(run_submit(fx, &x->s));
+  const char *id = sq_str(res, "id");
+  assert_true(dg_uuid_valid(id));
+  assert_true(json_is_true(json_object_get(res, "created")));
+  assert_string_equal(sq_str(res, "status"), "succeeded");
+  assert_true(json_is_false(json_object_get(res, "replayed")));
+  json_t *props = order(fx, id);
+  assert_non_null(props);
+  assert_string_equal(sq_str(props, "orderNumber"), "SO-9001");
+  assert_string_equal(sq_str(props, "customer"), CUSTOMER);
+  json_t *s = latest(fx, "Orders", id);
+  assert_string_equal(sq_str(s, "submissionId"), x->id);
+  assert_string_equal(sq_str(s, "operation"), "Create");
+  assert_string_equal(sq_str(s, "system"), "Claude");
+  assert_string_equal(sq_str(s, "status"), "succeeded");
+  assert_true(json_is_null(json_object_get(s, "endpoint")));
+  assert_non_null(sq_str(s, "finishedAt"));
+}
+
+static void test_update_then_finish(void **state) {
+  sq_fixture_t *fx = *state;
+  sub_t *x = order_sub(fx, ORDER_SO1002, "OrderEdit");
+  json_t *res = sq_ok(run_submit(fx, &x->s));
+  assert_string_equal(sq_str(res, "status"), "running");
+  assert_true(json_is_false(json_object_get(res, "created")));
+  assert_string_equal(sq_str(order(fx, ORDER_SO1002), "status"), "Open");
+  json_t *s = latest(fx, "Orders", ORDER_SO1002);
+  assert_string_equal(sq_str(s, "status"), "running");
+  assert_true(json_is_null(json_object_get(s, "finishedAt")));
+  /* The tree set a value on the order and on a record deleted meanwhile. */
+  const dg_model_t *orders = st_model(&fx->st, "Orders");
+  const dg_property_t *calc[] = {dg_model_property(orders, "CalculatedOrderId")};
+  dg_store_value_t v[] = {text("calc-7")};
+  dg_store_write_t writes[] = {{.model = orders,
+                                .mode = DG_STORE_UPDATE,
+                                .id = ORDER_SO1002,
+                                .props = calc,
+                                .values = v,
+                                .nvalues = 1},
+                               {.model = orders,
+                                .mode = DG_STORE_UPDATE,
+                                .id = "00000000-0000-4000-8000-000000000000",
+                                .props = calc,
+                                .values = v,
+                                .nvalues = 1}};
+  dg_store_finish_t f = {.submission_id = x->id,
+                         .status = DG_STORE_SUBMISSION_FAILED,
+                         .failed_action = "Save Line Changes (/endpoints/0/save/actions/1)",
+                         .reason = "upstream answered 409",
+                         .outcome = "{\"status\":\"failed\"}",
+                         .writes = writes,
+                         .nwrites = 2};
+  json_t *done = sq_ok(run_finish(fx, &f));
+  assert_string_equal(sq_str(done, "status"), "failed");
+  assert_string_equal(sq_str(order(fx, ORDER_SO1002), "calculatedOrderId"), "calc-7");
+  s = latest(fx, "Orders", ORDER_SO1002);
+  assert_string_equal(sq_str(s, "status"), "failed");
+  assert_string_equal(sq_str(s, "failedAction"), f.failed_action);
+  assert_string_equal(sq_str(s, "reason"), "upstream answered 409");
+  assert_string_equal(sq_str(s, "endpoint"), "OrderEdit");
+  /* An unknown submission is an error. */
+  f.submission_id = "00000000-0000-4000-8000-000000000000";
+  f.nwrites = 0;
+  sq_result_t r = run_finish(fx, &f);
+  assert_int_equal(r.status, DG_ENOENT);
+}
+
+static void test_idempotency_key(void **state) {
+  sq_fixture_t *fx = *state;
+  sub_t *x = order_sub(fx, ORDER_SO1002, "OrderEdit");
+  x->s.idempotency_key = "edit-42";
+  json_t *first = sq_ok(run_submit(fx, &x->s));
+  dg_store_finish_t f = {.submission_id = x->id,
+                         .status = DG_STORE_SUBMISSION_SUCCEEDED,
+                         .outcome = "{\"status\":\"succeeded\",\"n\":1}"};
+  sq_ok(run_finish(fx, &f));
+  /* The same request again: the first outcome, nothing written. */
+  sub_t *again = order_sub(fx, ORDER_SO1002, "OrderEdit");
+  again->s.idempotency_key = "edit-42";
+  again->values[1] = text("Cancelled");
+  json_t *replay = sq_ok(run_submit(fx, &again->s));
+  assert_true(json_is_true(json_object_get(replay, "replayed")));
+  assert_string_equal(sq_str(replay, "submissionId"), x->id);
+  assert_string_equal(sq_str(replay, "id"), sq_str(first, "id"));
+  assert_string_equal(sq_str(replay, "status"), "succeeded");
+  assert_int_equal(json_integer_value(json_object_get(json_object_get(replay, "outcome"), "n")), 1);
+  assert_string_equal(sq_str(order(fx, ORDER_SO1002), "status"), "Open");
+  assert_string_equal(sq_str(latest(fx, "Orders", ORDER_SO1002), "submissionId"), x->id);
+  /* The key for a different request is refused. */
+  again->s.fingerprint = "f2";
+  sq_result_t r = run_submit(fx, &again->s);
+  assert_int_equal(r.status, DG_EEXIST);
+  st_contains(r.message,
+              "Invalid argument 'idempotencyKey': 'edit-42' was already used for a "
+              "different submission (Update of Orders " ORDER_SO1002 " at ",
+              NULL);
+  /* Keys belong to their principal. */
+  again->s.principal = "admin";
+  json_t *other = sq_ok(run_submit(fx, &again->s));
+  assert_true(json_is_false(json_object_get(other, "replayed")));
+  assert_string_equal(sq_str(order(fx, ORDER_SO1002), "status"), "Cancelled");
+}
+
+static void test_missing_references(void **state) {
+  sq_fixture_t *fx = *state;
+  sub_t *x = order_sub(fx, NULL, NULL);
+  x->refs[0].id = "00000000-0000-4000-8000-00000000abcd";
+  sq_result_t r = run_submit(fx, &x->s);
+  assert_int_equal(r.status, DG_ENOENT);
+  assert_string_equal(r.message, "Invalid argument 'formValues[2].value': there is no Customers "
+                                 "entity with id '00000000-0000-4000-8000-00000000abcd'; find the "
+                                 "entity with lookup_by_keyword or query_entities and give its "
+                                 "id.");
+  json_t *found = sq_ok(sq_query(fx, "admin", "Orders",
+                                 "{\"queryParameterGroups\": [{\"parameters\": [{\"propertyName\": "
+                                 "\"OrderNumber\", \"operator\": \"EqualTo\", \"value\": "
+                                 "\"SO-9001\", \"valueType\": \"string\"}]}]}"));
+  assert_int_equal(json_array_size(json_object_get(found, "entities")), 0);
+  x = order_sub(fx, "00000000-0000-4000-8000-00000000abcd", NULL);
+  r = run_submit(fx, &x->s);
+  assert_int_equal(r.status, DG_ENOENT);
+  assert_string_equal(r.message, "Invalid argument 'id': there is no Orders entity with id "
+                                 "'00000000-0000-4000-8000-00000000abcd'; leave id out to create "
+                                 "a record.");
+  assert_true(json_is_null(latest(fx, "Orders", "00000000-0000-4000-8000-00000000abcd")));
+}
+
+static void reopen(sq_fixture_t *fx) {
+  sq_close(fx, fx->store);
+  fx->store = NULL;
+  dg_store_options_t o = {.path = fx->path, .sample_dir = ""};
+  char msg[1024];
+  if (sq_open(fx, fx->st.cat, &o, &fx->store, msg, sizeof(msg)) != 0)
+    fail_msg("reopen failed: %s", msg);
+}
+
+static void test_interrupted_at_open(void **state) {
+  sq_fixture_t *fx = *state;
+  sub_t *x = order_sub(fx, ORDER_SO1002, "OrderEdit");
+  sq_ok(run_submit(fx, &x->s));
+  assert_string_equal(sq_str(latest(fx, "Orders", ORDER_SO1002), "status"), "running");
+  /* The store that ran it closes without an outcome, as a stopped process would. */
+  reopen(fx);
+  json_t *s = latest(fx, "Orders", ORDER_SO1002);
+  assert_string_equal(sq_str(s, "status"), "failed");
+  st_contains(sq_str(s, "reason"), "interrupted: the gateway process stopped", NULL);
+  assert_non_null(sq_str(s, "finishedAt"));
+}
+
+static void test_owner_liveness(void **state) {
+  (void)state;
+  char self[DG__STORE_OWNER_MAX], other[DG__STORE_OWNER_MAX], child[DG__STORE_OWNER_MAX];
+  dg__store_owner(self);
+  dg__store_owner(other);
+  assert_true(dg__store_owner_alive(self, self));
+  /* The same process, another (closed) store instance. */
+  assert_false(dg__store_owner_alive(other, self));
+  assert_false(dg__store_owner_alive("garbage", self));
+  assert_false(dg__store_owner_alive(NULL, self));
+  /* Another boot. */
+  char rebooted[DG__STORE_OWNER_MAX + 1];
+  snprintf(rebooted, sizeof(rebooted), "x%s", self);
+  assert_false(dg__store_owner_alive(rebooted, self));
+  /* Another process: alive while it runs, gone once it has exited. */
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dg__store_owner(child);
+    ssize_t n = write(fds[1], child, strlen(child) + 1);
+    pause();
+    _exit(n > 0 ? 0 : 1);
+  }
+  assert_true(read(fds[0], child, sizeof(child)) > 0);
+  assert_true(dg__store_owner_alive(child, self));
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  assert_false(dg__store_owner_alive(child, self));
+  close(fds[0]);
+  close(fds[1]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_create_without_tree, sq_setup, sq_teardown),
+      cmocka_unit_test_setup_teardown(test_update_then_finish, sq_setup, sq_teardown),
+      cmocka_unit_test_setup_teardown(test_idempotency_key, sq_setup, sq_teardown),
+      cmocka_unit_test_setup_teardown(test_missing_references, sq_setup, sq_teardown),
+      cmocka_unit_test_setup_teardown(test_interrupted_at_open, sq_setup, sq_teardown),
+      cmocka_unit_test(test_owner_liveness),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
