@@ -75,10 +75,11 @@ static size_t escaped_extra(const unsigned char *p, size_t len) {
   return extra;
 }
 
-static int put_string(dg_buf_t *out, const char *s, size_t len) {
+/* The string measured, then written into room reserved for exactly its
+ * bytes: the way for a string near the buffer's maximum, where the
+ * optimistic reservation of put_string_fast could be refused. */
+static int put_string_measured(dg_buf_t *out, const char *s, size_t len) {
   const unsigned char *p = (const unsigned char *)s;
-  if (len > SIZE_MAX / 8)
-    return DG_E2BIG;
   int rc = dg_buf_reserve(out, len + escaped_extra(p, len) + 2);
   if (rc != 0)
     return rc;
@@ -97,6 +98,127 @@ static int put_string(dg_buf_t *out, const char *s, size_t len) {
   *w = '\0';
   out->len = (size_t)(w - out->data);
   return 0;
+}
+
+/* ---- One pass ------------------------------------------------------------------------- *
+ * Most strings are written in one pass over their bytes, eight at a time:
+ * room is reserved for the string with a few escapes and grown when the
+ * room ahead of the writer runs short, and each word's escapes are found
+ * from an exact mask, so that text dense with quotes and backslashes (a
+ * JSON answer inside a JSON string) costs little more than plain text. */
+
+/* Room kept ahead of the writer: a word's escapes at their longest (eight
+ * \u00XX), the eight bytes a word store may write past its end, the
+ * closing quote and the terminator. */
+#define ESCAPE_AHEAD 64
+
+/* Words are read and stored with the first byte in the lowest bits. */
+static uint64_t load_word(const unsigned char *p) {
+  uint64_t w;
+  memcpy(&w, p, sizeof(w));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  w = __builtin_bswap64(w);
+#endif
+  return w;
+}
+
+static void store_word(char *p, uint64_t w) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  w = __builtin_bswap64(w);
+#endif
+  memcpy(p, &w, sizeof(w));
+}
+
+/* The high bit of every byte of w that needs escaping and of no other
+ * (each byte is tested on its own, without carries between bytes). */
+static uint64_t escape_mask(uint64_t w) {
+  const uint64_t ones = 0x0101010101010101ULL, low7 = 0x7f7f7f7f7f7f7f7fULL;
+  uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+  uint64_t is_quote = ~(((quote & low7) + low7) | quote);
+  uint64_t is_backslash = ~(((backslash & low7) + low7) | backslash);
+  uint64_t is_control = ~(((w & low7) + ones * 0x60) | w);
+  return (is_quote | is_backslash | is_control) & ~low7;
+}
+
+static char *put_escape(char *w, unsigned char ch) {
+  if (ch == '"' || ch == '\\') {
+    w[0] = '\\';
+    w[1] = (char)ch;
+    return w + 2;
+  }
+  return w + escape_seq(ch, w);
+}
+
+/* Writes the eight bytes at p, escaped, at w (ESCAPE_AHEAD bytes of room);
+ * returns the end of what was written. */
+static char *put_word(char *w, const unsigned char *p) {
+  uint64_t word = load_word(p), mask = escape_mask(word);
+  size_t from = 0;
+  for (; mask != 0; mask &= mask - 1) {
+    size_t at = (size_t)__builtin_ctzll(mask) >> 3;
+    store_word(w, word >> (8 * from));
+    w += at - from;
+    w = put_escape(w, p[at]);
+    from = at + 1;
+  }
+  if (from < 8) {
+    store_word(w, word >> (8 * from));
+    w += 8 - from;
+  }
+  return w;
+}
+
+/* Keeps ESCAPE_AHEAD bytes of room ahead of *w for the rest bytes still to
+ * write. */
+static int keep_room(dg_buf_t *out, char **w, size_t rest) {
+  if ((size_t)(out->data + out->cap - *w) >= ESCAPE_AHEAD)
+    return 0;
+  out->len = (size_t)(*w - out->data);
+  int rc = dg_buf_reserve(out, rest + rest / 4 + ESCAPE_AHEAD);
+  *w = out->data + out->len;
+  return rc;
+}
+
+static int put_string_fast(dg_buf_t *out, const unsigned char *p, size_t len) {
+  int rc = dg_buf_reserve(out, len + len / 8 + ESCAPE_AHEAD);
+  if (rc != 0)
+    return rc;
+  char *w = out->data + out->len;
+  *w++ = '"';
+  size_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    rc = keep_room(out, &w, len - i);
+    if (rc != 0)
+      return rc;
+    w = put_word(w, p + i);
+  }
+  rc = keep_room(out, &w, len - i);
+  if (rc != 0)
+    return rc;
+  for (; i < len; i++) {
+    if (needs_escape(p[i]))
+      w = put_escape(w, p[i]);
+    else
+      *w++ = (char)p[i];
+  }
+  *w++ = '"';
+  *w = '\0';
+  out->len = (size_t)(w - out->data);
+  return 0;
+}
+
+/* In one pass when the optimistic reservations are granted; otherwise
+ * measured, so that whether a string fits depends on its bytes alone. */
+static int put_string(dg_buf_t *out, const char *s, size_t len) {
+  if (len > SIZE_MAX / 8)
+    return DG_E2BIG;
+  size_t start = out->len;
+  if (put_string_fast(out, (const unsigned char *)s, len) == 0)
+    return 0;
+  out->len = start;
+  if (out->data != NULL)
+    out->data[start] = '\0';
+  return put_string_measured(out, s, len);
 }
 
 /* Decimal digits without printf, which costs more than the rest of a

@@ -105,6 +105,61 @@ static void test_escape_at_every_offset(void **state) {
   }
 }
 
+/* Strings are written in one pass, eight bytes at a time, with room
+ * reserved for a few escapes and grown on the way: strings made only of
+ * escapes, and of escapes mixed with plain and multi-byte text, of every
+ * length up to a few words and from a fixed seed. */
+static void test_dense_escapes(void **state) {
+  static const char *const pieces[] = {"\"", "\\", "a", "\n", "\x01", "\xc3\xa9", "\x1f", " "};
+  uint32_t seed = 7;
+  for (size_t len = 0; len < 300; len++) {
+    for (int round = 0; round < 8; round++) {
+      char text[600];
+      size_t n = 0;
+      while (n < len) {
+        seed = seed * 1103515245u + 12345u;
+        size_t k = round < 2 ? (size_t)round : (seed >> 16) % (round < 5 ? 2 : 8);
+        size_t plen = strlen(pieces[k]);
+        memcpy(text + n, pieces[k], plen);
+        n += plen;
+      }
+      json_t *v = json_stringn(text, n);
+      assert_non_null(v);
+      assert_same_as_jansson(v);
+      json_decref(v);
+    }
+  }
+}
+
+/* A string that fits the buffer's maximum exactly is written, whatever
+ * room the writer would like to keep ahead; one byte less and it is
+ * refused with the buffer as it was. */
+static void test_string_at_the_limit(void **state) {
+  for (size_t len = 0; len < 200; len += 7) {
+    char text[200];
+    for (size_t i = 0; i < len; i++)
+      text[i] = i % 3 == 0 ? 'x' : i % 3 == 1 ? '"' : '\\';
+    json_t *v = json_stringn(text, len);
+    char *want = json_dumps(v, JSON_ENCODE_ANY);
+    size_t wlen = strlen(want);
+    dg_buf_t out;
+    dg_buf_init(&out, 4 + wlen);
+    assert_int_equal(dg_buf_append_str(&out, "head"), 0);
+    assert_int_equal(dg_json_write(v, &out), 0);
+    assert_int_equal(out.len, 4 + wlen);
+    assert_memory_equal(out.data + 4, want, wlen);
+    dg_buf_free(&out);
+    dg_buf_init(&out, 4 + wlen - 1);
+    assert_int_equal(dg_buf_append_str(&out, "head"), 0);
+    assert_int_equal(dg_json_write_string(&out, text, len), DG_E2BIG);
+    assert_int_equal(out.len, 4);
+    assert_string_equal(out.data, "head");
+    dg_buf_free(&out);
+    free(want);
+    json_decref(v);
+  }
+}
+
 static void test_insertion_order(void **state) {
   json_t *obj = json_pack("{s:i,s:i,s:i}", "zeta", 1, "alpha", 2, "mid", 3);
   json_object_del(obj, "alpha");
@@ -290,6 +345,8 @@ int main(void) {
       cmocka_unit_test(test_decimal_amounts_keep_their_digits),
       cmocka_unit_test(test_every_escape),
       cmocka_unit_test(test_escape_at_every_offset),
+      cmocka_unit_test(test_dense_escapes),
+      cmocka_unit_test(test_string_at_the_limit),
       cmocka_unit_test(test_insertion_order),
       cmocka_unit_test(test_response_like),
       cmocka_unit_test(test_generated_values),
