@@ -92,7 +92,8 @@ typedef struct dg_extract_limits {
   /* PDF pages one threadpool step reads at most (0 counts as 1); a step
    * also ends once about 5 ms have passed. Chunks reach the loop between
    * steps, so this bounds how much text waits for the next hand-over.
-   * Slides and document parts are read one per step whatever it says. */
+   * Other formats size their steps on their own (a slide, part of a DOCX
+   * part, the bytes that arrived). */
   unsigned max_pages_per_step;
 } dg_extract_limits_t;
 
