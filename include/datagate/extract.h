@@ -89,11 +89,17 @@ typedef struct dg_extract_limits {
   unsigned max_units;         /* PDF pages or PPTX slides read; the rest is cut */
   size_t max_memory_bytes;    /* memory MuPDF may hold for one PDF (E2BIG above) */
   uint64_t max_time_ms;       /* wall time of the whole extraction (ETIMEDOUT) */
+  /* PDF pages one threadpool step reads at most (0 counts as 1); a step
+   * also ends once about 5 ms have passed. Chunks reach the loop between
+   * steps, so this bounds how much text waits for the next hand-over.
+   * Other formats size their steps on their own (a slide, part of a DOCX
+   * part, the bytes that arrived). */
+  unsigned max_pages_per_step;
 } dg_extract_limits_t;
 
 /* Defaults: 64 MiB input, 32 MiB text, 10000 entries, 128 MiB per part,
  * 256 MiB for all parts, ratio 200, depth 200, 10000 pages or slides,
- * 512 MiB of MuPDF memory, 20 seconds. */
+ * 512 MiB of MuPDF memory, 20 seconds, 64 pages per step. */
 void dg_extract_limits_default(dg_extract_limits_t *limits);
 
 /* ---- Chunks ----------------------------------------------------------------- */

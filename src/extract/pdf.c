@@ -35,10 +35,10 @@
 #define STORE_BYTES ((size_t)32 << 20)
 /* Drawing calls between two looks at the clock. */
 #define CALLS_PER_CHECK 64
-/* A step reads pages until this much time has passed (at least one page),
- * so that short pages do not each cost a trip through the threadpool. */
+/* A step reads pages until this much time has passed (at least one page)
+ * or limits.max_pages_per_step have been read, so that short pages do not
+ * each cost a trip through the threadpool. */
 #define STEP_BUDGET_NS (5u * 1000u * 1000u)
-#define STEP_MAX_PAGES 64
 /* MuPDF's memory: block header, sizes of the blocks kept for reuse (16
  * bytes to 64 KiB) and how much of them is kept. */
 #define HEADER 16
@@ -536,12 +536,17 @@ static int read_next(dg__xrun_t *run, pdf_state_t *st, int last) {
   return write_page(run, st, &h->r, number + 1, rc2, theirs);
 }
 
-/* Pages until the step's time budget is spent or the text is full. */
+/* Pages until the step's page count or time budget is spent or the text
+ * is full. The helper never reads past the step's last page, so a step
+ * reads max_pages_per_step pages at most, with or without it. */
 static int read_pages(dg__xrun_t *run, pdf_state_t *st, int last) {
+  unsigned most = run->limits.max_pages_per_step > 0 ? run->limits.max_pages_per_step : 1;
+  unsigned left = (unsigned)(last - st->next);
+  int end = st->next + (int)(left < most ? left : most);
   uint64_t start = dg_now_ns();
   int rc = 0;
-  for (int n = 0; rc == 0 && st->next < last && n < STEP_MAX_PAGES; n++) {
-    rc = read_next(run, st, last);
+  while (rc == 0 && st->next < end) {
+    rc = read_next(run, st, end);
     if (dg__xrun_full(run) || dg_now_ns() - start >= STEP_BUDGET_NS)
       break;
   }

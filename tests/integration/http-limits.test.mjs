@@ -255,7 +255,7 @@ describe('timeouts', () => {
 
 describe('session limits', () => {
   it('refuses initialize over maxSessions with 503 and ends idle sessions', async () => {
-    const small = makeConfig({ server: { maxSessions: 2, sessionIdleTimeoutMs: 1000 } });
+    const small = makeConfig({ server: { maxSessions: 2, sessionIdleTimeoutMs: 2000 } });
     const g = await Gateway.start({ config: small });
     try {
       const init = () => fetch(g.url, { method: 'POST', headers: mcpHeaders(), body: INIT });
@@ -270,11 +270,13 @@ describe('session limits', () => {
       assert.equal(over.status, 503);
       assert.match((await over.json()).error.message, /sessions/);
       // Keep one session busy while the other stays idle for longer than
-      // sessionIdleTimeoutMs; asking about the idle one would wake it.
+      // sessionIdleTimeoutMs; asking about the idle one would wake it. The
+      // 2 s timeout leaves a loaded machine seconds for the steps that must
+      // come before it: the sessions above and each ping of the busy one.
       const ping = (id) =>
         fetch(g.url, { method: 'POST', headers: mcpHeaders({ 'Mcp-Session-Id': id }), body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
       const start = Date.now();
-      while (Date.now() - start < 1300) {
+      while (Date.now() - start < 2500) {
         await new Promise((r) => setTimeout(r, 200));
         const busy = await ping(ids[1]);
         assert.equal(busy.status, 200, 'a session in use does not expire');

@@ -74,7 +74,9 @@ function editConfig(dir) {
   }
   // Failure tests share these connectors: their breakers must stay closed.
   const closed = { breaker: { failures: 1000 } };
-  const fast = { timeouts: { connectMs: 1000, firstByteMs: 400, totalMs: 3000 }, retry: { maxAttempts: 3 }, ...closed };
+  // Calls expected to succeed get seconds to spare on a loaded machine; the
+  // one expected to time out (ErpOnce) meets an upstream that never answers.
+  const fast = { timeouts: { connectMs: 5000, firstByteMs: 5000, totalMs: 15000 }, retry: { maxAttempts: 3 }, ...closed };
   const https = mock.tlsBase.replace('127.0.0.1', 'localhost');
   conns.connectors.push(
     connector('ErpFast', `${mock.base}/erp`, fast),
@@ -377,7 +379,7 @@ describe('upstream failures and retries', () => {
   });
 
   it('a slow upstream times out with the phase named', async () => {
-    control({ reset: true, script: { path: '/erp/orders/SO-1012', responses: [{ delayMs: 1500 }] } });
+    control({ reset: true, script: { path: '/erp/orders/SO-1012', responses: [{ hang: true }] } });
     const text = errorText(await execute('OnceOrder', { OrderNumber: 'SO-1012' }));
     assert.match(text, /^Saved Query 'OnceOrder' failed: upstream 'ErpOnce' GET .*\/erp\/orders\/SO-1012.*time/i);
   });

@@ -275,7 +275,9 @@ describe('frames', () => {
 
 describe('keep-alive pings', () => {
   it('pings an idle WebSocket and drops one that never answers', async () => {
-    const cfg = makeConfig({ server: { wsPingIntervalMs: 700 } });
+    // The interval is also the time the live client has to answer: long
+    // enough for a loaded machine, since the answer is the side that must win.
+    const cfg = makeConfig({ server: { wsPingIntervalMs: 1500 } });
     const g = await Gateway.start({ config: cfg });
     try {
       const live = await RawWs.open(g.port, '/mcp', { headers: authHeaders() });

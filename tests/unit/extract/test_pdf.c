@@ -152,6 +152,56 @@ static void test_pages_read_two_at_a_time_stay_in_order(void **state) {
   free(d);
 }
 
+static size_t page_markers(const dg_buf_t *text) {
+  size_t n = 0;
+  for (const char *p = text->data; p != NULL && (p = strstr(p, "--- Page ")) != NULL; p++)
+    n++;
+  return n;
+}
+
+/* A threadpool step reads at most max_pages_per_step pages, also when the
+ * helper thread reads every other page, and at least one; the pages still
+ * come whole and in order. Steps may end sooner on the clock, never later. */
+static void test_a_step_reads_at_most_the_pages_allowed(void **state) {
+  char texts[11][64];
+  const char *pages[11];
+  for (int i = 0; i < 11; i++) {
+    snprintf(texts[i], sizeof(texts[i]), "BT /F1 12 Tf 72 700 Td (page %d) Tj ET", i + 1);
+    pages[i] = texts[i];
+  }
+  size_t len = 0;
+  unsigned char *d = xt_pdf(pages, 11, &len);
+  for (unsigned most = 0; most <= 3; most++) {
+    dg_extract_limits_t limits;
+    dg_extract_limits_default(&limits);
+    limits.max_pages_per_step = most;
+    dg__xrun_t run;
+    assert_int_equal(dg__xrun_init(&run, DG_EXTRACT_PDF, &limits, NULL), 0);
+    run.in = d;
+    run.in_len = len;
+    run.in_last = true;
+    size_t read = 0, steps = 0;
+    while (!run.done) {
+      assert_int_equal(dg__xrun_step(&run), 0);
+      size_t now = page_markers(&run.text);
+      assert_true(now > read);
+      assert_true(now - read <= (most > 0 ? most : 1));
+      read = now;
+      steps++;
+    }
+    assert_int_equal(read, 11);
+    assert_true(steps >= (most > 0 ? (11 + most - 1) / most : 11));
+    dg_extract_doc_t *doc = dg__xrun_finish(&run);
+    assert_non_null(doc);
+    char *want = xt_text(DG_EXTRACT_PDF, NULL, d, len);
+    assert_string_equal(dg_extract_doc_text(doc, NULL), want);
+    free(want);
+    dg_extract_doc_unref(doc);
+    dg__xrun_free(&run);
+  }
+  free(d);
+}
+
 static void test_memory_limit(void **state) {
   size_t len = 0;
   unsigned char *d = one_page("BT /F1 12 Tf 72 700 Td (x) Tj ET", &len);
@@ -189,6 +239,7 @@ int main(void) {
       cmocka_unit_test(test_damaged_pdfs),
       cmocka_unit_test(test_too_many_pages_are_cut),
       cmocka_unit_test(test_pages_read_two_at_a_time_stay_in_order),
+      cmocka_unit_test(test_a_step_reads_at_most_the_pages_allowed),
       cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_time_limit_stops_a_heavy_page),
   };

@@ -52,6 +52,7 @@ static inline ht_t *ht_new(void) {
   uv_loop_init(&t->loop);
   t->cat = mt_catalog();
   mt_cancels = 0;
+  mt_slow_runs = 0;
   return t;
 }
 
@@ -80,6 +81,15 @@ static inline void ht_free(ht_t *t) {
 
 static inline void ht_sleep_ms(int ms) {
   usleep((useconds_t)ms * 1000);
+}
+
+/* Waits for a counter the server's loop raises; true once it reached want.
+ * The limit only keeps a broken test from hanging: it is far beyond any
+ * expected wait, so a slow run never fails here. */
+static inline bool ht_wait_for(_Atomic int *v, int want) {
+  for (int i = 0; i < 1000 && *v < want; i++)
+    ht_sleep_ms(10);
+  return *v >= want;
 }
 
 /* ---- Client --------------------------------------------------------------------- */

@@ -57,6 +57,7 @@ static inline dg_catalog_t *mt_catalog(void) {
 
 /* ---- Fake tools -------------------------------------------------------------- */
 static _Atomic int mt_cancels;       /* cancel callbacks heard (the test thread reads it) */
+static _Atomic int mt_slow_runs;     /* "slow" calls started (the test thread reads it) */
 static dg_tool_call_t *mt_slow_call; /* the last "slow" call still running */
 
 /* Ends a call on a later loop turn, from a timer of its own. */
@@ -99,6 +100,7 @@ static inline void mt_slow_cancel(dg_tool_call_t *call, void *data) {
 static inline void mt_slow_run(dg_tool_call_t *call) {
   mt_slow_call = call;
   dg_tool_call_on_cancel(call, mt_slow_cancel, NULL);
+  mt_slow_runs++;
 }
 
 /* With {"meta": true}: one notification carrying _meta, and what
@@ -243,6 +245,7 @@ static inline int mt_setup(void **state) {
   mt_sink.notes = json_array();
   mt_sink.early = 0;
   mt_cancels = 0;
+  mt_slow_runs = 0;
   mt_slow_call = NULL;
   *state = env;
   return 0;

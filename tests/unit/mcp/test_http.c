@@ -254,11 +254,11 @@ static void test_client_disconnect_cancels(void **state) {
            "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
            sid, strlen(tools_call_slow), tools_call_slow);
   hc_send(fd, req, strlen(req));
-  ht_sleep_ms(100);
+  /* The call runs (and never ends by itself) before the client goes. */
+  assert_true(ht_wait_for(&mt_slow_runs, 1));
   assert_int_equal(mt_cancels, 0);
   close(fd);
-  for (int i = 0; i < 100 && mt_cancels == 0; i++)
-    ht_sleep_ms(10);
+  assert_true(ht_wait_for(&mt_cancels, 1));
   assert_int_equal(mt_cancels, 1);
 }
 
@@ -272,7 +272,7 @@ static void test_shutdown_with_call_in_flight(void **state) {
            "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
            sid, strlen(tools_call_slow), tools_call_slow);
   hc_send(fd, req, strlen(req));
-  ht_sleep_ms(50);
+  assert_true(ht_wait_for(&mt_slow_runs, 1));
   /* teardown closes the HTTP server, then frees the MCP server while the
    * call runs: the call is canceled and nothing is left open. */
   leftover_fd = fd;

@@ -7,12 +7,24 @@
 
 static const char ping[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
 
-static int setup(void **state) {
+/* Sessions that must stay alive get an idle timeout no run comes near, so
+ * a slow run cannot end them between two requests. */
+static int setup_with_idle(void **state, uint64_t idle_ms) {
   ht_t *t = ht_new();
-  t->cat->server.session_idle_timeout_ms = 200;
+  t->cat->server.session_idle_timeout_ms = idle_ms;
   ht_run(t);
   *state = t;
   return 0;
+}
+
+static int setup(void **state) {
+  return setup_with_idle(state, 60000);
+}
+
+/* One second: requests 600 ms apart keep a session (400 ms to spare on a
+ * loaded machine), and 1.5 s without one ends it. */
+static int setup_short_idle(void **state) {
+  return setup_with_idle(state, 1000);
 }
 
 static int teardown(void **state) {
@@ -85,11 +97,11 @@ static void test_expired(void **state) {
   static hc_resp_t r;
   char sid[64];
   hc_initialize(t->port, "2025-06-18", sid);
-  ht_sleep_ms(100);
+  ht_sleep_ms(600);
   assert_int_equal(hc_post(t->port, sid, ping, &r), 200); /* activity restarts the clock */
-  ht_sleep_ms(120);
-  assert_int_equal(hc_post(t->port, sid, ping, &r), 200);
-  ht_sleep_ms(400);
+  ht_sleep_ms(600);
+  assert_int_equal(hc_post(t->port, sid, ping, &r), 200); /* 1.2 s after it began */
+  ht_sleep_ms(1500);
   assert_int_equal(hc_post(t->port, sid, ping, &r), 404);
 }
 
@@ -131,7 +143,7 @@ typedef struct pair {
   dg_mcp_shared_t *shared;
 } pair_t;
 
-static pair_t *pair_new(uint64_t lifetime_ms) {
+static pair_t *pair_new(uint64_t idle_ms, uint64_t lifetime_ms) {
   pair_t *p = calloc(1, sizeof(*p));
   p->a = ht_new();
   p->b = ht_new();
@@ -140,7 +152,7 @@ static pair_t *pair_new(uint64_t lifetime_ms) {
   assert_int_equal(dg_mcp_shared_new(&p->a->cat->server, 2, &p->shared, &err), 0);
   ht_t *both[] = {p->a, p->b};
   for (int i = 0; i < 2; i++) {
-    both[i]->cat->server.session_idle_timeout_ms = 300;
+    both[i]->cat->server.session_idle_timeout_ms = idle_ms;
     if (lifetime_ms > 0)
       both[i]->cat->server.session_max_lifetime_ms = lifetime_ms;
     both[i]->shared = p->shared;
@@ -149,13 +161,20 @@ static pair_t *pair_new(uint64_t lifetime_ms) {
   return p;
 }
 
+/* As for one server: an idle timeout no run comes near, unless the test
+ * is about the timeout itself. */
 static int pair_setup(void **state) {
-  *state = pair_new(0);
+  *state = pair_new(60000, 0);
+  return 0;
+}
+
+static int pair_setup_short_idle(void **state) {
+  *state = pair_new(1000, 0);
   return 0;
 }
 
 static int pair_setup_short_life(void **state) {
-  *state = pair_new(400);
+  *state = pair_new(60000, 1000);
   return 0;
 }
 
@@ -264,13 +283,13 @@ static void test_idle_everywhere(void **state) {
   static hc_resp_t r;
   char sid[64];
   hc_initialize(p->a->port, "2025-06-18", sid);
-  for (int i = 0; i < 5; i++) {
-    ht_sleep_ms(100);
+  for (int i = 0; i < 2; i++) {
+    ht_sleep_ms(600);
     assert_int_equal(sid_request(p->b->port, "POST", HC_ALICE, sid, NULL, ping, &r), 200);
   }
-  /* 500 ms after its last use on a, more than the 300 ms idle timeout. */
+  /* 1.2 s after its last use on a, more than the 1 s idle timeout. */
   assert_int_equal(sid_request(p->a->port, "POST", HC_ALICE, sid, NULL, ping, &r), 200);
-  ht_sleep_ms(700);
+  ht_sleep_ms(1500);
   assert_int_equal(sid_request(p->b->port, "POST", HC_ALICE, sid, NULL, ping, &r), 404);
   assert_int_equal(sid_request(p->a->port, "POST", HC_ALICE, sid, NULL, ping, &r), 404);
 }
@@ -307,7 +326,7 @@ static void test_limit_across(void **state) {
   assert_int_equal(sid_request(p->b->port, "POST", HC_ALICE, sid, NULL, ping, &r), 200);
 }
 
-/* An id is refused once sessionMaxLifetimeMs (400 ms here) old, however
+/* An id is refused once sessionMaxLifetimeMs (1 s here) old, however
  * busy. */
 static void test_lifetime(void **state) {
   pair_t *p = *state;
@@ -316,7 +335,7 @@ static void test_lifetime(void **state) {
   hc_initialize(p->a->port, "2025-06-18", sid);
   assert_int_equal(sid_request(p->b->port, "POST", HC_ALICE, sid, NULL, ping, &r), 200);
   for (int i = 0; i < 6; i++) {
-    ht_sleep_ms(100);
+    ht_sleep_ms(200);
     sid_request(i % 2 ? p->a->port : p->b->port, "POST", HC_ALICE, sid, NULL, ping, &r);
   }
   assert_int_equal(sid_request(p->a->port, "POST", HC_ALICE, sid, NULL, ping, &r), 404);
@@ -362,13 +381,13 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_unknown_session, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wrong_principal, setup, teardown),
       cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_expired, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_expired, setup_short_idle, teardown),
       cmocka_unit_test_setup_teardown(test_limit, setup, teardown),
       cmocka_unit_test_setup_teardown(test_failed_initialize_leaves_no_session, setup, teardown),
       cmocka_unit_test_setup_teardown(test_taken_over, pair_setup, pair_teardown),
       cmocka_unit_test_setup_teardown(test_other_principal_across, pair_setup, pair_teardown),
       cmocka_unit_test_setup_teardown(test_delete_across, pair_setup, pair_teardown),
-      cmocka_unit_test_setup_teardown(test_idle_everywhere, pair_setup, pair_teardown),
+      cmocka_unit_test_setup_teardown(test_idle_everywhere, pair_setup_short_idle, pair_teardown),
       cmocka_unit_test_setup_teardown(test_forged_across, pair_setup, pair_teardown),
       cmocka_unit_test_setup_teardown(test_limit_across, pair_setup, pair_teardown),
       cmocka_unit_test_setup_teardown(test_lifetime, pair_setup_short_life, pair_teardown),

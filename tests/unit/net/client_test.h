@@ -212,6 +212,19 @@ static inline void raw_wait_close(raw_conn_t *c) {
     c->len = 0;
 }
 
+/* Sends nothing more and waits until the peer closes or the server stops,
+ * however long that takes: a call expected to time out meets an upstream
+ * that never answers, not one that answers late. */
+static inline void raw_hold(raw_conn_t *c) {
+  for (;;) {
+    ssize_t n = raw_fill(c);
+    if (n > 0)
+      c->len = 0;
+    else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || c->srv->stop)
+      return;
+  }
+}
+
 static inline void sleep_ms(int ms) {
   usleep((useconds_t)ms * 1000);
 }
@@ -327,6 +340,22 @@ static inline void run_for(ctx_t *t, uint64_t ms) {
     uv_run(&t->loop, UV_RUN_ONCE);
   uv_close((uv_handle_t *)&timer, NULL);
   uv_run(&t->loop, UV_RUN_NOWAIT);
+}
+
+/* Runs the loop until the pool holds n idle connections; false when that
+ * has not happened within 10 s (a limit far beyond any expected wait, so
+ * that a broken test fails rather than hangs). */
+static inline bool run_until_idle(ctx_t *t, unsigned n) {
+  uv_timer_t give_up;
+  int fired = 0;
+  give_up.data = &fired;
+  uv_timer_init(&t->loop, &give_up);
+  uv_timer_start(&give_up, run_for_fired, 10000, 0);
+  while (dg_http_client_idle_connections(t->client) != n && !fired)
+    uv_run(&t->loop, UV_RUN_ONCE);
+  uv_close((uv_handle_t *)&give_up, NULL);
+  uv_run(&t->loop, UV_RUN_NOWAIT);
+  return dg_http_client_idle_connections(t->client) == n;
 }
 
 static inline void req_init(dg_http_client_request_t *r, const char *method, const char *url,

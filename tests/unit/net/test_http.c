@@ -16,7 +16,10 @@ typedef struct state {
   atomic_int drain_done;
   atomic_int stream_done;
   atomic_size_t max_pending;
+  atomic_int connections; /* the server's count, read on its loop */
+  atomic_int counted;
   size_t stream_total;
+  dg_http_request_t *held; /* answered when the test says so */
 } state_t;
 
 static state_t st;
@@ -116,6 +119,8 @@ static void handler(dg_http_request_t *req) {
     dg_http_request_watch(req, &ev);
     dg_http_stream_begin(req, 200, NULL, 0);
     stream_pump(s);
+  } else if (strcmp(path, "/held") == 0) {
+    st.held = req;
   } else if (strcmp(path, "/hang") == 0) {
     dg_http_request_events_t ev = {hang_abort, NULL, NULL};
     dg_http_request_watch(req, &ev);
@@ -158,6 +163,39 @@ static int teardown(void **state) {
 
 static void start(test_ctx_t *t) {
   assert_int_equal(fixture_start(&t->f, &t->cfg), 0);
+}
+
+/* Waits for a counter the server's loop raises. The limit only keeps a
+ * broken test from hanging: it is far beyond any expected wait. */
+static bool wait_for(atomic_int *v, int want) {
+  for (int i = 0; i < 1000 && *v < want; i++)
+    sleep_ms(10);
+  return *v >= want;
+}
+
+static void count_connections(fixture_t *f) {
+  st.connections = (int)dg_http_server_connections(f->server);
+  st.counted++;
+}
+
+/* Waits until the server counts n open connections, asking its loop. */
+static bool wait_connections(test_ctx_t *t, int n) {
+  for (int i = 0; i < 1000; i++) {
+    int asked = st.counted;
+    fixture_call(&t->f, count_connections);
+    if (!wait_for(&st.counted, asked + 1))
+      return false;
+    if (st.connections == n)
+      return true;
+    sleep_ms(10);
+  }
+  return false;
+}
+
+/* Answers the /held request on the loop thread. */
+static void answer_held(fixture_t *f) {
+  dg_http_respond(st.held, 200, NULL, 0, "held", 4);
+  st.held = NULL;
 }
 
 /* ---- tests ------------------------------------------------------------ */
@@ -243,7 +281,7 @@ static void test_keep_alive(void **state) {
   client_send(&t->cl, "GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n");
   assert_int_equal(client_response(&t->cl, &t->r), 200);
   assert_string_equal(response_header(&t->r, "Connection", v, sizeof(v)), "close");
-  assert_true(client_wait_closed(&t->cl, 2000));
+  assert_true(client_wait_closed(&t->cl, 10000));
   client_close(&t->cl);
 
   /* HTTP/1.0 closes unless it asks for keep-alive. */
@@ -254,7 +292,7 @@ static void test_keep_alive(void **state) {
   client_send(&t->cl, "GET /hello HTTP/1.0\r\n\r\n");
   assert_int_equal(client_response(&t->cl, &t->r), 200);
   assert_string_equal(response_header(&t->r, "Connection", v, sizeof(v)), "close");
-  assert_true(client_wait_closed(&t->cl, 2000));
+  assert_true(client_wait_closed(&t->cl, 10000));
 }
 
 static void test_pipelining_in_order(void **state) {
@@ -298,7 +336,7 @@ static void test_expect_continue(void **state) {
   assert_int_equal(client_connect(&t->cl, t->f.port), 0);
   client_send(&t->cl, "POST /echo HTTP/1.1\r\nContent-Length: 500\r\nExpect: 100-continue\r\n\r\n");
   assert_int_equal(client_response(&t->cl, &t->r), 413);
-  assert_true(client_wait_closed(&t->cl, 2000));
+  assert_true(client_wait_closed(&t->cl, 10000));
 }
 
 static void expect_status_then_close(test_ctx_t *t, const char *req, size_t len, int status) {
@@ -307,7 +345,7 @@ static void expect_status_then_close(test_ctx_t *t, const char *req, size_t len,
   assert_int_equal(client_response(&t->cl, &t->r), status);
   char v[64];
   assert_string_equal(response_header(&t->r, "Connection", v, sizeof(v)), "close");
-  assert_true(client_wait_closed(&t->cl, 3000));
+  assert_true(client_wait_closed(&t->cl, 10000));
   client_close(&t->cl);
 }
 
@@ -378,12 +416,14 @@ static void test_header_timeout(void **state) {
   test_ctx_t *t = *state;
   t->cfg.limits.header_timeout_ms = 150;
   start(t);
+  /* The clock starts before the connection exists, so a slow run can only
+   * make the wait look longer: the 408 must not come before the timeout. */
+  uint64_t t0 = dg_now_ms();
   assert_int_equal(client_connect(&t->cl, t->f.port), 0);
   client_send(&t->cl, "GET /hello HTTP/1.1\r\nHost: slow");
-  uint64_t t0 = dg_now_ms();
   assert_int_equal(client_response(&t->cl, &t->r), 408);
   assert_true(dg_now_ms() - t0 >= 100);
-  assert_true(client_wait_closed(&t->cl, 3000));
+  assert_true(client_wait_closed(&t->cl, 10000));
   client_close(&t->cl);
   /* A body that stops arriving hits the request timeout. */
   t->cl.fd = -1;
@@ -396,18 +436,20 @@ static void test_request_timeout(void **state) {
   assert_int_equal(client_connect(&t->cl, t->f.port), 0);
   client_send(&t->cl, "POST /echo HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc");
   assert_int_equal(client_response(&t->cl, &t->r), 408);
-  assert_true(client_wait_closed(&t->cl, 3000));
+  assert_true(client_wait_closed(&t->cl, 10000));
 }
 
 static void test_idle_timeout(void **state) {
   test_ctx_t *t = *state;
   t->cfg.limits.idle_timeout_ms = 200;
   start(t);
+  /* Measured from before the request, so that a late reader cannot make
+   * the idle time look shorter than it was: the close must not come early. */
+  uint64_t t0 = dg_now_ms();
   assert_int_equal(client_connect(&t->cl, t->f.port), 0);
   client_send(&t->cl, "GET /hello HTTP/1.1\r\n\r\n");
   assert_int_equal(client_response(&t->cl, &t->r), 200);
-  uint64_t t0 = dg_now_ms();
-  assert_true(client_wait_closed(&t->cl, 3000));
+  assert_true(client_wait_closed(&t->cl, 10000));
   assert_true(dg_now_ms() - t0 >= 150);
 }
 
@@ -425,11 +467,11 @@ static void test_max_connections(void **state) {
   assert_int_equal(client_response(b, &t->r), 200);
   assert_int_equal(client_connect(&t->cl, t->f.port), 0);
   assert_int_equal(client_response(&t->cl, &t->r), 503);
-  assert_true(client_wait_closed(&t->cl, 3000));
+  assert_true(client_wait_closed(&t->cl, 10000));
   client_close(&t->cl);
-  /* Room again once one leaves. */
+  /* Room again once one leaves (once the server has seen it go). */
   client_close(a);
-  sleep_ms(100);
+  assert_true(wait_connections(t, 1));
   assert_int_equal(http_once(t->f.port, "GET /hello HTTP/1.1\r\n\r\n", &t->r), 200);
   client_close(b);
   free(a);
@@ -456,7 +498,7 @@ static void test_pipeline_limit(void **state) {
   for (int i = 0; i < 3; i++)
     assert_int_equal(client_response(&t->cl, &t->r), 200);
   assert_int_equal(client_response(&t->cl, &t->r), 503);
-  assert_true(client_wait_closed(&t->cl, 3000));
+  assert_true(client_wait_closed(&t->cl, 10000));
 }
 
 static void test_backpressure(void **state) {
@@ -467,8 +509,8 @@ static void test_backpressure(void **state) {
   t->cl.rcvbuf = 4096;
   assert_int_equal(client_connect(&t->cl, t->f.port), 0);
   client_send(&t->cl, "GET /stream HTTP/1.1\r\nConnection: close\r\n\r\n");
-  sleep_ms(300); /* a reader that does not read */
-  assert_true(st.e2big > 0);
+  /* A reader that does not read: the server's buffer fills up. */
+  assert_true(wait_for(&st.e2big, 1));
   assert_true(st.max_pending <= 64 * 1024);
   assert_int_equal(st.stream_done, 0);
   /* Reading again lets the stream finish through on_drain. */
@@ -506,13 +548,11 @@ static void test_abort(void **state) {
   start(t);
   assert_int_equal(client_connect(&t->cl, t->f.port), 0);
   client_send(&t->cl, "GET /hang HTTP/1.1\r\n\r\n");
-  for (int i = 0; i < 100 && st.handled == 0; i++)
-    sleep_ms(10);
+  assert_true(wait_for(&st.handled, 1));
   assert_int_equal(st.handled, 1);
   assert_int_equal(st.aborted, 0);
   client_close(&t->cl);
-  for (int i = 0; i < 200 && st.aborted == 0; i++)
-    sleep_ms(10);
+  assert_true(wait_for(&st.aborted, 1));
   assert_int_equal(st.aborted, 1);
 }
 
@@ -521,7 +561,7 @@ static void drain_done(dg_http_server_t *s, void *data) {
 }
 
 static void start_drain(fixture_t *f) {
-  dg_http_server_drain(f->server, 2000, drain_done, NULL);
+  dg_http_server_drain(f->server, 10000, drain_done, NULL);
 }
 
 static void test_drain(void **state) {
@@ -532,19 +572,23 @@ static void test_drain(void **state) {
   client_send(idle, "GET /hello HTTP/1.1\r\n\r\n");
   assert_int_equal(client_response(idle, &t->r), 200);
   assert_int_equal(client_connect(&t->cl, t->f.port), 0);
-  client_send(&t->cl, "GET /later?ms=300 HTTP/1.1\r\n\r\n");
-  for (int i = 0; i < 100 && st.handled < 2; i++)
-    sleep_ms(10);
+  /* Held until the test answers it, so the drain cannot end early. */
+  client_send(&t->cl, "GET /held HTTP/1.1\r\n\r\n");
+  assert_true(wait_for(&st.handled, 2));
   fixture_call(&t->f, start_drain);
   /* The idle connection goes at once; the busy one is answered and closed. */
-  assert_true(client_wait_closed(idle, 1000));
+  assert_true(client_wait_closed(idle, 10000));
   assert_int_equal(st.drain_done, 0);
+  fixture_call(&t->f, answer_held);
   assert_int_equal(client_response(&t->cl, &t->r), 200);
+  assert_string_equal(t->r.body, "held");
   char v[32];
   assert_string_equal(response_header(&t->r, "Connection", v, sizeof(v)), "close");
-  assert_true(client_wait_closed(&t->cl, 3000));
-  for (int i = 0; i < 200 && st.drain_done == 0; i++)
-    sleep_ms(10);
+  assert_true(client_wait_closed(&t->cl, 10000));
+  /* Our close ends the server's linger at once, so the drain ends now
+   * rather than at the linger's timeout. */
+  client_close(&t->cl);
+  assert_true(wait_for(&st.drain_done, 1));
   assert_int_equal(st.drain_done, 1);
   /* No new connections once draining. */
   client_t *late = calloc(1, sizeof(*late));
@@ -565,14 +609,13 @@ static void test_drain_deadline(void **state) {
   start(t);
   assert_int_equal(client_connect(&t->cl, t->f.port), 0);
   client_send(&t->cl, "GET /hang HTTP/1.1\r\n\r\n");
-  for (int i = 0; i < 100 && st.handled == 0; i++)
-    sleep_ms(10);
+  assert_true(wait_for(&st.handled, 1));
+  /* Measured from before the drain starts: the cut must not come early. */
   uint64_t t0 = dg_now_ms();
   fixture_call(&t->f, start_short_drain);
-  assert_true(client_wait_closed(&t->cl, 3000));
+  assert_true(client_wait_closed(&t->cl, 10000));
   assert_true(dg_now_ms() - t0 >= 150);
-  for (int i = 0; i < 200 && st.drain_done == 0; i++)
-    sleep_ms(10);
+  assert_true(wait_for(&st.drain_done, 1));
   assert_int_equal(st.drain_done, 1);
   assert_int_equal(st.aborted, 1);
 }

@@ -179,7 +179,7 @@ static void test_reconfigure_drops_changed_credentials(void **state) {
  * entry of a call in flight: its 401 still refreshes through it. */
 static void test_reconfigure_keeps_entries_in_use(void **state) {
   fixture_t *fx = oauth_fixture();
-  fx->script.api_delay_ms = 300;
+  fx->script.api_held = true; /* until the test has changed the token */
   result_t *out = &fx->results[0];
   save_start(fx, "GET", "/a", out);
   while (fx->script.api_requests == 0)
@@ -190,7 +190,7 @@ static void test_reconfigure_keeps_entries_in_use(void **state) {
   dg_catalog_t empty = {.nconnectors = 0};
   dg_errctx_t err;
   assert_int_equal(dg_connectors_configure(fx->cs, &empty, &err), 0);
-  fx->script.api_delay_ms = 0;
+  fx->script.api_held = false;
   assert_true(save_run_until(fx, out, 1));
   assert_int_equal(out->rc, 0);
   assert_int_equal(fx->script.token_requests, 2);
