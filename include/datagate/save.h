@@ -96,6 +96,10 @@ int dg_template_expand(const dg_template_t *t, dg_template_mode_t mode,
 /* Encoders the expander uses, for callers that build URLs themselves. */
 int dg_template_append_encoded(dg_buf_t *out, const char *s, size_t len, bool keep_slash);
 int dg_template_append_json_string(dg_buf_t *out, const char *s, size_t len, bool quoted);
+/* The start of a GraphQL request body, up to its variables:
+ * {"query":...,"operationName":...,"variables":  (operationName only when
+ * given). The caller writes the variables object and the closing brace. */
+int dg_template_graphql_head(dg_buf_t *out, const char *query, const char *operation_name);
 
 /* ---- Response paths ------------------------------------------------------
  * Syntax: an optional '$', then steps: ".name", "['name']" or "[\"name\"]"

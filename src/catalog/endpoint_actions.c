@@ -235,20 +235,6 @@ static const dg__cfg_field_t graphql_fields[] = {
 };
 #undef G
 
-static void check_path_text(dg__cfg_t *cfg, const char *text, const char *path) {
-  if (text[0] != '\0' && text[0] != '/')
-    dg__cfg_error(cfg, path, "'%s' must start with '/' (it is appended to the connector's baseUrl)",
-                  text);
-  else if (strpbrk(text, "?#") != NULL)
-    dg__cfg_error(cfg, path, "'%s' must not hold '?' or '#'; give parameters in 'query'", text);
-  for (const char *c = text; *c != '\0'; c++) {
-    if ((unsigned char)*c <= 0x20 || *c == 0x7f) {
-      dg__cfg_error(cfg, path, "'%s' must not hold spaces or control characters", text);
-      break;
-    }
-  }
-}
-
 /* "query" and "headers": objects of names and template strings. */
 static const dg_saved_param_t *compile_params(actx_t *x, action_raw_t *raw, const json_t *v,
                                               bool headers, const char *path, size_t *count) {
@@ -413,7 +399,7 @@ static void parse_request(actx_t *x, action_raw_t *raw, const char *path) {
     check_request_kind(x->cfg, &rr, path);
   const char *at = at_key(x->cfg, path, "path");
   if (rr.path != NULL) {
-    check_path_text(x->cfg, rr.path, at);
+    dg__cfg_check_path_text(x->cfg, rr.path, at);
     rr.r.path = compile(x, raw, rr.path, at);
   }
   rr.r.query = compile_params(x, raw, rr.query, false, at_key(x->cfg, path, "query"), &rr.r.nquery);

@@ -62,6 +62,9 @@ struct dg__cfg_field {
 /* Records "file: path: message" for the file being read. */
 void dg__cfg_error(dg__cfg_t *cfg, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A request path template: starts with '/', holds no '?', '#', spaces or
+ * control characters (saved_queries.c; Saved Queries and save actions). */
+void dg__cfg_check_path_text(dg__cfg_t *cfg, const char *text, const char *path);
 /* Joins base and a key or index into a JSON pointer (escaping ~ and /). */
 void dg__cfg_path_key(char *out, const char *base, const char *key);
 void dg__cfg_path_index(char *out, const char *base, size_t index);

@@ -366,7 +366,7 @@ static const dg_template_t *compile_json(dg__cfg_t *cfg, const dg_saved_query_t 
 
 /* ---- Request ----------------------------------------------------------------------- */
 
-static void check_path_text(dg__cfg_t *cfg, const char *text, const char *path) {
+void dg__cfg_check_path_text(dg__cfg_t *cfg, const char *text, const char *path) {
   if (text[0] != '\0' && text[0] != '/')
     dg__cfg_error(cfg, path, "'%s' must start with '/' (it is appended to the connector's baseUrl)",
                   text);
@@ -521,7 +521,7 @@ static void parse_request(dg__cfg_t *cfg, const json_t *v, void *obj, const char
   char at[DG__CFG_PATH_MAX];
   dg__cfg_path_key(at, path, "path");
   if (raw.path != NULL) {
-    check_path_text(cfg, raw.path, at);
+    dg__cfg_check_path_text(cfg, raw.path, at);
     raw.r.path = compile(cfg, q, raw.path, true, at);
   }
   dg__cfg_path_key(at, path, "query");

@@ -366,3 +366,15 @@ int dg_template_expand(const dg_template_t *t, dg_template_mode_t mode,
   }
   return rc;
 }
+
+int dg_template_graphql_head(dg_buf_t *out, const char *query, const char *operation_name) {
+  int rc = dg_buf_append_str(out, "{\"query\":");
+  if (rc == 0)
+    rc = dg_template_append_json_string(out, query, strlen(query), true);
+  if (rc == 0 && operation_name != NULL) {
+    rc = dg_buf_append_str(out, ",\"operationName\":");
+    if (rc == 0)
+      rc = dg_template_append_json_string(out, operation_name, strlen(operation_name), true);
+  }
+  return rc == 0 ? dg_buf_append_str(out, ",\"variables\":") : rc;
+}

@@ -83,16 +83,7 @@ static int build_path(const values_t *v, dg_buf_t *out, dg_errctx_t *err) {
 /* GraphQL: {"query": ..., "operationName": ..., "variables": {...}}. */
 static int build_graphql(const values_t *v, dg_buf_t *out, dg_errctx_t *err) {
   const dg_saved_request_t *r = &v->q->request;
-  int rc = dg_buf_append_str(out, "{\"query\":");
-  if (rc == 0)
-    rc = dg_template_append_json_string(out, r->graphql_query, strlen(r->graphql_query), true);
-  if (rc == 0 && r->operation_name != NULL) {
-    rc = dg_buf_append_str(out, ",\"operationName\":");
-    if (rc == 0)
-      rc = dg_template_append_json_string(out, r->operation_name, strlen(r->operation_name), true);
-  }
-  if (rc == 0)
-    rc = dg_buf_append_str(out, ",\"variables\":");
+  int rc = dg_template_graphql_head(out, r->graphql_query, r->operation_name);
   if (rc == 0 && r->graphql_variables != NULL)
     rc = dg_template_expand(r->graphql_variables, DG_TEMPLATE_JSON, lookup, (void *)v, out, err);
   else if (rc == 0)
