@@ -27,17 +27,17 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "loadutil.h"
 
 #define BUF_SIZE 16384
 #define OPEN_WINDOW 256 /* connections being opened and initialized at once */
@@ -108,39 +108,6 @@ static uint64_t now_ns(void) {
 static void die(const char *what) {
   fprintf(stderr, "mcpload: %s\n", what);
   exit(2);
-}
-
-/* VmRSS of pid in KiB, or -1. */
-static long rss_kib(int pid) {
-  char path[64];
-  snprintf(path, sizeof(path), "/proc/%d/status", pid);
-  FILE *f = fopen(path, "r");
-  if (f == NULL)
-    return -1;
-  char line[256];
-  long kib = -1;
-  while (fgets(line, sizeof(line), f) != NULL) {
-    if (strncmp(line, "VmRSS:", 6) == 0) {
-      kib = strtol(line + 6, NULL, 10);
-      break;
-    }
-  }
-  fclose(f);
-  return kib;
-}
-
-static void raise_nofile(unsigned want) {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-    return;
-  rlim_t need = (rlim_t)want + 64;
-  if (rl.rlim_max < need) {
-    struct rlimit more = {need, need};
-    if (setrlimit(RLIMIT_NOFILE, &more) == 0)
-      return;
-  }
-  rl.rlim_cur = rl.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &rl);
 }
 
 static void conn_fail(client_t *cl, conn_t *c, const char *why) {
@@ -340,9 +307,7 @@ static void on_readable(client_t *cl, conn_t *c) {
 /* ---- opening ------------------------------------------------------------ */
 
 static void on_connected(client_t *cl, conn_t *c) {
-  int err = 0;
-  socklen_t len = sizeof(err);
-  getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  int err = lu_connect_result(c->fd);
   if (err != 0) {
     conn_fail(cl, c, strerror(err));
     return;
@@ -361,19 +326,14 @@ static void on_connected(client_t *cl, conn_t *c) {
 }
 
 static void open_one(client_t *cl, conn_t *c) {
-  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cl->opt.port)};
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int err;
+  c->fd = lu_connect_start(cl->ep, cl->opt.port, c, &err);
   if (c->fd < 0)
     die("socket() failed: raise the open-file limit (ulimit -n)");
-  int one = 1;
-  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   c->state = C_CONNECTING;
   cl->opening++;
-  struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = c};
-  epoll_ctl(cl->ep, EPOLL_CTL_ADD, c->fd, &ev);
-  if (connect(c->fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 && errno != EINPROGRESS)
-    conn_fail(cl, c, strerror(errno));
+  if (err != 0)
+    conn_fail(cl, c, strerror(err));
 }
 
 static void open_more(client_t *cl) {
@@ -495,19 +455,19 @@ static int hold_mode(client_t *cl) {
   if (!run_until(cl, all_opened, deadline))
     die("timed out opening the connections");
   run_until(cl, NULL, now_ns() + (uint64_t)SETTLE_MS * 1000000u);
-  long before = rss_kib(cl->opt.rss_pid);
+  long before = lu_rss_kib(cl->opt.rss_pid);
   unsigned open = cl->ready;
   for (unsigned i = 0; i < cl->opt.conns; i++) {
     if (cl->conns[i].state == C_READY)
       send_call(cl, &cl->conns[i]);
   }
   bool held = wait_pending(cl, (long)open, deadline);
-  long during = rss_kib(cl->opt.rss_pid);
+  long during = lu_rss_kib(cl->opt.rss_pid);
   unsigned in_flight = cl->calling;
   if (!run_until(cl, all_answered, deadline))
     die("timed out waiting for the answers");
   run_until(cl, NULL, now_ns() + (uint64_t)SETTLE_MS * 1000000u);
-  long after = rss_kib(cl->opt.rss_pid);
+  long after = lu_rss_kib(cl->opt.rss_pid);
   double per = open > 0 ? (double)(during - before) / open : 0;
   printf("%u sessions open: VmRSS %ld KiB; %u calls held by the upstream: %ld KiB "
          "(+%.2f KiB per call in flight); after the answers: %ld KiB; %" PRIu64 " answers, %" PRIu64
@@ -571,7 +531,7 @@ int main(int argc, char **argv) {
   client_t cl;
   memset(&cl, 0, sizeof(cl));
   parse_options(argc, argv, &cl.opt);
-  raise_nofile(cl.opt.conns);
+  lu_raise_nofile(cl.opt.conns);
   cl.conns = calloc(cl.opt.conns, sizeof(*cl.conns));
   cl.ep = epoll_create1(EPOLL_CLOEXEC);
   if (cl.conns == NULL || cl.ep < 0)

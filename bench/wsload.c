@@ -21,19 +21,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "loadutil.h"
 #include "wsframe.h"
 
 #define BUF_SIZE 4096      /* per connection: the initialize answer is about 1.1 KiB */
@@ -108,41 +106,6 @@ static double now_s(void) {
 static void die(const char *what) {
   fprintf(stderr, "wsload: %s\n", what);
   exit(2);
-}
-
-/* VmRSS of pid in KiB, or -1. */
-static long rss_kib(int pid) {
-  char path[64];
-  snprintf(path, sizeof(path), "/proc/%d/status", pid);
-  FILE *f = fopen(path, "r");
-  if (f == NULL)
-    return -1;
-  char line[256];
-  long kib = -1;
-  while (fgets(line, sizeof(line), f) != NULL) {
-    if (strncmp(line, "VmRSS:", 6) == 0) {
-      kib = strtol(line + 6, NULL, 10);
-      break;
-    }
-  }
-  fclose(f);
-  return kib;
-}
-
-/* Each connection needs a descriptor; ask for the hard limit, and more
- * when we may. */
-static void raise_nofile(unsigned want) {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
-    return;
-  rlim_t need = (rlim_t)want + 64;
-  if (rl.rlim_max < need) {
-    struct rlimit more = {need, need};
-    if (setrlimit(RLIMIT_NOFILE, &more) == 0)
-      return;
-  }
-  rl.rlim_cur = rl.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &rl);
 }
 
 /* ---- sending ------------------------------------------------------------ */
@@ -353,9 +316,7 @@ static void send_upgrade(client_t *cl, conn_t *c) {
 }
 
 static void on_connected(client_t *cl, conn_t *c) {
-  int err = 0;
-  socklen_t len = sizeof(err);
-  getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  int err = lu_connect_result(c->fd);
   if (err != 0) {
     conn_fail(cl, c, strerror(err));
     return;
@@ -364,19 +325,14 @@ static void on_connected(client_t *cl, conn_t *c) {
 }
 
 static void open_one(client_t *cl, conn_t *c) {
-  struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)cl->opt.port)};
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int err;
+  c->fd = lu_connect_start(cl->ep, cl->opt.port, c, &err);
   if (c->fd < 0)
     die("socket() failed: raise the open-file limit (ulimit -n)");
-  int one = 1;
-  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   c->state = C_CONNECTING;
   cl->opening++;
-  struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = c};
-  epoll_ctl(cl->ep, EPOLL_CTL_ADD, c->fd, &ev);
-  if (connect(c->fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 && errno != EINPROGRESS)
-    conn_fail(cl, c, strerror(errno));
+  if (err != 0)
+    conn_fail(cl, c, strerror(err));
 }
 
 static void open_more(client_t *cl) {
@@ -473,17 +429,17 @@ static double per_conn(long after, long before, unsigned n) {
 
 static int run_idle(client_t *cl) {
   int pid = cl->opt.rss_pid;
-  long before = rss_kib(pid);
+  long before = lu_rss_kib(pid);
   if (before < 0)
     die("cannot read VmRSS of --rss-pid");
   open_all(cl);
   pause_ms(cl, SETTLE_MS);
-  long upgraded = rss_kib(pid);
+  long upgraded = lu_rss_kib(pid);
   long initialized = upgraded;
   if (cl->opt.init) {
     initialize_all(cl);
     pause_ms(cl, SETTLE_MS);
-    initialized = rss_kib(pid);
+    initialized = lu_rss_kib(pid);
   }
   unsigned held = cl->open;
   if (cl->opt.hold > 0) {
@@ -493,7 +449,7 @@ static int run_idle(client_t *cl) {
   }
   close_all(cl);
   usleep(SETTLE_MS * 1000);
-  long closed = rss_kib(pid);
+  long closed = lu_rss_kib(pid);
   printf("wsload: server VmRSS %ld KiB before, %ld KiB with %u upgraded connections "
          "(%+.2f KiB each)",
          before, upgraded, held, per_conn(upgraded, before, held));
@@ -599,7 +555,7 @@ int main(int argc, char **argv) {
     usage();
   if (idle && cl.opt.rss_pid == 0)
     usage();
-  raise_nofile(cl.opt.conns);
+  lu_raise_nofile(cl.opt.conns);
   cl.conns = calloc(cl.opt.conns, sizeof(conn_t));
   cl.ep = epoll_create1(EPOLL_CLOEXEC);
   if (cl.conns == NULL || cl.ep < 0)
