@@ -1,6 +1,7 @@
 /* entitybench: what the runners share (workload files, timing, the RESULT
  * line) and the workload generator. See entitybench.h. */
 #include "entitybench.h"
+#include "rng.h"
 
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -188,21 +189,6 @@ void latencies_report(const char *who, kind_t kind, latencies_t *l, double secon
 }
 
 /* ---- The workload generator ------------------------------------------------------------------ */
-
-typedef struct rng {
-  uint64_t s;
-} rng_t;
-
-static uint64_t next(rng_t *r) {
-  uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-static int64_t range(rng_t *r, int64_t lo, int64_t hi) {
-  return lo + (int64_t)(next(r) % (uint64_t)(hi - lo + 1));
-}
 
 static int64_t count_rows(sqlite3 *db, const char *table) {
   char sql[128];

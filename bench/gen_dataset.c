@@ -24,16 +24,14 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "rng.h"
+
 #define DDL_MAX 256
 #define GUID_LEN 36
 #define TEXT_MAX 256
 #define SALES_REPS 50
 #define WAREHOUSES 8
 #define LINES_MAX 5
-
-typedef struct rng {
-  uint64_t s;
-} rng_t;
 
 /* Random GUIDs that ascend: each takes a random place in its own slice of
  * the range, so that rows go into the id index in order (appending, not
@@ -131,19 +129,6 @@ static const char *const file_kinds[][4] = {
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- Deterministic values ----------------------------------------------------------------- */
-
-/* splitmix64: small, fast and good enough for test data. */
-static uint64_t next(rng_t *r) {
-  uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-/* A whole number from lo to hi, both included. */
-static int64_t range(rng_t *r, int64_t lo, int64_t hi) {
-  return lo + (int64_t)(next(r) % (uint64_t)(hi - lo + 1));
-}
 
 static bool chance(rng_t *r, int percent) {
   return range(r, 0, 99) < percent;
