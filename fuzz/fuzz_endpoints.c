@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "catalog/internal.h"
+#include "fuzz_catalog.h"
 
 static const char models[] =
     "{\"models\": ["
@@ -43,31 +43,10 @@ static const char connectors[] =
 static dg_catalog_t *base;
 static FILE *sink;
 
-static void write_file(const char *dir, const char *name, const char *text) {
-  char path[256];
-  snprintf(path, sizeof(path), "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
-  if (f == NULL || fputs(text, f) < 0)
-    abort();
-  fclose(f);
-}
-
 static void load(void) {
-  char dir[] = "/tmp/dg_fuzz_endpoints_XXXXXX";
-  if (mkdtemp(dir) == NULL)
-    abort();
-  write_file(dir, "datagate.json", "{}");
-  write_file(dir, "models.json", models);
-  write_file(dir, "connectors.json", connectors);
-  if (dg_catalog_load(dir, &base, NULL) != 0)
-    abort();
-  static const char *const names[] = {"datagate.json", "models.json", "connectors.json"};
-  for (size_t i = 0; i < DG_ARRAY_SIZE(names); i++) {
-    char path[256];
-    snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-    unlink(path);
-  }
-  rmdir(dir);
+  static const fuzz_file_t files[] = {
+      {"datagate.json", "{}"}, {"models.json", models}, {"connectors.json", connectors}};
+  base = fuzz_catalog_load(files, DG_ARRAY_SIZE(files));
   sink = fopen("/dev/null", "w");
   if (sink == NULL)
     abort();

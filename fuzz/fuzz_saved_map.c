@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "fuzz_catalog.h"
 #include "tools/internal.h"
 
 static const char models[] =
@@ -45,33 +45,12 @@ static const char queries[] =
 
 static dg_catalog_t *cat;
 
-static void write_file(const char *dir, const char *name, const char *text) {
-  char path[256];
-  snprintf(path, sizeof(path), "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
-  if (f == NULL || fputs(text, f) < 0)
-    abort();
-  fclose(f);
-}
-
 static void load(void) {
-  char dir[] = "/tmp/dg_fuzz_map_XXXXXX";
-  if (mkdtemp(dir) == NULL)
-    abort();
-  write_file(dir, "datagate.json", "{}");
-  write_file(dir, "models.json", models);
-  write_file(dir, "connectors.json", connectors);
-  write_file(dir, "saved_queries.json", queries);
-  if (dg_catalog_load(dir, &cat, NULL) != 0)
-    abort();
-  static const char *const names[] = {"datagate.json", "models.json", "connectors.json",
-                                      "saved_queries.json"};
-  for (size_t i = 0; i < DG_ARRAY_SIZE(names); i++) {
-    char path[256];
-    snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-    unlink(path);
-  }
-  rmdir(dir);
+  static const fuzz_file_t files[] = {{"datagate.json", "{}"},
+                                      {"models.json", models},
+                                      {"connectors.json", connectors},
+                                      {"saved_queries.json", queries}};
+  cat = fuzz_catalog_load(files, DG_ARRAY_SIZE(files));
 }
 
 /* A value must be null or of the JSON kind its property's type maps to. */
