@@ -54,9 +54,19 @@ static inline void conf_test_make(conf_test_dir_t *t, const char *datagate, cons
     conf_test_write(t->dir, "saved_queries.json", queries);
 }
 
+/* A directory as conf_test_make makes it, with the sample's
+ * connectors.json (copied first: conf_test_read_sample reuses one buffer). */
+static inline void conf_test_make_sample_connectors(conf_test_dir_t *t) {
+  char *connectors = strdup(conf_test_read_sample("connectors.json"));
+  assert_non_null(connectors);
+  conf_test_make(t, NULL, connectors, NULL);
+  free(connectors);
+}
+
+/* Removes the directory with every file a test may have written to it. */
 static inline void conf_test_remove(conf_test_dir_t *t) {
-  static const char *const names[] = {"datagate.json", "models.json", "connectors.json",
-                                      "saved_queries.json"};
+  static const char *const names[] = {"datagate.json",      "models.json",    "connectors.json",
+                                      "saved_queries.json", "endpoints.json", "files.json"};
   for (size_t i = 0; i < DG_ARRAY_SIZE(names); i++) {
     char path[256];
     snprintf(path, sizeof(path), "%s/%s", t->dir, names[i]);

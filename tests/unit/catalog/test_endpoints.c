@@ -72,14 +72,12 @@ static json_t *parse(const char *text) {
 /* Loads the sample configuration with doc as endpoints.json (doc is
  * released); with want, expects exactly those problem lines. */
 static dg_catalog_t *load_with(json_t *doc, const char *const *want, size_t nwant) {
-  char *connectors = strdup(conf_test_read_sample("connectors.json"));
   char *text = json_dumps(doc, JSON_INDENT(1));
   json_decref(doc);
   conf_test_dir_t t;
-  conf_test_make(&t, NULL, connectors, NULL);
+  conf_test_make_sample_connectors(&t);
   conf_test_write(t.dir, "endpoints.json", text);
   free(text);
-  free(connectors);
   dg_config_errors_t errors = {0};
   dg_catalog_t *cat = NULL;
   int rc = dg_catalog_load(t.dir, &cat, &errors);
@@ -90,9 +88,6 @@ static dg_catalog_t *load_with(json_t *doc, const char *const *want, size_t nwan
   assert_int_equal(errors.count, nwant);
   assert_int_equal(rc, nwant ? DG_ECONFIG : 0);
   dg_config_errors_free(&errors);
-  char path[256];
-  snprintf(path, sizeof(path), "%s/endpoints.json", t.dir);
-  unlink(path);
   conf_test_remove(&t);
   return cat;
 }
@@ -453,10 +448,8 @@ static const char nodes_endpoints[] =
 
 static void test_cycles(void **state) {
   (void)state;
-  char *connectors = strdup(conf_test_read_sample("connectors.json"));
   conf_test_dir_t t;
-  conf_test_make(&t, NULL, connectors, NULL);
-  free(connectors);
+  conf_test_make_sample_connectors(&t);
   conf_test_write(t.dir, "models.json", nodes_models);
   conf_test_write(t.dir, "endpoints.json", nodes_endpoints);
   dg_config_errors_t errors = {0};
@@ -468,9 +461,6 @@ static void test_cycles(void **state) {
                       "lead back to an endpoint already being saved, or nest deeper than 8 "
                       "endpoints");
   dg_config_errors_free(&errors);
-  char path[256];
-  snprintf(path, sizeof(path), "%s/endpoints.json", t.dir);
-  unlink(path);
   conf_test_remove(&t);
 }
 

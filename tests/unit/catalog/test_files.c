@@ -26,9 +26,6 @@ static dg_catalog_t *load_files(const char *files, dg_config_errors_t *errors) {
     conf_test_write(t.dir, "files.json", files);
   dg_catalog_t *cat = NULL;
   dg_catalog_load(t.dir, &cat, errors);
-  char path[256];
-  snprintf(path, sizeof(path), "%s/files.json", t.dir);
-  unlink(path);
   conf_test_remove(&t);
   return cat;
 }

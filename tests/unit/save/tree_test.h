@@ -208,10 +208,8 @@ static inline dg_catalog_t *tt_sample(void) {
 
 /* The sample configuration with endpoints as endpoints.json. */
 static inline dg_catalog_t *tt_catalog(const char *endpoints) {
-  char *connectors = strdup(conf_test_read_sample("connectors.json"));
   conf_test_dir_t t;
-  conf_test_make(&t, NULL, connectors, NULL);
-  free(connectors);
+  conf_test_make_sample_connectors(&t);
   conf_test_write(t.dir, "endpoints.json", endpoints);
   dg_config_errors_t errors = {0};
   dg_catalog_t *cat = NULL;
@@ -219,9 +217,6 @@ static inline dg_catalog_t *tt_catalog(const char *endpoints) {
   for (size_t i = 0; i < errors.count; i++)
     fprintf(stderr, "config: %s\n", errors.lines[i]);
   dg_config_errors_free(&errors);
-  char path[256];
-  snprintf(path, sizeof(path), "%s/endpoints.json", t.dir);
-  unlink(path);
   conf_test_remove(&t);
   assert_int_equal(rc, 0);
   return cat;
