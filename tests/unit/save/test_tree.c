@@ -28,12 +28,19 @@ static const char lines[] = "[{\"id\": \"l-a\", \"values\": {\"SKU\": \"A-1\", \
                             "{\"id\": \"l-c\", \"values\": {\"SKU\": \"C-3\", \"Quantity\": 7}}, "
                             "{\"id\": \"l-b\", \"values\": {\"SKU\": \"B-2\", \"Quantity\": 5}}]";
 
+/* Saves ORDER (created or modified) with its three lines through the
+ * sample's REST order edit. */
+static tt_fake_t *run_rest(dg_catalog_t *cat, bool create, const char *values) {
+  tt_fake_t *f = tt_fake(answer_rest);
+  tt_children(f, ORDER, "OrderLines", lines);
+  tt_run(f, cat, "OrderEdit", ORDER, create, values);
+  return f;
+}
+
 static void test_rest_order_edit(void **state) {
   (void)state;
   dg_catalog_t *cat = tt_sample();
-  tt_fake_t *f = tt_fake(answer_rest);
-  tt_children(f, ORDER, "OrderLines", lines);
-  tt_run(f, cat, "OrderEdit", ORDER, false, "{\"OrderNumber\": \"SO-1002\", \"Status\": \"Open\"}");
+  tt_fake_t *f = run_rest(cat, false, "{\"OrderNumber\": \"SO-1002\", \"Status\": \"Open\"}");
   assert_true(f->succeeded);
   assert_int_equal(f->ncalls, 5);
   assert_string_equal(f->calls[0].path, "/orders/SO-1002/edits/begin.json");
@@ -105,18 +112,25 @@ static const char gql_lines[] =
     "[{\"id\": \"l-a\", \"values\": {\"SKU\": \"A-1\", \"Quantity\": 2}}, "
     "{\"id\": \"l-b\", \"values\": {\"SKU\": \"B-2\", \"Quantity\": 5}}]";
 
+/* Saves ORDER with two lines through the sample's GraphQL order edit,
+ * whose begin call answers g->begin. */
+static tt_fake_t *run_graphql(dg_catalog_t *cat, gql_t *g) {
+  tt_fake_t *f = tt_fake(answer_graphql);
+  f->user = g;
+  tt_children(f, ORDER, "OrderLines", gql_lines);
+  tt_run(f, cat, "OrderEditGraphql", ORDER, false, "{\"OrderNumber\": \"SO-1002\"}");
+  return f;
+}
+
 static void test_graphql_multiple_lists(void **state) {
   (void)state;
   dg_catalog_t *cat = tt_sample();
-  tt_fake_t *f = tt_fake(answer_graphql);
   /* Disconnected lists: the original ids are the records' ids (matched in
    * any case), the calculated ones only line up by position. */
   gql_t g = {
       BEGIN_GQL("{\"node\": {\"id\": \"l-b\"}}, {\"node\": {\"id\": \"L-A\"}}",
                 "{\"node\": {\"id\": \"gid://cl/2\"}}, {\"node\": {\"id\": \"gid://cl/1\"}}")};
-  f->user = &g;
-  tt_children(f, ORDER, "OrderLines", gql_lines);
-  tt_run(f, cat, "OrderEditGraphql", ORDER, false, "{\"OrderNumber\": \"SO-1002\"}");
+  tt_fake_t *f = run_graphql(cat, &g);
   assert_true(f->succeeded);
   assert_int_equal(f->ncalls, 4);
   assert_non_null(strstr(f->calls[0].body, "\"variables\":{\"id\":\"gid://shop/Order/SO-1002\"}"));
@@ -135,12 +149,9 @@ static void test_graphql_multiple_lists(void **state) {
 static void test_unequal_lists(void **state) {
   (void)state;
   dg_catalog_t *cat = tt_sample();
-  tt_fake_t *f = tt_fake(answer_graphql);
   gql_t g = {BEGIN_GQL("{\"node\": {\"id\": \"l-a\"}}, {\"node\": {\"id\": \"l-b\"}}",
                        "{\"node\": {\"id\": \"gid://cl/1\"}}")};
-  f->user = &g;
-  tt_children(f, ORDER, "OrderLines", gql_lines);
-  tt_run(f, cat, "OrderEditGraphql", ORDER, false, "{\"OrderNumber\": \"SO-1002\"}");
+  tt_fake_t *f = run_graphql(cat, &g);
   /* The extraction is skipped with a warning; the header value still holds. */
   json_t *gsv = tt_action(f, 1);
   assert_string_equal(tt_str(gsv, "status"), "succeeded");
@@ -278,9 +289,7 @@ static void test_filters_and_operations(void **state) {
   dg_catalog_unref(cat);
   /* The sample's order edit runs only when an order is modified. */
   cat = tt_sample();
-  f = tt_fake(answer_rest);
-  tt_children(f, ORDER, "OrderLines", lines);
-  tt_run(f, cat, "OrderEdit", ORDER, true, "{\"OrderNumber\": \"SO-1002\"}");
+  f = run_rest(cat, true, "{\"OrderNumber\": \"SO-1002\"}");
   assert_true(f->succeeded);
   assert_int_equal(f->ncalls, 0);
   assert_int_equal(f->loads, 0);
