@@ -214,22 +214,27 @@ static void test_child_scope(void **state) {
          "its list 'OrderLines' (available here: LineItemId)");
 }
 
+/* The three problems of the sample's OrderLineEdit (/endpoints/1) once it
+ * also runs on its own: the parent's values and the session value the
+ * parent extracts are missing there. */
+#define LINE_EDIT_ON_ITS_OWN                                                                       \
+  "endpoints.json: /endpoints/1/save/request/path: {Order.OrderNumber}: the record of "            \
+  "'Order' is at hand only in child saves, where it is the parent; 'OrderLineEdit' also "          \
+  "runs on its own (formSubmit, or no parent saves it as a child), where the value would "         \
+  "be missing",                                                                                    \
+      "endpoints.json: /endpoints/1/save/request/path: {Order.CalculatedOrderId}: the record "     \
+      "of 'Order' is at hand only in child saves, where it is the parent; 'OrderLineEdit' also "   \
+      "runs on its own (formSubmit, or no parent saves it as a child), where the value would "     \
+      "be missing",                                                                                \
+      "endpoints.json: /endpoints/1/save/request/path: {SESSION:LineItemId}: no earlier "          \
+      "action produces this session value when 'OrderLineEdit' runs on its own (available "        \
+      "here: none)"
+
 static void test_child_endpoint_on_its_own(void **state) {
   (void)state;
   json_t *doc = sample_doc();
   set(doc, "/endpoints/1/formSubmit", json_true());
-  EXPECT(doc,
-         "endpoints.json: /endpoints/1/save/request/path: {Order.OrderNumber}: the record of "
-         "'Order' is at hand only in child saves, where it is the parent; 'OrderLineEdit' also "
-         "runs on its own (formSubmit, or no parent saves it as a child), where the value would "
-         "be missing",
-         "endpoints.json: /endpoints/1/save/request/path: {Order.CalculatedOrderId}: the record "
-         "of 'Order' is at hand only in child saves, where it is the parent; 'OrderLineEdit' also "
-         "runs on its own (formSubmit, or no parent saves it as a child), where the value would "
-         "be missing",
-         "endpoints.json: /endpoints/1/save/request/path: {SESSION:LineItemId}: no earlier "
-         "action produces this session value when 'OrderLineEdit' runs on its own (available "
-         "here: none)");
+  EXPECT(doc, LINE_EDIT_ON_ITS_OWN);
 }
 
 static void test_properties_that_do_not_exist(void **state) {
@@ -409,17 +414,7 @@ static void test_child_configurations(void **state) {
          "'OrderLines' (/endpoints/1); set formSubmit false on one",
          "endpoints.json: /endpoints/0/childConfigs/0/endpoint: endpoint 'OrderEdit' saves "
          "'Orders', but list 'OrderLines' holds 'OrderLines'",
-         "endpoints.json: /endpoints/1/save/request/path: {Order.OrderNumber}: the record of "
-         "'Order' is at hand only in child saves, where it is the parent; 'OrderLineEdit' also "
-         "runs on its own (formSubmit, or no parent saves it as a child), where the value would "
-         "be missing",
-         "endpoints.json: /endpoints/1/save/request/path: {Order.CalculatedOrderId}: the record "
-         "of 'Order' is at hand only in child saves, where it is the parent; 'OrderLineEdit' also "
-         "runs on its own (formSubmit, or no parent saves it as a child), where the value would "
-         "be missing",
-         "endpoints.json: /endpoints/1/save/request/path: {SESSION:LineItemId}: no earlier "
-         "action produces this session value when 'OrderLineEdit' runs on its own (available "
-         "here: none)",
+         LINE_EDIT_ON_ITS_OWN,
          "endpoints.json: /endpoints/3/save/request/graphql/variables: {Order.CalculatedOrderId}: "
          "the record of 'Order' is at hand only in child saves, where it is the parent; "
          "'OrderLineEditGraphql' also runs on its own (formSubmit, or no parent saves it as a "
