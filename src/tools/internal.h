@@ -32,6 +32,13 @@ json_t *dg__tools_model_properties_json(const dg_model_t *model, const dg_princi
  * (expandable false when p cannot read the target). */
 json_t *dg__tools_reference_json(const dg_reference_t *ref, const dg_principal_t *p);
 
+/* Ends the call with result, or, when result is NULL (out of memory),
+ * with "<what>: out of memory." (registry.c). */
+void dg__tools_reply(dg_tool_call_t *call, json_t *result, const char *what);
+/* size zeroed bytes in the call's arena for a tool's state; NULL after
+ * ending the call with "<what>: out of memory." */
+void *dg__tools_call_state(dg_tool_call_t *call, size_t size, const char *what);
+
 /* ---- Entity tools (entities.c) ------------------------------------------------ */
 typedef enum dg__tools_store_op {
   DG__TOOLS_QUERY,
