@@ -4,15 +4,20 @@
 
 #include "tools/internal.h"
 
-/* jansson's constructors return NULL when memory runs out and the setters
- * then fail; one flag per result catches all of them. */
-static void put(json_t *obj, const char *key, json_t *value, bool *ok) {
+void dg__tools_put(json_t *obj, const char *key, json_t *value, bool *ok) {
   if (json_object_set_new(obj, key, value) != 0)
     *ok = false;
 }
 
-static json_t *string_or_null(const char *s) {
+json_t *dg__tools_string_or_null(const char *s) {
   return s ? json_string(s) : json_null();
+}
+
+json_t *dg__tools_finish(json_t *o, bool ok) {
+  if (ok)
+    return o;
+  json_decref(o);
+  return NULL;
 }
 
 const dg_model_t *dg__tools_find_model(const dg_catalog_t *cat, const dg_principal_t *p,
@@ -27,21 +32,18 @@ const dg_model_t *dg__tools_find_model(const dg_catalog_t *cat, const dg_princip
   return NULL;
 }
 
-static json_t *model_entry(const dg_model_t *m) {
+json_t *dg__tools_model_json(const dg_model_t *m, bool with_description) {
   json_t *o = json_object();
   bool ok = o != NULL;
   if (!ok)
     return NULL;
-  put(o, "dataModelId", json_string(m->id), &ok);
-  put(o, "name", json_string(m->name), &ok);
-  put(o, "description", json_string(m->description ? m->description : ""), &ok);
-  put(o, "entityType", json_string(m->entity_type), &ok);
-  put(o, "entitySubType", string_or_null(m->entity_sub_type), &ok);
-  if (!ok) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  dg__tools_put(o, "dataModelId", json_string(m->id), &ok);
+  dg__tools_put(o, "name", json_string(m->name), &ok);
+  if (with_description)
+    dg__tools_put(o, "description", json_string(m->description ? m->description : ""), &ok);
+  dg__tools_put(o, "entityType", json_string(m->entity_type), &ok);
+  dg__tools_put(o, "entitySubType", dg__tools_string_or_null(m->entity_sub_type), &ok);
+  return dg__tools_finish(o, ok);
 }
 
 json_t *dg__tools_data_models_json(const dg_catalog_t *cat, const dg_principal_t *p) {
@@ -50,16 +52,12 @@ json_t *dg__tools_data_models_json(const dg_catalog_t *cat, const dg_principal_t
   bool ok = list != NULL && result != NULL;
   for (size_t i = 0; ok && i < cat->nmodels; i++) {
     if (dg_auth_can_read_model(p, &cat->models[i]))
-      ok = json_array_append_new(list, model_entry(&cat->models[i])) == 0;
+      ok = json_array_append_new(list, dg__tools_model_json(&cat->models[i], true)) == 0;
   }
   if (ok)
     ok = json_object_set(result, "dataModels", list) == 0;
   json_decref(list);
-  if (!ok) {
-    json_decref(result);
-    return NULL;
-  }
-  return result;
+  return dg__tools_finish(result, ok);
 }
 
 json_t *dg__tools_reference_json(const dg_reference_t *ref, const dg_principal_t *p) {
@@ -69,19 +67,18 @@ json_t *dg__tools_reference_json(const dg_reference_t *ref, const dg_principal_t
     return NULL;
   bool inbound = ref->direction == DG_REF_INBOUND;
   bool readable = ref->target != NULL && dg_auth_can_read_model(p, ref->target);
-  put(o, "direction", json_string(inbound ? "Inbound" : "Outbound"), &ok);
-  put(o, "cardinality",
-      json_string(ref->cardinality == DG_CARD_ONE_TO_MANY ? "OneToMany" : "OneToOne"), &ok);
-  put(o, "targetEntityType", string_or_null(ref->target_entity_type), &ok);
-  put(o, "targetEntitySubType", string_or_null(ref->target_entity_sub_type), &ok);
-  put(o, "targetDataModelId", string_or_null(ref->target ? ref->target->id : NULL), &ok);
-  put(o, "expandable", json_boolean(readable), &ok);
-  put(o, "derived", json_boolean(ref->derived), &ok);
-  if (!ok) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  dg__tools_put(o, "direction", json_string(inbound ? "Inbound" : "Outbound"), &ok);
+  dg__tools_put(o, "cardinality",
+                json_string(ref->cardinality == DG_CARD_ONE_TO_MANY ? "OneToMany" : "OneToOne"),
+                &ok);
+  dg__tools_put(o, "targetEntityType", dg__tools_string_or_null(ref->target_entity_type), &ok);
+  dg__tools_put(o, "targetEntitySubType", dg__tools_string_or_null(ref->target_entity_sub_type),
+                &ok);
+  dg__tools_put(o, "targetDataModelId",
+                dg__tools_string_or_null(ref->target ? ref->target->id : NULL), &ok);
+  dg__tools_put(o, "expandable", json_boolean(readable), &ok);
+  dg__tools_put(o, "derived", json_boolean(ref->derived), &ok);
+  return dg__tools_finish(o, ok);
 }
 
 static json_t *choices_json(const dg_property_t *prop) {
@@ -100,31 +97,25 @@ static json_t *property_entry(const dg_property_t *prop, const dg_principal_t *p
   bool ok = o != NULL;
   if (!ok)
     return NULL;
-  put(o, "propertyName", json_string(prop->name), &ok);
-  put(o, "dataType", json_string(dg_data_type_name(prop->type)), &ok);
-  put(o, "description", json_string(prop->description ? prop->description : ""), &ok);
-  put(o, "required", json_boolean(prop->required), &ok);
+  dg__tools_put(o, "propertyName", json_string(prop->name), &ok);
+  dg__tools_put(o, "dataType", json_string(dg_data_type_name(prop->type)), &ok);
+  dg__tools_put(o, "description", json_string(prop->description ? prop->description : ""), &ok);
+  dg__tools_put(o, "required", json_boolean(prop->required), &ok);
   /* An Inbound collection is a reverse view: it cannot be written. */
   bool read_only = prop->read_only || (prop->reference != NULL && prop->reference->derived);
-  put(o, "readOnly", json_boolean(read_only), &ok);
+  dg__tools_put(o, "readOnly", json_boolean(read_only), &ok);
   if (prop->nchoices > 0)
-    put(o, "choices", choices_json(prop), &ok);
+    dg__tools_put(o, "choices", choices_json(prop), &ok);
   if (prop->reference != NULL)
-    put(o, "reference", dg__tools_reference_json(prop->reference, p), &ok);
-  if (!ok) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+    dg__tools_put(o, "reference", dg__tools_reference_json(prop->reference, p), &ok);
+  return dg__tools_finish(o, ok);
 }
 
 json_t *dg__tools_model_properties_json(const dg_model_t *model, const dg_principal_t *p) {
-  json_t *o = model_entry(model);
+  /* The description stays in get_data_models; here it would only repeat. */
+  json_t *o = dg__tools_model_json(model, false);
   json_t *props = json_array();
   bool ok = o != NULL && props != NULL;
-  /* The description stays in get_data_models; here it would only repeat. */
-  if (ok)
-    json_object_del(o, "description");
   for (size_t i = 0; ok && i < model->nproperties; i++) {
     const dg_property_t *prop = &model->properties[i];
     if (dg_auth_can_see_property(p, model, prop))
@@ -133,9 +124,5 @@ json_t *dg__tools_model_properties_json(const dg_model_t *model, const dg_princi
   if (ok)
     ok = json_object_set(o, "properties", props) == 0;
   json_decref(props);
-  if (!ok) {
-    json_decref(o);
-    return NULL;
-  }
-  return o;
+  return dg__tools_finish(o, ok);
 }

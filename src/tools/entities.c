@@ -59,11 +59,9 @@ void dg__tools_run_store(dg_tool_call_t *call, dg_store_t *store, dg__tools_stor
                          const void *desc) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  pending_t *p = dg_arena_calloc(dg_tool_call_arena(call), 1, sizeof(*p));
-  if (p == NULL) {
-    dg_tool_call_failf(call, "The request could not be started: out of memory.");
+  pending_t *p = dg__tools_call_state(call, sizeof(*p), "The request could not be started");
+  if (p == NULL)
     return;
-  }
   p->call = call;
   if (start(store, op, desc, p, &err) != 0) {
     dg_tool_call_fail(call, &err);

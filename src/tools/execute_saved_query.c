@@ -220,11 +220,9 @@ static int start(exec_t *x, dg_connectors_t *cs, dg_errctx_t *err) {
 static void run(dg_tool_call_t *call) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  exec_t *x = dg_arena_calloc(dg_tool_call_arena(call), 1, sizeof(*x));
-  if (x == NULL) {
-    dg_tool_call_failf(call, "The Saved Query could not be run: out of memory.");
+  exec_t *x = dg__tools_call_state(call, sizeof(*x), "The Saved Query could not be run");
+  if (x == NULL)
     return;
-  }
   x->call = call;
   dg_tools_env_t *env = dg_tools_env(call);
   if (start(x, env ? env->connectors : NULL, &err) != 0)

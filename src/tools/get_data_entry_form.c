@@ -357,11 +357,9 @@ static int check_args(form_t *f, dg_errctx_t *err) {
 static void run(dg_tool_call_t *call) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  form_t *f = dg_arena_calloc(dg_tool_call_arena(call), 1, sizeof(*f));
-  if (f == NULL) {
-    dg_tool_call_failf(call, "The form could not be built: out of memory.");
+  form_t *f = dg__tools_call_state(call, sizeof(*f), "The form could not be built");
+  if (f == NULL)
     return;
-  }
   f->call = call;
   if (check_args(f, &err) != 0) {
     dg_tool_call_fail(call, &err);

@@ -47,12 +47,8 @@ static void run(dg_tool_call_t *call) {
     dg_tool_call_fail(call, &err);
     return;
   }
-  json_t *result = dg__tools_model_properties_json(model, dg_tool_call_principal(call));
-  if (result == NULL) {
-    dg_tool_call_failf(call, "The properties could not be listed: out of memory.");
-    return;
-  }
-  dg_tool_call_succeed(call, result);
+  dg__tools_reply(call, dg__tools_model_properties_json(model, dg_tool_call_principal(call)),
+                  "The properties could not be listed");
 }
 
 const dg_tool_t dg_tool_get_data_model_properties = {

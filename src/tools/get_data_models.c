@@ -19,13 +19,9 @@ static const char output_schema[] =
     "\"entitySubType\":{\"type\":[\"string\",\"null\"]}}}}}}";
 
 static void run(dg_tool_call_t *call) {
-  json_t *result =
-      dg__tools_data_models_json(dg_tool_call_catalog(call), dg_tool_call_principal(call));
-  if (result == NULL) {
-    dg_tool_call_failf(call, "The Data Models could not be listed: out of memory.");
-    return;
-  }
-  dg_tool_call_succeed(call, result);
+  dg__tools_reply(
+      call, dg__tools_data_models_json(dg_tool_call_catalog(call), dg_tool_call_principal(call)),
+      "The Data Models could not be listed");
 }
 
 const dg_tool_t dg_tool_get_data_models = {

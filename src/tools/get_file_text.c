@@ -148,10 +148,7 @@ static void answer(ft_t *t, dg_extract_doc_t *doc, bool streamed) {
     json_object_set_new(result, "totalChars", json_integer((json_int_t)dg_extract_doc_chars(doc)));
   if (result != NULL && t->stream)
     json_object_set_new(result, "streamedThrough", json_integer((json_int_t)t->streamed_through));
-  if (result == NULL)
-    dg_tool_call_failf(t->call, "The document's text could not be returned: out of memory.");
-  else
-    dg_tool_call_succeed(t->call, result);
+  dg__tools_reply(t->call, result, "The document's text could not be returned");
 }
 
 /* Ends the call once neither the download nor the extraction runs. */
@@ -393,11 +390,9 @@ static int check_args(ft_t *t, dg_errctx_t *err) {
 static void run(dg_tool_call_t *call) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  ft_t *t = dg_arena_calloc(dg_tool_call_arena(call), 1, sizeof(*t));
-  if (t == NULL) {
-    dg_tool_call_failf(call, "The document could not be read: out of memory.");
+  ft_t *t = dg__tools_call_state(call, sizeof(*t), "The document could not be read");
+  if (t == NULL)
     return;
-  }
   t->call = call;
   t->env = dg_tools_env(call);
   t->files = t->env != NULL ? t->env->files : NULL;

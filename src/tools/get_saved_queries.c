@@ -14,13 +14,9 @@ static const char output_schema[] =
     "\"properties\":{" DG__TOOLS_SAVED_QUERY_ENTRY_SCHEMA "}}}}}";
 
 static void run(dg_tool_call_t *call) {
-  json_t *result =
-      dg__tools_saved_queries_json(dg_tool_call_catalog(call), dg_tool_call_principal(call));
-  if (result == NULL) {
-    dg_tool_call_failf(call, "The Saved Queries could not be listed: out of memory.");
-    return;
-  }
-  dg_tool_call_succeed(call, result);
+  dg__tools_reply(
+      call, dg__tools_saved_queries_json(dg_tool_call_catalog(call), dg_tool_call_principal(call)),
+      "The Saved Queries could not be listed");
 }
 
 const dg_tool_t dg_tool_get_saved_queries = {

@@ -34,12 +34,8 @@ static void run(dg_tool_call_t *call) {
     dg_tool_call_fail(call, &err);
     return;
   }
-  json_t *result = dg__tools_saved_query_details_json(q, p);
-  if (result == NULL) {
-    dg_tool_call_failf(call, "The Saved Query could not be described: out of memory.");
-    return;
-  }
-  dg_tool_call_succeed(call, result);
+  dg__tools_reply(call, dg__tools_saved_query_details_json(q, p),
+                  "The Saved Query could not be described");
 }
 
 const dg_tool_t dg_tool_get_saved_query_details = {

@@ -20,6 +20,19 @@
 const dg_model_t *dg__tools_find_model(const dg_catalog_t *cat, const dg_principal_t *p,
                                        const char *param, const char *given, dg_errctx_t *err);
 
+/* jansson's constructors return NULL when memory runs out and the setters
+ * then fail; one flag per result catches all of them: dg__tools_put sets
+ * key to value (stolen) or clears *ok, and dg__tools_finish returns o, or
+ * frees it and returns NULL when !ok (describe.c). */
+void dg__tools_put(json_t *obj, const char *key, json_t *value, bool *ok);
+json_t *dg__tools_finish(json_t *o, bool ok);
+/* A JSON string, or null for NULL. */
+json_t *dg__tools_string_or_null(const char *s);
+/* {dataModelId, name, description?, entityType, entitySubType} of m, as
+ * get_data_models lists it and Saved Queries name their model; NULL when
+ * out of memory. */
+json_t *dg__tools_model_json(const dg_model_t *m, bool with_description);
+
 /* get_data_models: {"dataModels": [...]} with the models p may read.
  * NULL when out of memory. */
 json_t *dg__tools_data_models_json(const dg_catalog_t *cat, const dg_principal_t *p);
@@ -31,6 +44,13 @@ json_t *dg__tools_model_properties_json(const dg_model_t *model, const dg_princi
 /* The seed's reference object of a Reference property, as p sees it
  * (expandable false when p cannot read the target). */
 json_t *dg__tools_reference_json(const dg_reference_t *ref, const dg_principal_t *p);
+
+/* Ends the call with result, or, when result is NULL (out of memory),
+ * with "<what>: out of memory." (registry.c). */
+void dg__tools_reply(dg_tool_call_t *call, json_t *result, const char *what);
+/* size zeroed bytes in the call's arena for a tool's state; NULL after
+ * ending the call with "<what>: out of memory." */
+void *dg__tools_call_state(dg_tool_call_t *call, size_t size, const char *what);
 
 /* ---- Entity tools (entities.c) ------------------------------------------------ */
 typedef enum dg__tools_store_op {

@@ -47,3 +47,17 @@ const dg_model_t *dg_tools_model_arg(dg_tool_call_t *call, const char *param, dg
 dg_tools_env_t *dg_tools_env(const dg_tool_call_t *call) {
   return dg_tool_call_context(call);
 }
+
+void dg__tools_reply(dg_tool_call_t *call, json_t *result, const char *what) {
+  if (result == NULL)
+    dg_tool_call_failf(call, "%s: out of memory.", what);
+  else
+    dg_tool_call_succeed(call, result);
+}
+
+void *dg__tools_call_state(dg_tool_call_t *call, size_t size, const char *what) {
+  void *state = dg_arena_calloc(dg_tool_call_arena(call), 1, size);
+  if (state == NULL)
+    dg_tool_call_failf(call, "%s: out of memory.", what);
+  return state;
+}

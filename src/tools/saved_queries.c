@@ -8,24 +8,6 @@
 
 #include "tools/internal.h"
 
-/* jansson's constructors return NULL when memory runs out and the setters
- * then fail; one flag per result catches all of them. */
-static void put(json_t *obj, const char *key, json_t *value, bool *ok) {
-  if (json_object_set_new(obj, key, value) != 0)
-    *ok = false;
-}
-
-static json_t *string_or_null(const char *s) {
-  return s ? json_string(s) : json_null();
-}
-
-static json_t *finish(json_t *o, bool ok) {
-  if (ok)
-    return o;
-  json_decref(o);
-  return NULL;
-}
-
 bool dg__tools_may_use_saved_query(const dg_principal_t *p, const dg_saved_query_t *q) {
   return dg_auth_can_use_saved_query(p, q->id, q->name) && dg_auth_can_read_model(p, q->model);
 }
@@ -54,22 +36,10 @@ static json_t *connector_json(const dg_connector_t *c) {
   bool ok = o != NULL;
   if (!ok)
     return NULL;
-  put(o, "connectorId", json_string(c->id), &ok);
-  put(o, "name", json_string(c->name), &ok);
-  put(o, "description", json_string(c->description ? c->description : ""), &ok);
-  return finish(o, ok);
-}
-
-static json_t *model_json(const dg_model_t *m) {
-  json_t *o = json_object();
-  bool ok = o != NULL;
-  if (!ok)
-    return NULL;
-  put(o, "dataModelId", json_string(m->id), &ok);
-  put(o, "name", json_string(m->name), &ok);
-  put(o, "entityType", json_string(m->entity_type), &ok);
-  put(o, "entitySubType", string_or_null(m->entity_sub_type), &ok);
-  return finish(o, ok);
+  dg__tools_put(o, "connectorId", json_string(c->id), &ok);
+  dg__tools_put(o, "name", json_string(c->name), &ok);
+  dg__tools_put(o, "description", json_string(c->description ? c->description : ""), &ok);
+  return dg__tools_finish(o, ok);
 }
 
 static json_t *input_json(const dg_saved_input_t *in) {
@@ -77,12 +47,12 @@ static json_t *input_json(const dg_saved_input_t *in) {
   bool ok = o != NULL;
   if (!ok)
     return NULL;
-  put(o, "name", json_string(in->name), &ok);
-  put(o, "type", json_string(dg_data_type_name(in->type)), &ok);
-  put(o, "required", json_boolean(in->required), &ok);
-  put(o, "default", string_or_null(in->default_value), &ok);
-  put(o, "description", json_string(in->description ? in->description : ""), &ok);
-  return finish(o, ok);
+  dg__tools_put(o, "name", json_string(in->name), &ok);
+  dg__tools_put(o, "type", json_string(dg_data_type_name(in->type)), &ok);
+  dg__tools_put(o, "required", json_boolean(in->required), &ok);
+  dg__tools_put(o, "default", dg__tools_string_or_null(in->default_value), &ok);
+  dg__tools_put(o, "description", json_string(in->description ? in->description : ""), &ok);
+  return dg__tools_finish(o, ok);
 }
 
 static json_t *inputs_json(const dg_saved_query_t *q) {
@@ -101,13 +71,13 @@ static json_t *entry_json(const dg_saved_query_t *q) {
   bool ok = o != NULL;
   if (!ok)
     return NULL;
-  put(o, "savedQueryId", json_string(q->id), &ok);
-  put(o, "name", json_string(q->name), &ok);
-  put(o, "description", json_string(q->description ? q->description : ""), &ok);
-  put(o, "connector", connector_json(q->connector), &ok);
-  put(o, "dataModel", model_json(q->model), &ok);
-  put(o, "DeclaredInputs", inputs_json(q), &ok);
-  return finish(o, ok);
+  dg__tools_put(o, "savedQueryId", json_string(q->id), &ok);
+  dg__tools_put(o, "name", json_string(q->name), &ok);
+  dg__tools_put(o, "description", json_string(q->description ? q->description : ""), &ok);
+  dg__tools_put(o, "connector", connector_json(q->connector), &ok);
+  dg__tools_put(o, "dataModel", dg__tools_model_json(q->model, false), &ok);
+  dg__tools_put(o, "DeclaredInputs", inputs_json(q), &ok);
+  return dg__tools_finish(o, ok);
 }
 
 json_t *dg__tools_saved_queries_json(const dg_catalog_t *cat, const dg_principal_t *p) {
@@ -121,7 +91,7 @@ json_t *dg__tools_saved_queries_json(const dg_catalog_t *cat, const dg_principal
   if (ok)
     ok = json_object_set(result, "savedQueries", list) == 0;
   json_decref(list);
-  return finish(result, ok);
+  return dg__tools_finish(result, ok);
 }
 
 static json_t *field_json(const dg_saved_field_t *f) {
@@ -129,10 +99,10 @@ static json_t *field_json(const dg_saved_field_t *f) {
   bool ok = o != NULL;
   if (!ok)
     return NULL;
-  put(o, "name", json_string(f->property->name), &ok);
-  put(o, "type", json_string(dg_data_type_name(f->property->type)), &ok);
-  put(o, "description", json_string(f->description ? f->description : ""), &ok);
-  return finish(o, ok);
+  dg__tools_put(o, "name", json_string(f->property->name), &ok);
+  dg__tools_put(o, "type", json_string(dg_data_type_name(f->property->type)), &ok);
+  dg__tools_put(o, "description", json_string(f->description ? f->description : ""), &ok);
+  return dg__tools_finish(o, ok);
 }
 
 json_t *dg__tools_saved_query_details_json(const dg_saved_query_t *q, const dg_principal_t *p) {
@@ -148,10 +118,10 @@ json_t *dg__tools_saved_query_details_json(const dg_saved_query_t *q, const dg_p
   json_decref(fields);
   if (o != NULL) {
     bool graphql = q->request.kind == DG_REQUEST_GRAPHQL;
-    put(o, "requestType", json_string(graphql ? "GraphQL" : "REST"), &ok);
-    put(o, "maxResults", json_integer(q->max_results), &ok);
+    dg__tools_put(o, "requestType", json_string(graphql ? "GraphQL" : "REST"), &ok);
+    dg__tools_put(o, "maxResults", json_integer(q->max_results), &ok);
   }
-  return finish(o, ok);
+  return dg__tools_finish(o, ok);
 }
 
 /* ---- Inputs ------------------------------------------------------------------ */

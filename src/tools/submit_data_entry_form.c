@@ -594,11 +594,9 @@ static int start(submission_t *s, dg_errctx_t *err) {
 static void run(dg_tool_call_t *call) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  submission_t *s = dg_arena_calloc(dg_tool_call_arena(call), 1, sizeof(*s));
-  if (s == NULL) {
-    dg_tool_call_failf(call, "The form could not be submitted: out of memory.");
+  submission_t *s = dg__tools_call_state(call, sizeof(*s), "The form could not be submitted");
+  if (s == NULL)
     return;
-  }
   s->call = call;
   s->store = dg__tools_store(call);
   if (s->store != NULL && start(s, &err) != 0)

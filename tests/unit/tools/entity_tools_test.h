@@ -207,4 +207,47 @@ static inline void et_contains(const char *text, const char *needle) {
     fail_msg("'%s' not found in: %s", needle, text ? text : "(null)");
 }
 
+/* Calls tool with args while every threadpool thread is held, cancels the
+ * call before its store work can run, then lets the threads go: the call
+ * ends, and a cancelled request gets no response. */
+typedef struct et_blockers {
+  uv_sem_t go;
+  uv_work_t work[128];
+  int n, done;
+} et_blockers_t;
+
+static inline void et_block_work(uv_work_t *w) {
+  uv_sem_wait(&((et_blockers_t *)w->data)->go);
+}
+
+static inline void et_block_after(uv_work_t *w, int status) {
+  ((et_blockers_t *)w->data)->done++;
+}
+
+static inline void et_cancelled_call(et_fixture_t *fx, const char *tool, const char *args) {
+  et_blockers_t b = {.n = 4};
+  const char *env = getenv("UV_THREADPOOL_SIZE");
+  int64_t n = 4;
+  if (env != NULL && dg_parse_int64(env, 1, 128, &n))
+    b.n = (int)n;
+  uv_sem_init(&b.go, 0);
+  for (int i = 0; i < b.n; i++) {
+    b.work[i].data = &b;
+    uv_queue_work(&fx->loop, &b.work[i], et_block_work, et_block_after);
+  }
+  size_t before = json_array_size(fx->replies);
+  int id = et_post(fx, "admin", tool, args);
+  assert_int_equal(dg_mcp_server_inflight(fx->server), 1);
+  json_t *jid = json_integer(id);
+  dg__mcp_call_cancel_id(fx->session, jid);
+  json_decref(jid);
+  for (int i = 0; i < b.n; i++)
+    uv_sem_post(&b.go);
+  while (b.done < b.n || dg_mcp_server_inflight(fx->server) > 0)
+    uv_run(&fx->loop, UV_RUN_ONCE);
+  uv_sem_destroy(&b.go);
+  for (size_t i = before; i < json_array_size(fx->replies); i++)
+    assert_true(json_is_null(json_array_get(fx->replies, i)));
+}
+
 #endif

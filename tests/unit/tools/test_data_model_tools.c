@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "catalog_test.h"
 #include "datagate/auth.h"
 #include "tools/internal.h"
 
@@ -18,36 +19,6 @@
 #define PRODUCTS_ID "1aca09b3-19ad-404d-adbd-f69a9319a687"
 #define ORDERS_ID "8a03cbc2-7f01-4d47-bdf0-0755336a3a70"
 #define PAYMENTS_ID "097d00c2-bc00-45fc-8b3b-5be0bae92720"
-
-typedef struct fixture {
-  dg_catalog_t *cat;
-  dg_arena_t *arena;
-} fixture_t;
-
-static int setup(void **state) {
-  fixture_t *fx = calloc(1, sizeof(*fx));
-  char dir[4096];
-  const char *src = getenv("DG_SOURCE_DIR");
-  snprintf(dir, sizeof(dir), "%s/conf", src ? src : ".");
-  assert_int_equal(dg_catalog_load(dir, &fx->cat, NULL), 0);
-  fx->arena = dg_arena_new(4096);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fixture_t *fx = *state;
-  dg_arena_destroy(fx->arena);
-  dg_catalog_unref(fx->cat);
-  free(fx);
-  return 0;
-}
-
-static const dg_principal_t *principal(fixture_t *fx, const char *user) {
-  const dg_principal_t *p = NULL;
-  assert_int_equal(dg_auth_principal_for_user(fx->cat, user, fx->arena, &p), 0);
-  return p;
-}
 
 /* The names of the listed models, joined with commas. */
 static void model_names(const json_t *result, char *out, size_t size) {
@@ -74,7 +45,7 @@ static const json_t *find_property(const json_t *result, const char *name) {
 }
 
 static json_t *properties_of(fixture_t *fx, const char *user, const char *id) {
-  const dg_principal_t *p = principal(fx, user);
+  const dg_principal_t *p = ct_principal(fx, user);
   dg_errctx_t err;
   dg_errctx_clear(&err);
   const dg_model_t *m = dg__tools_find_model(fx->cat, p, "dataModelId", id, &err);
@@ -89,13 +60,13 @@ static json_t *properties_of(fixture_t *fx, const char *user, const char *id) {
 static void test_models_per_user(void **state) {
   fixture_t *fx = *state;
   char names[512];
-  json_t *admin = dg__tools_data_models_json(fx->cat, principal(fx, "admin"));
+  json_t *admin = dg__tools_data_models_json(fx->cat, ct_principal(fx, "admin"));
   model_names(admin, names, sizeof(names));
   assert_string_equal(names, "Customers,Products,Orders,OrderLines,Files,Payments");
-  json_t *sales = dg__tools_data_models_json(fx->cat, principal(fx, "sales"));
+  json_t *sales = dg__tools_data_models_json(fx->cat, ct_principal(fx, "sales"));
   model_names(sales, names, sizeof(names));
   assert_string_equal(names, "Customers,Products,Orders,OrderLines,Files");
-  json_t *auditor = dg__tools_data_models_json(fx->cat, principal(fx, "auditor"));
+  json_t *auditor = dg__tools_data_models_json(fx->cat, ct_principal(fx, "auditor"));
   model_names(auditor, names, sizeof(names));
   assert_string_equal(names, "Orders,Payments");
   json_decref(admin);
@@ -105,7 +76,7 @@ static void test_models_per_user(void **state) {
 
 static void test_model_entry_shape(void **state) {
   fixture_t *fx = *state;
-  json_t *result = dg__tools_data_models_json(fx->cat, principal(fx, "auditor"));
+  json_t *result = dg__tools_data_models_json(fx->cat, ct_principal(fx, "auditor"));
   json_t *want = json_loads("{\"dataModels\": ["
                             "{\"dataModelId\": \"" ORDERS_ID "\", \"name\": \"Orders\","
                             " \"description\": \"Sales orders placed by customers.\","
@@ -215,7 +186,7 @@ static void test_expandable_follows_target_access(void **state) {
 static void expect_no_model(fixture_t *fx, const char *user, const char *id) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  assert_null(dg__tools_find_model(fx->cat, principal(fx, user), "dataModelId", id, &err));
+  assert_null(dg__tools_find_model(fx->cat, ct_principal(fx, user), "dataModelId", id, &err));
   char want[256];
   snprintf(want, sizeof(want),
            "Invalid argument 'dataModelId': no Data Model with id '%s'; call get_data_models for "
@@ -235,7 +206,7 @@ static void test_unknown_or_unreadable_model(void **state) {
   expect_no_model(fx, "admin", NULL);
   /* Ids compare in any case. */
   dg_errctx_t err;
-  const dg_model_t *m = dg__tools_find_model(fx->cat, principal(fx, "auditor"), "dataModelId",
+  const dg_model_t *m = dg__tools_find_model(fx->cat, ct_principal(fx, "auditor"), "dataModelId",
                                              "097D00C2-BC00-45FC-8B3B-5BE0BAE92720", &err);
   assert_non_null(m);
   assert_string_equal(m->name, "Payments");
@@ -243,13 +214,13 @@ static void test_unknown_or_unreadable_model(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_models_per_user, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_model_entry_shape, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_properties_shape, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_denied_property_hidden, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_reference_objects, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_expandable_follows_target_access, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_unknown_or_unreadable_model, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_models_per_user, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_model_entry_shape, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_properties_shape, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_denied_property_hidden, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_reference_objects, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_expandable_follows_target_access, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_unknown_or_unreadable_model, ct_setup, ct_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,37 +12,8 @@
 
 #include <cmocka.h>
 
+#include "catalog_test.h"
 #include "tools/internal.h"
-
-typedef struct fixture {
-  dg_catalog_t *cat;
-  dg_arena_t *arena;
-} fixture_t;
-
-static int setup(void **state) {
-  fixture_t *fx = calloc(1, sizeof(*fx));
-  char dir[4096];
-  const char *src = getenv("DG_SOURCE_DIR");
-  snprintf(dir, sizeof(dir), "%s/conf", src ? src : ".");
-  assert_int_equal(dg_catalog_load(dir, &fx->cat, NULL), 0);
-  fx->arena = dg_arena_new(4096);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fixture_t *fx = *state;
-  dg_arena_destroy(fx->arena);
-  dg_catalog_unref(fx->cat);
-  free(fx);
-  return 0;
-}
-
-static const dg_principal_t *user(fixture_t *fx, const char *name) {
-  const dg_principal_t *p = NULL;
-  assert_int_equal(dg_auth_principal_for_user(fx->cat, name, fx->arena, &p), 0);
-  return p;
-}
 
 static json_t *parse(fixture_t *fx, const char *text) {
   json_t *v = json_loads(text, 0, NULL);
@@ -55,19 +26,20 @@ static void test_fields(void **state) {
   fixture_t *fx = *state;
   const dg_model_t *c = dg_catalog_model_by_name(fx->cat, "Customers");
   char names[512];
-  dg__tools_form_field_names(user(fx, "admin"), c, names, sizeof(names));
+  dg__tools_form_field_names(ct_principal(fx, "admin"), c, names, sizeof(names));
   assert_string_equal(names, "Name, Email, Region, CreditLimit, RenewalDate");
   /* A denied property is no field; a read-only or Inbound one never is. */
-  dg__tools_form_field_names(user(fx, "sales"), c, names, sizeof(names));
+  dg__tools_form_field_names(ct_principal(fx, "sales"), c, names, sizeof(names));
   assert_string_equal(names, "Name, Email, Region, RenewalDate");
-  assert_false(dg__tools_form_field(user(fx, "admin"), c, dg_model_property(c, "CreatedAt")));
-  assert_false(dg__tools_form_field(user(fx, "admin"), c, dg_model_property(c, "Orders")));
+  assert_false(
+      dg__tools_form_field(ct_principal(fx, "admin"), c, dg_model_property(c, "CreatedAt")));
+  assert_false(dg__tools_form_field(ct_principal(fx, "admin"), c, dg_model_property(c, "Orders")));
 }
 
 static int check(fixture_t *fx, const char *who, const char *model, const char *items,
                  dg__tools_form_value_t **vals, size_t *n, dg_errctx_t *err) {
   dg_errctx_clear(err);
-  return dg__tools_form_values(user(fx, who), dg_catalog_model_by_name(fx->cat, model),
+  return dg__tools_form_values(ct_principal(fx, who), dg_catalog_model_by_name(fx->cat, model),
                                parse(fx, items), "formValues", fx->arena, vals, n, err);
 }
 
@@ -202,10 +174,10 @@ static void test_card(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_fields, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_values, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_text_and_records, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_card, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_fields, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_values, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_text_and_records, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_card, ct_setup, ct_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

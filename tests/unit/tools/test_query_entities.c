@@ -79,46 +79,9 @@ static void test_store_not_running(void **state) {
 
 /* ---- Cancellation --------------------------------------------------------------------- */
 
-typedef struct blockers {
-  uv_sem_t go;
-  uv_work_t work[128];
-  int n, done;
-} blockers_t;
-
-static void block_work(uv_work_t *w) {
-  uv_sem_wait(&((blockers_t *)w->data)->go);
-}
-
-static void block_after(uv_work_t *w, int status) {
-  ((blockers_t *)w->data)->done++;
-}
-
 static void test_cancelled_call(void **state) {
   et_fixture_t *fx = *state;
-  blockers_t b = {.n = 4};
-  const char *env = getenv("UV_THREADPOOL_SIZE");
-  int64_t n = 4;
-  if (env != NULL && dg_parse_int64(env, 1, 128, &n))
-    b.n = (int)n;
-  uv_sem_init(&b.go, 0);
-  for (int i = 0; i < b.n; i++) {
-    b.work[i].data = &b;
-    uv_queue_work(&fx->loop, &b.work[i], block_work, block_after);
-  }
-  size_t before = json_array_size(fx->replies);
-  int id = et_post(fx, "admin", "query_entities", "{\"dataModelId\": \"" ET_ORDERS "\"}");
-  assert_int_equal(dg_mcp_server_inflight(fx->server), 1);
-  json_t *jid = json_integer(id);
-  dg__mcp_call_cancel_id(fx->session, jid);
-  json_decref(jid);
-  for (int i = 0; i < b.n; i++)
-    uv_sem_post(&b.go);
-  while (b.done < b.n || dg_mcp_server_inflight(fx->server) > 0)
-    uv_run(&fx->loop, UV_RUN_ONCE);
-  uv_sem_destroy(&b.go);
-  /* A cancelled request gets no response. */
-  for (size_t i = before; i < json_array_size(fx->replies); i++)
-    assert_true(json_is_null(json_array_get(fx->replies, i)));
+  et_cancelled_call(fx, "query_entities", "{\"dataModelId\": \"" ET_ORDERS "\"}");
 }
 
 int main(void) {

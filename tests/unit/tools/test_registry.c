@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "catalog_test.h"
 #include "datagate/tools.h"
 
 #define ORDERS_ID "8a03cbc2-7f01-4d47-bdf0-0755336a3a70"
@@ -107,30 +108,6 @@ void dg_tool_call_failf(dg_tool_call_t *call, const char *fmt, ...) {
 }
 
 /* ---- Fixture ------------------------------------------------------------------- */
-
-typedef struct fixture {
-  dg_catalog_t *cat;
-  dg_arena_t *arena;
-} fixture_t;
-
-static int setup(void **state) {
-  fixture_t *fx = calloc(1, sizeof(*fx));
-  char dir[4096];
-  const char *src = getenv("DG_SOURCE_DIR");
-  snprintf(dir, sizeof(dir), "%s/conf", src ? src : ".");
-  assert_int_equal(dg_catalog_load(dir, &fx->cat, NULL), 0);
-  fx->arena = dg_arena_new(4096);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fixture_t *fx = *state;
-  dg_arena_destroy(fx->arena);
-  dg_catalog_unref(fx->cat);
-  free(fx);
-  return 0;
-}
 
 static const dg_tool_t *tool(const char *name) {
   for (size_t i = 0; i < dg_tools_count; i++) {
@@ -297,8 +274,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_registry_entries),
       cmocka_unit_test(test_instructions_order),
-      cmocka_unit_test_setup_teardown(test_run_get_data_models, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_run_get_data_model_properties, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_run_get_data_models, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_run_get_data_model_properties, ct_setup, ct_teardown),
       cmocka_unit_test(test_input_schema_refuses_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
