@@ -135,9 +135,11 @@ char *dg_buf_steal(dg_buf_t *buf, size_t *len);
 int dg_json_write(const json_t *value, dg_buf_t *out);
 
 /* Pieces for writers that build JSON text themselves, with the bytes
- * dg_json_write gives: a string (quoted and escaped; s is UTF-8) and a real
- * (15 significant digits, ".0" on whole numbers). 0 or DG_E2BIG. */
+ * dg_json_write gives: a string (quoted and escaped; s is UTF-8), a whole
+ * number and a real (15 significant digits, ".0" on whole numbers). 0 or
+ * DG_E2BIG. */
 int dg_json_write_string(dg_buf_t *out, const char *s, size_t len);
+int dg_json_write_integer(dg_buf_t *out, int64_t v);
 int dg_json_write_real(dg_buf_t *out, double d);
 
 /* A value already written as JSON text, which dg_json_write copies as it

@@ -223,7 +223,7 @@ static int put_string(dg_buf_t *out, const char *s, size_t len) {
 
 /* Decimal digits without printf, which costs more than the rest of a
  * small value. */
-static int put_integer(dg_buf_t *out, json_int_t v) {
+int dg_json_write_integer(dg_buf_t *out, int64_t v) {
   char text[24];
   char *p = text + sizeof(text);
   unsigned long long m = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
@@ -375,7 +375,7 @@ static int put_value(dg_buf_t *out, const json_t *value, unsigned depth) {
   case JSON_STRING:
     return put_string(out, json_string_value(value), json_string_length(value));
   case JSON_INTEGER:
-    return put_integer(out, json_integer_value(value));
+    return dg_json_write_integer(out, json_integer_value(value));
   case JSON_REAL:
     return put_real(out, value);
   case JSON_TRUE:

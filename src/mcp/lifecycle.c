@@ -97,7 +97,15 @@ static json_t *tool_list(dg_mcp_server_t *s, bool with_output) {
 static void do_tools_list(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params) {
   bool with_output = dg__mcp_session_at_least(ex->session, DG__MCP_V2025_06_18);
   json_t *tools = tool_list(ex->server, with_output);
-  dg__mcp_exchange_answer(ex, slot, dg__mcp_result(slot->id, json_pack("{s:O}", "tools", tools)));
+  json_t *result = tools != NULL ? json_pack("{s:O}", "tools", tools) : NULL;
+  /* An answer without the list would read as a server with no tools. */
+  if (result == NULL) {
+    dg__mcp_exchange_answer(ex, slot,
+                            dg__mcp_error(slot->id, DG__RPC_INTERNAL,
+                                          "Internal error: the tool list could not be written"));
+    return;
+  }
+  dg__mcp_exchange_answer(ex, slot, dg__mcp_result(slot->id, result));
 }
 
 static void unknown_tool(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const char *name) {

@@ -28,26 +28,13 @@ json_t *dg__store_json_value(const dg_property_t *prop, const dg_store_value_t *
   return json_null();
 }
 
-/* Decimal digits of a whole number, without printf. */
-static int put_integer(dg_buf_t *out, int64_t v) {
-  char text[24], *p = text + sizeof(text);
-  uint64_t a = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-  do {
-    *--p = (char)('0' + a % 10);
-    a /= 10;
-  } while (a != 0);
-  if (v < 0)
-    *--p = '-';
-  return dg_buf_append(out, p, (size_t)(text + sizeof(text) - p));
-}
-
 int dg__store_put_value(dg_buf_t *out, const dg_property_t *prop, const dg_store_value_t *v) {
   bool boolean = prop != NULL && prop->type == DG_TYPE_BOOLEAN;
   switch (v->kind) {
   case DG_STORE_INT:
     if (boolean)
       return dg_buf_append_str(out, v->i != 0 ? "true" : "false");
-    return put_integer(out, v->i);
+    return dg_json_write_integer(out, v->i);
   case DG_STORE_REAL:
     return dg_json_write_real(out, v->d);
   case DG_STORE_BOOL:

@@ -294,6 +294,9 @@ static void open_work(uv_work_t *w) {
   dg__sqlite_conn_t *conn = NULL;
   if (d->open_status != 0)
     return;
+  /* The owner token reads /proc, so it is made here rather than on the
+   * loop; no request runs before the open completes. */
+  dg__store_owner(s->owner);
   int rc = make_parent_dirs(s->path, &s->open_err);
   if (rc == 0)
     rc = dg__sqlite_connect(s->path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &conn,

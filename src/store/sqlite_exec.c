@@ -47,12 +47,14 @@ int dg__sqlite_each_row(dg__sqlite_run_t *run, const dg__sql_t *sql, dg__sqlite_
 
 /* ---- Transactions ------------------------------------------------------------------------ */
 
-/* Starts a transaction; one left open by an earlier failure on this
- * connection is rolled back first, so that it cannot wedge the thread. */
+int dg__sqlite_begin(dg__sqlite_conn_t *conn, const char *sql, dg_errctx_t *err) {
+  if (!sqlite3_get_autocommit(conn->db))
+    sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
+  return dg__sqlite_exec(conn, sql, err);
+}
+
 static int begin(dg__sqlite_run_t *run, const char *sql) {
-  if (!sqlite3_get_autocommit(run->conn->db))
-    sqlite3_exec(run->conn->db, "ROLLBACK", NULL, NULL, NULL);
-  return dg__sqlite_exec(run->conn, sql, run->err);
+  return dg__sqlite_begin(run->conn, sql, run->err);
 }
 
 static int read_in_txn(dg__sqlite_run_t *run) {

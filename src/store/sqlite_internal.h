@@ -48,6 +48,10 @@ int dg__sqlite_prepare(dg__sqlite_conn_t *conn, const dg__sql_t *sql, sqlite3_st
 void dg__sqlite_release(sqlite3_stmt *stmt);
 /* Runs a statement without results (DDL, BEGIN, COMMIT). */
 int dg__sqlite_exec(dg__sqlite_conn_t *conn, const char *sql, dg_errctx_t *err);
+/* Runs sql ("BEGIN" or "BEGIN IMMEDIATE"); a transaction left open by an
+ * earlier failure on this connection is rolled back first, so that it
+ * cannot wedge the thread. */
+int dg__sqlite_begin(dg__sqlite_conn_t *conn, const char *sql, dg_errctx_t *err);
 /* Steps a statement: SQLITE_ROW, SQLITE_DONE, or a failure in err. */
 int dg__sqlite_step(dg__sqlite_conn_t *conn, sqlite3_stmt *stmt, dg_errctx_t *err);
 /* The DG_E* code and message of a failed SQLite call. */

@@ -67,12 +67,9 @@ static json_t *text_or_null(sqlite3_stmt *st, int col) {
   return s != NULL ? json_string(s) : json_null();
 }
 
-/* Starts a write transaction; one left open by an earlier failure on this
- * connection is rolled back first. */
+/* Every transaction here writes: it takes the write lock at once. */
 static int begin(dg__sqlite_conn_t *conn, dg_errctx_t *err) {
-  if (!sqlite3_get_autocommit(conn->db))
-    sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
-  return dg__sqlite_exec(conn, "BEGIN IMMEDIATE", err);
+  return dg__sqlite_begin(conn, "BEGIN IMMEDIATE", err);
 }
 
 static int end(dg__sqlite_conn_t *conn, int rc, dg_errctx_t *err) {

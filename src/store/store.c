@@ -75,7 +75,6 @@ static dg_store_t *store_new(uv_loop_t *loop, dg_catalog_t *cat, const dg_store_
   if (s->max_result_bytes == 0)
     s->max_result_bytes = SIZE_MAX / 2;
   s->sample_dir = sample_dir_of(cat, o);
-  dg__store_owner(s->owner);
   s->driver = driver_for(s->path);
   s->drv = s->driver != NULL ? calloc(1, s->driver->state_size) : NULL;
   s->open_notes = json_array();

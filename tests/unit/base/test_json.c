@@ -313,6 +313,27 @@ static void test_pieces(void **state) {
   }
 }
 
+/* A whole number written on its own reads as jansson writes it, at both
+ * ends of its range. */
+static void test_integer_piece(void **state) {
+  const int64_t ints[] = {0, 1, -1, 9, 10, -10, 1234567890123, INT64_MAX, INT64_MIN};
+  for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+    dg_buf_t out;
+    dg_buf_init(&out, 64);
+    json_t *v = json_integer(ints[i]);
+    char *want = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    assert_int_equal(dg_json_write_integer(&out, ints[i]), 0);
+    assert_string_equal(out.data, want);
+    free(want);
+    json_decref(v);
+    dg_buf_free(&out);
+  }
+  dg_buf_t small;
+  dg_buf_init(&small, 3);
+  assert_int_equal(dg_json_write_integer(&small, -1000), DG_E2BIG);
+  dg_buf_free(&small);
+}
+
 /* A raw value is written as it is, wherever it sits; a look-alike array is
  * just an array. */
 static void test_raw_values(void **state) {
@@ -355,6 +376,7 @@ int main(void) {
       cmocka_unit_test(test_hundredths_as_jansson),
       cmocka_unit_test(test_raw_values),
       cmocka_unit_test(test_pieces),
+      cmocka_unit_test(test_integer_piece),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -138,6 +138,41 @@ static void test_tools_list_2025_03_26(void **state) {
   assert_null(json_object_get(echo, "outputSchema"));
 }
 
+/* A tool list too large to write out is answered with an error, not with
+ * a result that lists no tools. */
+static char huge_description[(1u << 20) + 64];
+static const dg_tool_t mt_huge = {.name = "huge",
+                                  .description = huge_description,
+                                  .input_schema = "{\"type\":\"object\"}",
+                                  .run = mt_fail_run};
+
+static int huge_setup(void **state) {
+  static const dg_tool_t *const list[] = {&mt_echo, &mt_huge};
+  memset(huge_description, 'x', sizeof(huge_description) - 1);
+  mt_env_t *env = calloc(1, sizeof(*env));
+  dg_log_init(2, DG_LOG_ERROR);
+  uv_loop_init(&env->loop);
+  env->cat = mt_catalog();
+  dg_mcp_config_t config = {.server_name = "datagate", .tools = list, .ntools = 2};
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  assert_int_equal(dg_mcp_server_new(&env->loop, &config, env->cat, &env->server, &err), 0);
+  assert_int_equal(dg__mcp_session_new(env->server, &mt_transport, NULL, &env->session), 0);
+  mt_sink.replies = json_array();
+  mt_sink.notes = json_array();
+  mt_sink.early = 0;
+  *state = env;
+  return 0;
+}
+
+static void test_tools_list_too_large(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-06-18");
+  json_t *r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\"}");
+  assert_int_equal(mt_error_code(r), -32603);
+  assert_null(json_object_get(r, "result"));
+}
+
 static void test_bad_schema_refused(void **state) {
   static const dg_tool_t broken = {.name = "broken", .input_schema = "{not json", .run = NULL};
   static const dg_tool_t *const list[] = {&broken};
@@ -167,6 +202,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tools_list_2025_06_18, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_tools_list_2025_11_25, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_tools_list_2025_03_26, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_tools_list_too_large, huge_setup, mt_teardown),
       cmocka_unit_test(test_bad_schema_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
