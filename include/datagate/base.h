@@ -140,6 +140,11 @@ int dg_json_write(const json_t *value, dg_buf_t *out);
 int dg_json_write_string(dg_buf_t *out, const char *s, size_t len);
 int dg_json_write_real(dg_buf_t *out, double d);
 
+/* The text of a JSON scalar, so that 5 and "5" can be compared or stored
+ * alike: a string's own bytes (borrowed), an integer, real (17 significant
+ * digits) or boolean written into buf. NULL for null, objects and arrays. */
+const char *dg_json_scalar_text(const json_t *v, char *buf, size_t size);
+
 /* A value already written as JSON text, which dg_json_write copies as it
  * is: a large result serialised once on a worker thread instead of again on
  * the loop. The text (len bytes, UTF-8, one complete JSON value; the caller

@@ -22,20 +22,6 @@ typedef struct lookup {
   char *text; /* compact JSON of an object or array value, freed after each use */
 } lookup_t;
 
-const char *dg__save_text(const json_t *v, char *buf, size_t size) {
-  if (json_is_string(v))
-    return json_string_value(v);
-  if (json_is_integer(v))
-    snprintf(buf, size, "%lld", (long long)json_integer_value(v));
-  else if (json_is_real(v))
-    snprintf(buf, size, "%.17g", json_real_value(v));
-  else if (json_is_boolean(v))
-    snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
-  else
-    return NULL;
-  return buf;
-}
-
 /* The value of a property of a record (by its configured name, in any case). */
 static const json_t *property_value(const dg__save_record_t *r, const char *name, bool *id) {
   *id = strcasecmp(name, "id") == 0;
@@ -58,7 +44,7 @@ static int scalar(lookup_t *l, const json_t *v, dg_template_value_t *out) {
     *out = (dg_template_value_t){.kind = DG_TVAL_STRING, .text = l->text, .len = strlen(l->text)};
     return 0;
   }
-  const char *text = dg__save_text(v, l->num, sizeof(l->num));
+  const char *text = dg_json_scalar_text(v, l->num, sizeof(l->num));
   out->kind = json_is_string(v)    ? DG_TVAL_STRING
               : json_is_boolean(v) ? DG_TVAL_BOOL
                                    : DG_TVAL_NUMBER;
