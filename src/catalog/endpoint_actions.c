@@ -168,17 +168,7 @@ static const dg_template_t *compile_json(actx_t *x, action_raw_t *raw, const jso
   free(dumped);
   if (t == NULL)
     return NULL;
-  dg_buf_t out;
-  dg_buf_init(&out, 4 * DG_TEMPLATE_MAX_LEN);
-  dg_errctx_t err;
-  json_error_t jerr;
-  if (dg_template_expand(t, DG_TEMPLATE_JSON, sample_value, x, &out, &err) == 0) {
-    json_t *doc = json_loadb(out.data ? out.data : "", out.len, JSON_DECODE_ANY, &jerr);
-    if (doc == NULL)
-      dg__cfg_error(x->cfg, path, "is not JSON once its placeholders are filled in: %s", jerr.text);
-    json_decref(doc);
-  }
-  dg_buf_free(&out);
+  dg__cfg_check_json_template(x->cfg, t, sample_value, x, path);
   return t;
 }
 

@@ -349,22 +349,26 @@ static const dg_template_t *compile_json(dg__cfg_t *cfg, const dg_saved_query_t 
   free(dumped);
   if (t == NULL)
     return NULL;
-  dg_buf_t out;
-  dg_buf_init(&out, 4 * DG_TEMPLATE_MAX_LEN);
-  dg_errctx_t err;
-  json_error_t jerr;
-  json_t *doc = NULL;
-  if (dg_template_expand(t, DG_TEMPLATE_JSON, sample_value, (void *)q, &out, &err) == 0) {
-    doc = json_loadb(out.data ? out.data : "", out.len, JSON_DECODE_ANY, &jerr);
-    if (doc == NULL)
-      dg__cfg_error(cfg, path, "is not JSON once its placeholders are filled in: %s", jerr.text);
-  }
-  json_decref(doc);
-  dg_buf_free(&out);
+  dg__cfg_check_json_template(cfg, t, sample_value, (void *)q, path);
   return t;
 }
 
 /* ---- Request ----------------------------------------------------------------------- */
+
+void dg__cfg_check_json_template(dg__cfg_t *cfg, const dg_template_t *t,
+                                 dg_template_lookup_fn sample, void *data, const char *path) {
+  dg_buf_t out;
+  dg_buf_init(&out, 4 * DG_TEMPLATE_MAX_LEN);
+  dg_errctx_t err;
+  json_error_t jerr;
+  if (dg_template_expand(t, DG_TEMPLATE_JSON, sample, data, &out, &err) == 0) {
+    json_t *doc = json_loadb(out.data ? out.data : "", out.len, JSON_DECODE_ANY, &jerr);
+    if (doc == NULL)
+      dg__cfg_error(cfg, path, "is not JSON once its placeholders are filled in: %s", jerr.text);
+    json_decref(doc);
+  }
+  dg_buf_free(&out);
+}
 
 void dg__cfg_check_path_text(dg__cfg_t *cfg, const char *text, const char *path) {
   if (text[0] != '\0' && text[0] != '/')
