@@ -70,6 +70,9 @@ void dg__cfg_check_path_text(dg__cfg_t *cfg, const char *text, const char *path)
  * fills its placeholders (saved_queries.c; Saved Queries and save actions). */
 void dg__cfg_check_json_template(dg__cfg_t *cfg, const dg_template_t *t,
                                  dg_template_lookup_fn sample, void *data, const char *path);
+/* A response path ("$.data.items"), compiled into cfg's arena; NULL with
+ * the error recorded at path when text is not one (saved_queries.c). */
+const dg_jsonpath_t *dg__cfg_compile_jsonpath(dg__cfg_t *cfg, const char *text, const char *path);
 /* Joins base and a key or index into a JSON pointer (escaping ~ and /). */
 void dg__cfg_path_key(char *out, const char *base, const char *key);
 void dg__cfg_path_index(char *out, const char *base, size_t index);
