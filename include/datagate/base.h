@@ -126,6 +126,13 @@ void dg_buf_consume(dg_buf_t *buf, size_t n);
 /* Hands the memory to the caller (free() it) and resets the buffer. */
 char *dg_buf_steal(dg_buf_t *buf, size_t *len);
 
+/* ---- UTF-8 ----------------------------------------------------------------
+ * Decodes the UTF-8 sequence at s (RFC 3629): its length (> 0) with *cp set when valid; 0
+ * when s holds the start of a valid sequence cut short by avail (more bytes
+ * may complete it); otherwise minus the length of the invalid part that one
+ * U+FFFD replaces (the maximal subpart, as Unicode recommends). */
+int dg_utf8_decode(const unsigned char *s, size_t avail, uint32_t *cp);
+
 /* ---- JSON output ---------------------------------------------------------
  * Appends value as compact JSON: the same bytes as json_dumps with
  * JSON_COMPACT | JSON_REAL_PRECISION(15) (members in insertion order, reals
