@@ -21,7 +21,7 @@ static inline void fuzz_check(bool ok) {
 static inline void fuzz_check_text(const char *text, size_t len) {
   for (size_t i = 0; i < len;) {
     uint32_t cp = 0;
-    int k = dg__utf8_decode((const unsigned char *)text + i, len - i, &cp);
+    int k = dg_utf8_decode((const unsigned char *)text + i, len - i, &cp);
     fuzz_check(k > 0 && cp != 0);
     i += (size_t)k;
   }

@@ -126,6 +126,13 @@ void dg_buf_consume(dg_buf_t *buf, size_t n);
 /* Hands the memory to the caller (free() it) and resets the buffer. */
 char *dg_buf_steal(dg_buf_t *buf, size_t *len);
 
+/* ---- UTF-8 ----------------------------------------------------------------
+ * Decodes the UTF-8 sequence at s (RFC 3629): its length (> 0) with *cp set when valid; 0
+ * when s holds the start of a valid sequence cut short by avail (more bytes
+ * may complete it); otherwise minus the length of the invalid part that one
+ * U+FFFD replaces (the maximal subpart, as Unicode recommends). */
+int dg_utf8_decode(const unsigned char *s, size_t avail, uint32_t *cp);
+
 /* ---- JSON output ---------------------------------------------------------
  * Appends value as compact JSON: the same bytes as json_dumps with
  * JSON_COMPACT | JSON_REAL_PRECISION(15) (members in insertion order, reals
@@ -141,6 +148,11 @@ int dg_json_write(const json_t *value, dg_buf_t *out);
 int dg_json_write_string(dg_buf_t *out, const char *s, size_t len);
 int dg_json_write_integer(dg_buf_t *out, int64_t v);
 int dg_json_write_real(dg_buf_t *out, double d);
+
+/* The text of a JSON scalar, so that 5 and "5" can be compared or stored
+ * alike: a string's own bytes (borrowed), an integer, real (17 significant
+ * digits) or boolean written into buf. NULL for null, objects and arrays. */
+const char *dg_json_scalar_text(const json_t *v, char *buf, size_t size);
 
 /* A value already written as JSON text, which dg_json_write copies as it
  * is: a large result serialised once on a worker thread instead of again on

@@ -96,10 +96,24 @@ int dg_template_expand(const dg_template_t *t, dg_template_mode_t mode,
 /* Encoders the expander uses, for callers that build URLs themselves. */
 int dg_template_append_encoded(dg_buf_t *out, const char *s, size_t len, bool keep_slash);
 int dg_template_append_json_string(dg_buf_t *out, const char *s, size_t len, bool quoted);
-/* The start of a GraphQL request body, up to its variables:
- * {"query":...,"operationName":...,"variables":  (operationName only when
- * given). The caller writes the variables object and the closing brace. */
-int dg_template_graphql_head(dg_buf_t *out, const char *query, const char *operation_name);
+
+/* The parts of a configured request (a Saved Query's or a save action's),
+ * expanded with lookup the way dg_template_expand does; on failure err
+ * names the placeholder and out may hold part of the text.
+ * - path: the path, then the query string; a parameter whose placeholders
+ *   all lack a value (DG_TVAL_ABSENT) is left out.
+ * - graphql_body: {"query":...,"operationName":...,"variables":{...}}
+ *   (operationName only when configured, {} without variables).
+ * - headers: each header value expanded (RAW, at most max bytes) and copied
+ *   into arena, with Content-Type: application/json added when json_body;
+ *   *out and *nout are set even on failure. */
+int dg_template_request_path(const dg_saved_request_t *r, dg_template_lookup_fn lookup, void *data,
+                             dg_buf_t *out, dg_errctx_t *err);
+int dg_template_graphql_body(const dg_saved_request_t *r, dg_template_lookup_fn lookup, void *data,
+                             dg_buf_t *out, dg_errctx_t *err);
+int dg_template_request_headers(const dg_saved_request_t *r, dg_template_lookup_fn lookup,
+                                void *data, bool json_body, size_t max, dg_arena_t *arena,
+                                dg_http_header_t **out, size_t *nout, dg_errctx_t *err);
 
 /* ---- Response paths ------------------------------------------------------
  * Syntax: an optional '$', then steps: ".name", "['name']" or "[\"name\"]"

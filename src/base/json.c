@@ -399,3 +399,17 @@ int dg_json_write(const json_t *value, dg_buf_t *out) {
   }
   return rc;
 }
+
+const char *dg_json_scalar_text(const json_t *v, char *buf, size_t size) {
+  if (json_is_string(v))
+    return json_string_value(v);
+  if (json_is_integer(v))
+    snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+  else if (json_is_real(v))
+    snprintf(buf, size, "%.17g", json_real_value(v));
+  else if (json_is_boolean(v))
+    snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
+  else
+    return NULL;
+  return buf;
+}

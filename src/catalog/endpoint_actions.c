@@ -168,17 +168,7 @@ static const dg_template_t *compile_json(actx_t *x, action_raw_t *raw, const jso
   free(dumped);
   if (t == NULL)
     return NULL;
-  dg_buf_t out;
-  dg_buf_init(&out, 4 * DG_TEMPLATE_MAX_LEN);
-  dg_errctx_t err;
-  json_error_t jerr;
-  if (dg_template_expand(t, DG_TEMPLATE_JSON, sample_value, x, &out, &err) == 0) {
-    json_t *doc = json_loadb(out.data ? out.data : "", out.len, JSON_DECODE_ANY, &jerr);
-    if (doc == NULL)
-      dg__cfg_error(x->cfg, path, "is not JSON once its placeholders are filled in: %s", jerr.text);
-    json_decref(doc);
-  }
-  dg_buf_free(&out);
+  dg__cfg_check_json_template(x->cfg, t, sample_value, x, path);
   return t;
 }
 
@@ -416,18 +406,6 @@ static void parse_request(actx_t *x, action_raw_t *raw, const char *path) {
 
 /* ---- Paths -------------------------------------------------------------------------- */
 
-static const dg_jsonpath_t *compile_path(dg__cfg_t *cfg, const char *text, const char *path) {
-  const dg_jsonpath_t *p = NULL;
-  dg_errctx_t err;
-  dg_errctx_clear(&err);
-  int rc = dg_jsonpath_compile(cfg->arena, text, &p, &err);
-  if (rc == DG_ENOMEM)
-    oom(cfg);
-  else if (rc != 0)
-    dg__cfg_error(cfg, path, "%s", err.message);
-  return rc == 0 ? p : NULL;
-}
-
 /* "$.a.b" and "a.b" are the same path. */
 static const char *bare(const char *path) {
   if (path[0] == '$')
@@ -489,7 +467,8 @@ static void parse_responses(actx_t *x, action_raw_t *raw, const char *path) {
       list[i].property =
           stored_property(x->cfg, x->ep->e.model, rr.property, at_key(x->cfg, at, "modelProperty"));
     if (rr.path != NULL)
-      list[i].path = compile_path(x->cfg, rr.path, at_key(x->cfg, at, "connectorProperty"));
+      list[i].path =
+          dg__cfg_compile_jsonpath(x->cfg, rr.path, at_key(x->cfg, at, "connectorProperty"));
   }
   raw->out->responses = list;
   raw->out->nresponses = n;
@@ -570,7 +549,7 @@ static void parse_list_row(actx_t *x, extraction_raw_t *er, size_t i, dg_connect
     dg__cfg_error(x->cfg, at_key(x->cfg, path, "path"),
                   "'%s' must end in a wildcard list selector such as [*]", lr.path);
   else if (lr.path != NULL)
-    out->path = compile_path(x->cfg, lr.path, at_key(x->cfg, path, "path"));
+    out->path = dg__cfg_compile_jsonpath(x->cfg, lr.path, at_key(x->cfg, path, "path"));
 }
 
 static void parse_lists(actx_t *x, extraction_raw_t *er) {
@@ -604,7 +583,7 @@ static const dg_jsonpath_t *composite_path(actx_t *x, extraction_raw_t *er, cons
     const char *p = er->x.lists[i].prefix;
     size_t n = p ? strlen(p) : 0;
     if (n > 0 && strncmp(t, p, n) == 0 && (t[n] == '.' || t[n] == '[' || t[n] == '\0'))
-      return compile_path(x->cfg, text, at);
+      return dg__cfg_compile_jsonpath(x->cfg, text, at);
   }
   const char **names = dg_arena_calloc(x->cfg->arena, er->x.nlists + 1, sizeof(*names));
   for (size_t i = 0; names != NULL && i < er->x.nlists; i++)
@@ -664,15 +643,17 @@ static void resolve_collection(actx_t *x, extraction_raw_t *er, const dg_model_t
     dg__cfg_error(x->cfg, er->path, "a Map to Children extraction needs 'connectorListProperty'");
     return;
   }
-  er->x.connector_list =
-      compile_path(x->cfg, er->connector_list, at_key(x->cfg, er->path, "connectorListProperty"));
+  er->x.connector_list = dg__cfg_compile_jsonpath(
+      x->cfg, er->connector_list, at_key(x->cfg, er->path, "connectorListProperty"));
   const char *value = after_list(x->cfg, er->connector_property, er->connector_list);
   er->x.connector_property =
-      value ? compile_path(x->cfg, value, at_key(x->cfg, er->path, "connectorProperty")) : NULL;
+      value ? dg__cfg_compile_jsonpath(x->cfg, value, at_key(x->cfg, er->path, "connectorProperty"))
+            : NULL;
   if (er->connector_match != NULL) {
     const char *match = after_list(x->cfg, er->connector_match, er->connector_list);
     er->x.connector_match =
-        match ? compile_path(x->cfg, match, at_key(x->cfg, er->path, "connectorMatchProperty"))
+        match ? dg__cfg_compile_jsonpath(x->cfg, match,
+                                         at_key(x->cfg, er->path, "connectorMatchProperty"))
               : NULL;
   }
 }
@@ -712,8 +693,8 @@ static void resolve_extraction(actx_t *x, extraction_raw_t *er, dg_action_phase_
     er->x.kind = DG_EXTRACT_BASIC;
     check_basic_fields(x, er);
     er->x.model_property = stored_property(x->cfg, x->ep->e.model, er->model_property, at);
-    er->x.connector_property =
-        compile_path(x->cfg, er->connector_property, at_key(x->cfg, er->path, "connectorProperty"));
+    er->x.connector_property = dg__cfg_compile_jsonpath(
+        x->cfg, er->connector_property, at_key(x->cfg, er->path, "connectorProperty"));
     return;
   }
   er->x.kind = er->multiple ? DG_EXTRACT_MULTIPLE_LISTS : DG_EXTRACT_COLLECTION;

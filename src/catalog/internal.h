@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "datagate/catalog.h"
+#include "datagate/save.h" /* templates and JSON paths that the catalog compiles */
 
 /* JSON pointers in messages ("/models/2/properties/4/reference/target"). */
 #define DG__CFG_PATH_MAX 256
@@ -65,6 +66,13 @@ void dg__cfg_error(dg__cfg_t *cfg, const char *path, const char *fmt, ...)
 /* A request path template: starts with '/', holds no '?', '#', spaces or
  * control characters (saved_queries.c; Saved Queries and save actions). */
 void dg__cfg_check_path_text(dg__cfg_t *cfg, const char *text, const char *path);
+/* Checks that t, a JSON body or variables template, is JSON once sample
+ * fills its placeholders (saved_queries.c; Saved Queries and save actions). */
+void dg__cfg_check_json_template(dg__cfg_t *cfg, const dg_template_t *t,
+                                 dg_template_lookup_fn sample, void *data, const char *path);
+/* A response path ("$.data.items"), compiled into cfg's arena; NULL with
+ * the error recorded at path when text is not one (saved_queries.c). */
+const dg_jsonpath_t *dg__cfg_compile_jsonpath(dg__cfg_t *cfg, const char *text, const char *path);
 /* Joins base and a key or index into a JSON pointer (escaping ~ and /). */
 void dg__cfg_path_key(char *out, const char *base, const char *key);
 void dg__cfg_path_index(char *out, const char *base, size_t index);

@@ -349,22 +349,38 @@ static const dg_template_t *compile_json(dg__cfg_t *cfg, const dg_saved_query_t 
   free(dumped);
   if (t == NULL)
     return NULL;
-  dg_buf_t out;
-  dg_buf_init(&out, 4 * DG_TEMPLATE_MAX_LEN);
-  dg_errctx_t err;
-  json_error_t jerr;
-  json_t *doc = NULL;
-  if (dg_template_expand(t, DG_TEMPLATE_JSON, sample_value, (void *)q, &out, &err) == 0) {
-    doc = json_loadb(out.data ? out.data : "", out.len, JSON_DECODE_ANY, &jerr);
-    if (doc == NULL)
-      dg__cfg_error(cfg, path, "is not JSON once its placeholders are filled in: %s", jerr.text);
-  }
-  json_decref(doc);
-  dg_buf_free(&out);
+  dg__cfg_check_json_template(cfg, t, sample_value, (void *)q, path);
   return t;
 }
 
 /* ---- Request ----------------------------------------------------------------------- */
+
+void dg__cfg_check_json_template(dg__cfg_t *cfg, const dg_template_t *t,
+                                 dg_template_lookup_fn sample, void *data, const char *path) {
+  dg_buf_t out;
+  dg_buf_init(&out, 4 * DG_TEMPLATE_MAX_LEN);
+  dg_errctx_t err;
+  json_error_t jerr;
+  if (dg_template_expand(t, DG_TEMPLATE_JSON, sample, data, &out, &err) == 0) {
+    json_t *doc = json_loadb(out.data ? out.data : "", out.len, JSON_DECODE_ANY, &jerr);
+    if (doc == NULL)
+      dg__cfg_error(cfg, path, "is not JSON once its placeholders are filled in: %s", jerr.text);
+    json_decref(doc);
+  }
+  dg_buf_free(&out);
+}
+
+const dg_jsonpath_t *dg__cfg_compile_jsonpath(dg__cfg_t *cfg, const char *text, const char *path) {
+  const dg_jsonpath_t *p = NULL;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  int rc = dg_jsonpath_compile(cfg->arena, text, &p, &err);
+  if (rc == DG_ENOMEM)
+    cfg->oom = true;
+  else if (rc != 0)
+    dg__cfg_error(cfg, path, "%s", err.message);
+  return rc == 0 ? p : NULL;
+}
 
 void dg__cfg_check_path_text(dg__cfg_t *cfg, const char *text, const char *path) {
   if (text[0] != '\0' && text[0] != '/')
@@ -538,18 +554,6 @@ static void parse_request(dg__cfg_t *cfg, const json_t *v, void *obj, const char
 
 /* ---- Response paths and fields ------------------------------------------------------ */
 
-static const dg_jsonpath_t *compile_path(dg__cfg_t *cfg, const char *text, const char *path) {
-  const dg_jsonpath_t *p = NULL;
-  dg_errctx_t err;
-  dg_errctx_clear(&err);
-  int rc = dg_jsonpath_compile(cfg->arena, text, &p, &err);
-  if (rc == DG_ENOMEM)
-    cfg->oom = true;
-  else if (rc != 0)
-    dg__cfg_error(cfg, path, "%s", err.message);
-  return p;
-}
-
 #define F(field) offsetof(field_raw_t, field)
 static const dg__cfg_field_t field_fields[] = {
     {"property", DG__CFG_STRING, true, NULL, 0, 1, 64, NULL, F(property), 0, NULL},
@@ -572,7 +576,7 @@ static void resolve_field(dg__cfg_t *cfg, const dg_model_t *m, field_raw_t *raw,
     raw->f.description = prop->description;
   dg__cfg_path_key(at, path, "path");
   if (raw->path != NULL)
-    raw->f.path = compile_path(cfg, raw->path, at);
+    raw->f.path = dg__cfg_compile_jsonpath(cfg, raw->path, at);
 }
 
 static void check_unique_fields(dg__cfg_t *cfg, const dg_saved_field_t *list, size_t n,
@@ -666,10 +670,10 @@ static void parse_query(dg__cfg_t *cfg, const json_t *v, dg_saved_query_t *out, 
   char at[DG__CFG_PATH_MAX];
   dg__cfg_path_key(at, path, "resultPath");
   if (raw.result_path != NULL)
-    raw.q.result_path = compile_path(cfg, raw.result_path, at);
+    raw.q.result_path = dg__cfg_compile_jsonpath(cfg, raw.result_path, at);
   dg__cfg_path_key(at, path, "idPath");
   if (raw.id_path != NULL)
-    raw.q.id_path = compile_path(cfg, raw.id_path, at);
+    raw.q.id_path = dg__cfg_compile_jsonpath(cfg, raw.id_path, at);
   if (raw.q.name == NULL)
     raw.q.name = "";
   *out = raw.q;

@@ -255,7 +255,7 @@ static bool meta_charset(const unsigned char *p, size_t n) {
 static bool valid_utf8(const unsigned char *p, size_t n) {
   for (size_t i = 0; i < n;) {
     uint32_t cp = 0;
-    int k = dg__utf8_decode(p + i, n - i, &cp);
+    int k = dg_utf8_decode(p + i, n - i, &cp);
     if (k < 0)
       return false;
     if (k == 0)
@@ -326,7 +326,7 @@ static size_t safe_cut(const html_state_t *st, const unsigned char *p, size_t n)
   for (size_t k = 1; k <= 3 && k <= cut; k++) {
     uint32_t cp = 0;
     if ((p[cut - k] & 0xc0) != 0x80)
-      return dg__utf8_decode(p + cut - k, k, &cp) == 0 ? cut - k : cut;
+      return dg_utf8_decode(p + cut - k, k, &cp) == 0 ? cut - k : cut;
   }
   return cut;
 }

@@ -13,11 +13,6 @@
 
 #define DG__REPLACEMENT 0xfffd
 
-/* Decodes the sequence at s: its length (> 0) with *cp set when valid; 0
- * when s holds the start of a valid sequence cut short by avail (more bytes
- * may complete it); otherwise minus the length of the invalid part that one
- * U+FFFD replaces (the maximal subpart, as Unicode recommends). */
-int dg__utf8_decode(const unsigned char *s, size_t avail, uint32_t *cp);
 /* Encodes cp (U+FFFD for surrogates and values past U+10FFFF); returns the
  * length written to out. */
 size_t dg__utf8_encode(uint32_t cp, char out[4]);

@@ -137,7 +137,7 @@ static size_t plain_run(const dg__sink_t *s, const unsigned char *p, size_t n) {
       continue;
     }
     uint32_t cp = 0;
-    int k = dg__utf8_decode(p + i, n - i, &cp);
+    int k = dg_utf8_decode(p + i, n - i, &cp);
     if (k <= 0 || (cp == 0xa0 && !s->preserve))
       break;
     i += (size_t)k;
@@ -149,7 +149,7 @@ static size_t plain_run(const dg__sink_t *s, const unsigned char *p, size_t n) {
 static size_t special_sequence(dg__sink_t *s, const unsigned char *p, size_t n) {
   static const char replacement[] = "\xef\xbf\xbd";
   uint32_t cp = 0;
-  int k = dg__utf8_decode(p, n, &cp);
+  int k = dg_utf8_decode(p, n, &cp);
   s->after_cr = false;
   if (k > 0) {
     /* A no-break space is a space to a reader of plain text. */

@@ -71,7 +71,7 @@ static size_t utf8_incomplete_tail(const unsigned char *p, size_t n) {
   for (size_t k = 1; k <= 3 && k <= n; k++) {
     uint32_t cp = 0;
     if ((p[n - k] & 0xc0) != 0x80)
-      return dg__utf8_decode(p + n - k, k, &cp) == 0 ? k : 0;
+      return dg_utf8_decode(p + n - k, k, &cp) == 0 ? k : 0;
   }
   return 0;
 }

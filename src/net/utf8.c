@@ -7,38 +7,12 @@
 
 #define ASCII_MASK 0x8080808080808080ULL
 
-/* Length of the sequence that lead byte c starts, with the range its
- * second byte must fall in (the second byte is where overlongs,
- * surrogates and values past U+10FFFF show); 0 when c cannot lead. */
-static size_t sequence_shape(unsigned char c, unsigned char *lo, unsigned char *hi) {
-  *lo = 0x80;
-  *hi = 0xbf;
-  if (c >= 0xc2 && c <= 0xdf)
-    return 2;
-  if (c == 0xe0)
-    *lo = 0xa0;
-  else if (c == 0xed)
-    *hi = 0x9f;
-  if (c >= 0xe0 && c <= 0xef)
-    return 3;
-  if (c == 0xf0)
-    *lo = 0x90;
-  else if (c == 0xf4)
-    *hi = 0x8f;
-  return c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-}
-
-/* Validates one multi-byte sequence at s; returns its length or 0. */
+/* Validates one multi-byte sequence at s; returns its length or 0 (also
+ * for a sequence cut short at the end of the data). */
 static size_t sequence_valid(const unsigned char *s, size_t avail) {
-  unsigned char lo, hi;
-  size_t n = sequence_shape(s[0], &lo, &hi);
-  if (n == 0 || avail < n || s[1] < lo || s[1] > hi)
-    return 0;
-  for (size_t i = 2; i < n; i++) {
-    if ((s[i] & 0xc0) != 0x80)
-      return 0;
-  }
-  return n;
+  uint32_t cp;
+  int n = dg_utf8_decode(s, avail, &cp);
+  return n > 0 ? (size_t)n : 0;
 }
 
 bool dg_utf8_valid(const unsigned char *data, size_t len) {

@@ -237,8 +237,5 @@ void dg__save_entry_upstream(json_t *entry, const dg_connector_t *conn, const ch
 /* A warning: in the entry, in the run's list and in the log (event). */
 void dg__save_warn(dg__save_node_t *n, json_t *entry, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* The text of a scalar for matching ("12", "true", "abc"); NULL for null,
- * objects and arrays. Numbers are written into buf. */
-const char *dg__save_text(const json_t *v, char *buf, size_t size);
 
 #endif

@@ -84,8 +84,8 @@ static bool same(const dg_extraction_t *x, const dg__save_record_t *child, const
   char buf[64];
   if (x->model_match_property == NULL)
     return strcasecmp(child->id, want) == 0;
-  const char *have = dg__save_text(json_object_get(child->values, x->model_match_property->name),
-                                   buf, sizeof(buf));
+  const char *have = dg_json_scalar_text(
+      json_object_get(child->values, x->model_match_property->name), buf, sizeof(buf));
   return have != NULL && strcmp(have, want) == 0;
 }
 
@@ -97,7 +97,8 @@ typedef struct tally {
 static void match_item(dg__save_list_t *l, const dg_extraction_t *x, const json_t *item,
                        tally_t *t) {
   char buf[64];
-  const char *want = dg__save_text(dg_jsonpath_get(x->connector_match, item), buf, sizeof(buf));
+  const char *want =
+      dg_json_scalar_text(dg_jsonpath_get(x->connector_match, item), buf, sizeof(buf));
   const json_t *value = dg_jsonpath_get(x->connector_property, item);
   bool matched = false;
   for (size_t i = 0; want != NULL && l != NULL && i < l->n; i++) {
@@ -267,7 +268,8 @@ static int compare(const char *have, const char *want) {
 
 static bool condition_holds(const dg_filter_condition_t *c, const dg__save_record_t *r) {
   char buf[64];
-  const char *text = dg__save_text(json_object_get(r->values, c->property->name), buf, sizeof(buf));
+  const char *text =
+      dg_json_scalar_text(json_object_get(r->values, c->property->name), buf, sizeof(buf));
   bool blank = text == NULL || text[0] == '\0';
   switch (c->op) {
   case DG_FILTER_EQ:

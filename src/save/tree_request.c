@@ -22,20 +22,6 @@ typedef struct lookup {
   char *text; /* compact JSON of an object or array value, freed after each use */
 } lookup_t;
 
-const char *dg__save_text(const json_t *v, char *buf, size_t size) {
-  if (json_is_string(v))
-    return json_string_value(v);
-  if (json_is_integer(v))
-    snprintf(buf, size, "%lld", (long long)json_integer_value(v));
-  else if (json_is_real(v))
-    snprintf(buf, size, "%.17g", json_real_value(v));
-  else if (json_is_boolean(v))
-    snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
-  else
-    return NULL;
-  return buf;
-}
-
 /* The value of a property of a record (by its configured name, in any case). */
 static const json_t *property_value(const dg__save_record_t *r, const char *name, bool *id) {
   *id = strcasecmp(name, "id") == 0;
@@ -58,7 +44,7 @@ static int scalar(lookup_t *l, const json_t *v, dg_template_value_t *out) {
     *out = (dg_template_value_t){.kind = DG_TVAL_STRING, .text = l->text, .len = strlen(l->text)};
     return 0;
   }
-  const char *text = dg__save_text(v, l->num, sizeof(l->num));
+  const char *text = dg_json_scalar_text(v, l->num, sizeof(l->num));
   out->kind = json_is_string(v)    ? DG_TVAL_STRING
               : json_is_boolean(v) ? DG_TVAL_BOOL
                                    : DG_TVAL_NUMBER;
@@ -105,9 +91,8 @@ static int lookup(void *data, const dg_template_var_t *var, dg_template_value_t 
   return id ? id_value(n->rec->id, out) : scalar(l, v, out);
 }
 
-static int expand(lookup_t *l, const dg_template_t *t, dg_template_mode_t mode, dg_buf_t *out,
-                  dg_errctx_t *err) {
-  int rc = dg_template_expand(t, mode, lookup, l, out, err);
+/* Frees the last object value's text and says which record lacked a value. */
+static int explain(lookup_t *l, int rc, dg_errctx_t *err) {
   free(l->text);
   l->text = NULL;
   static const char prefix[] = "no value for ";
@@ -123,34 +108,15 @@ static int expand(lookup_t *l, const dg_template_t *t, dg_template_mode_t mode, 
   return rc;
 }
 
-/* ---- Parts --------------------------------------------------------------------------- */
-
-static bool all_absent(lookup_t *l, const dg_template_t *t) {
-  for (size_t i = 0; i < dg_template_nvars(t); i++) {
-    dg_template_value_t v;
-    if (lookup(l, dg_template_var(t, i), &v) != 0 || v.kind != DG_TVAL_ABSENT)
-      return false;
-  }
-  return dg_template_nvars(t) > 0;
+static int expand(lookup_t *l, const dg_template_t *t, dg_template_mode_t mode, dg_buf_t *out,
+                  dg_errctx_t *err) {
+  return explain(l, dg_template_expand(t, mode, lookup, l, out, err), err);
 }
 
+/* ---- Parts --------------------------------------------------------------------------- */
+
 static int build_path(lookup_t *l, const dg_saved_request_t *r, dg_buf_t *out, dg_errctx_t *err) {
-  int rc = r->path ? expand(l, r->path, DG_TEMPLATE_PATH, out, err) : 0;
-  bool first = true;
-  for (size_t i = 0; rc == 0 && i < r->nquery; i++) {
-    /* A parameter whose placeholders all lack a value is left out. */
-    if (all_absent(l, r->query[i].value))
-      continue;
-    rc = dg_buf_append(out, first ? "?" : "&", 1);
-    if (rc == 0)
-      rc = dg_template_append_encoded(out, r->query[i].name, strlen(r->query[i].name), false);
-    if (rc == 0)
-      rc = dg_buf_append(out, "=", 1);
-    if (rc == 0)
-      rc = expand(l, r->query[i].value, DG_TEMPLATE_QUERY, out, err);
-    first = false;
-  }
-  return rc;
+  return explain(l, dg_template_request_path(r, lookup, l, out, err), err);
 }
 
 /* A mapping that is one placeholder keeps the value's JSON type; any
@@ -203,15 +169,9 @@ static int build_mappings(lookup_t *l, const dg_action_t *a, dg_buf_t *out, dg_e
   return rc;
 }
 
-/* {"query": ..., "operationName": ..., "variables": {...}}. */
 static int build_graphql(lookup_t *l, const dg_saved_request_t *r, dg_buf_t *out,
                          dg_errctx_t *err) {
-  int rc = dg_template_graphql_head(out, r->graphql_query, r->operation_name);
-  if (rc == 0 && r->graphql_variables != NULL)
-    rc = expand(l, r->graphql_variables, DG_TEMPLATE_JSON, out, err);
-  else if (rc == 0)
-    rc = dg_buf_append_str(out, "{}");
-  return rc == 0 ? dg_buf_append_str(out, "}") : rc;
+  return explain(l, dg_template_graphql_body(r, lookup, l, out, err), err);
 }
 
 static int build_body(lookup_t *l, const dg_action_t *a, dg_buf_t *out, dg_errctx_t *err) {
@@ -225,24 +185,11 @@ static int build_body(lookup_t *l, const dg_action_t *a, dg_buf_t *out, dg_errct
 
 static int build_headers(lookup_t *l, const dg_saved_request_t *r, dg_arena_t *arena,
                          bool json_body, dg_connector_request_t *req, dg_errctx_t *err) {
-  dg_http_header_t *h = dg_arena_calloc(arena, r->nheaders + 2, sizeof(*h));
-  if (h == NULL)
-    return DG_ENOMEM;
-  size_t n = 0;
-  int rc = 0;
-  for (size_t i = 0; rc == 0 && i < r->nheaders; i++) {
-    dg_buf_t value;
-    dg_buf_init(&value, MAX_HEADER_BYTES);
-    rc = expand(l, r->headers[i].value, DG_TEMPLATE_RAW, &value, err);
-    h[n].name = r->headers[i].name;
-    h[n++].value = dg_arena_strdup(arena, value.data ? value.data : "");
-    dg_buf_free(&value);
-  }
-  if (json_body)
-    h[n++] = (dg_http_header_t){"Content-Type", "application/json"};
+  dg_http_header_t *h;
+  int rc = dg_template_request_headers(r, lookup, l, json_body, MAX_HEADER_BYTES, arena, &h,
+                                       &req->nheaders, err);
   req->headers = h;
-  req->nheaders = n;
-  return rc;
+  return explain(l, rc, err);
 }
 
 /* Names the part that went over its limit, when the expansion did not. */

@@ -216,13 +216,7 @@ static bool scalar_text(const json_t *v, char *buf, size_t size, const char **te
     *len = json_string_length(v);
     return *len <= TEXT_VALUE_MAX && strlen(*text) == *len;
   }
-  if (json_is_integer(v))
-    snprintf(buf, size, "%lld", (long long)json_integer_value(v));
-  else if (json_is_real(v))
-    snprintf(buf, size, "%.17g", json_real_value(v));
-  else if (json_is_boolean(v))
-    snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
-  else
+  if (dg_json_scalar_text(v, buf, size) == NULL)
     return false;
   *text = buf;
   *len = strlen(buf);

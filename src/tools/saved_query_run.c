@@ -45,33 +45,10 @@ static int lookup(void *data, const dg_template_var_t *var, dg_template_value_t 
   return 0;
 }
 
-static bool all_absent(const dg_template_t *t, const values_t *v) {
-  for (size_t i = 0; i < dg_template_nvars(t); i++) {
-    const dg_saved_input_t *in = dg_saved_query_input(v->q, dg_template_var(t, i)->name);
-    if (in != NULL && v->values[in - v->q->inputs] != NULL)
-      return false;
-  }
-  return dg_template_nvars(t) > 0;
-}
-
 /* Path and query string; a parameter whose inputs were all left out is
  * left out too, so optional filters disappear from the URL. */
 static int build_path(const values_t *v, dg_buf_t *out, dg_errctx_t *err) {
-  const dg_saved_request_t *r = &v->q->request;
-  int rc = r->path ? dg_template_expand(r->path, DG_TEMPLATE_PATH, lookup, (void *)v, out, err) : 0;
-  bool first = true;
-  for (size_t i = 0; rc == 0 && i < r->nquery; i++) {
-    if (all_absent(r->query[i].value, v))
-      continue;
-    rc = dg_buf_append(out, first ? "?" : "&", 1);
-    if (rc == 0)
-      rc = dg_template_append_encoded(out, r->query[i].name, strlen(r->query[i].name), false);
-    if (rc == 0)
-      rc = dg_buf_append(out, "=", 1);
-    if (rc == 0)
-      rc = dg_template_expand(r->query[i].value, DG_TEMPLATE_QUERY, lookup, (void *)v, out, err);
-    first = false;
-  }
+  int rc = dg_template_request_path(&v->q->request, lookup, (void *)v, out, err);
   if (rc == DG_E2BIG || rc == DG_ENOMEM)
     dg_errctx_set(err, rc, "inputs",
                   "The request URL of this Saved Query would be longer than %u bytes; give "
@@ -80,22 +57,11 @@ static int build_path(const values_t *v, dg_buf_t *out, dg_errctx_t *err) {
   return rc;
 }
 
-/* GraphQL: {"query": ..., "operationName": ..., "variables": {...}}. */
-static int build_graphql(const values_t *v, dg_buf_t *out, dg_errctx_t *err) {
-  const dg_saved_request_t *r = &v->q->request;
-  int rc = dg_template_graphql_head(out, r->graphql_query, r->operation_name);
-  if (rc == 0 && r->graphql_variables != NULL)
-    rc = dg_template_expand(r->graphql_variables, DG_TEMPLATE_JSON, lookup, (void *)v, out, err);
-  else if (rc == 0)
-    rc = dg_buf_append_str(out, "{}");
-  return rc == 0 ? dg_buf_append_str(out, "}") : rc;
-}
-
 static int build_body(const values_t *v, dg_buf_t *out, dg_errctx_t *err) {
   const dg_saved_request_t *r = &v->q->request;
   int rc = 0;
   if (r->kind == DG_REQUEST_GRAPHQL)
-    rc = build_graphql(v, out, err);
+    rc = dg_template_graphql_body(r, lookup, (void *)v, out, err);
   else if (r->body != NULL)
     rc = dg_template_expand(r->body, DG_TEMPLATE_JSON, lookup, (void *)v, out, err);
   if (rc == DG_E2BIG || rc == DG_ENOMEM)
@@ -108,24 +74,12 @@ static int build_body(const values_t *v, dg_buf_t *out, dg_errctx_t *err) {
 
 static int build_headers(const values_t *v, dg_arena_t *arena, bool json_body,
                          dg_connector_request_t *req, dg_errctx_t *err) {
-  const dg_saved_request_t *r = &v->q->request;
-  dg_http_header_t *h = dg_arena_calloc(arena, r->nheaders + 2, sizeof(*h));
-  if (h == NULL)
-    return dg_errctx_set(err, DG_ENOMEM, "inputs", "out of memory");
-  size_t n = 0;
-  int rc = 0;
-  for (size_t i = 0; rc == 0 && i < r->nheaders; i++) {
-    dg_buf_t value;
-    dg_buf_init(&value, MAX_HEADER_BYTES);
-    rc = dg_template_expand(r->headers[i].value, DG_TEMPLATE_RAW, lookup, (void *)v, &value, err);
-    h[n].name = r->headers[i].name;
-    h[n++].value = dg_arena_strdup(arena, value.data ? value.data : "");
-    dg_buf_free(&value);
-  }
-  if (json_body)
-    h[n++] = (dg_http_header_t){"Content-Type", "application/json"};
+  dg_http_header_t *h;
+  int rc = dg_template_request_headers(&v->q->request, lookup, (void *)v, json_body,
+                                       MAX_HEADER_BYTES, arena, &h, &req->nheaders, err);
   req->headers = h;
-  req->nheaders = n;
+  if (rc == DG_ENOMEM)
+    dg_errctx_set(err, rc, "inputs", "out of memory");
   return rc;
 }
 

@@ -360,6 +360,24 @@ static void test_raw_values(void **state) {
   json_decref(raw);
 }
 
+/* Scalars give the same text whether sent as JSON strings or as numbers and
+ * booleans; null and containers have none. */
+static void test_scalar_text(void **state) {
+  (void)state;
+  char buf[64];
+  json_t *v[] = {json_string("abc"), json_integer(-12), json_real(0.5), json_true(),
+                 json_false(),       json_null(),       json_array(),   json_object()};
+  const char *want[] = {"abc", "-12", "0.5", "true", "false", NULL, NULL, NULL};
+  for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+    const char *got = dg_json_scalar_text(v[i], buf, sizeof(buf));
+    if (want[i] == NULL)
+      assert_null(got);
+    else
+      assert_string_equal(got, want[i]);
+    json_decref(v[i]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scalars),
@@ -377,6 +395,7 @@ int main(void) {
       cmocka_unit_test(test_raw_values),
       cmocka_unit_test(test_pieces),
       cmocka_unit_test(test_integer_piece),
+      cmocka_unit_test(test_scalar_text),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,7 @@
 #include "extract/internal.h"
 
 static int decode(const char *s, size_t n, uint32_t *cp) {
-  return dg__utf8_decode((const unsigned char *)s, n, cp);
+  return dg_utf8_decode((const unsigned char *)s, n, cp);
 }
 
 static void test_decode_valid_sequences(void **state) {
