@@ -11,18 +11,25 @@
 
 atomic_ulong dg__sqlite_statements;
 
-static int oom(dg__sqlite_run_t *run) {
+int dg__sqlite_oom(dg__sqlite_run_t *run) {
   return dg_errctx_set(run->err, DG_ENOMEM, "", "The entity store is out of memory.");
 }
 
 int dg__sqlite_put_failed(dg__sqlite_run_t *run, int rc) {
-  return rc == DG_E2BIG ? dg__store_too_big(run->err, run->max) : oom(run);
+  return rc == DG_E2BIG ? dg__store_too_big(run->err, run->max) : dg__sqlite_oom(run);
 }
+
+/* ---- Statements ------------------------------------------------------------------------ */
 
 /* Remembers the main statement for the debug log. */
 static void keep_sql(dg__sqlite_run_t *run, const dg__sql_t *sql) {
-  if (run->r->sql == NULL && sql->text.data != NULL)
-    run->r->sql = strdup(sql->text.data);
+  if (run->log != NULL && run->log->sql == NULL && sql->text.data != NULL)
+    run->log->sql = strdup(sql->text.data);
+}
+
+static void count_row(dg__sqlite_run_t *run) {
+  if (run->log != NULL)
+    run->log->rows++;
 }
 
 int dg__sqlite_each_row(dg__sqlite_run_t *run, const dg__sql_t *sql, dg__sqlite_row_fn row,
@@ -33,8 +40,8 @@ int dg__sqlite_each_row(dg__sqlite_run_t *run, const dg__sql_t *sql, dg__sqlite_
   int rc = dg__sqlite_prepare(run->conn, sql, &st, run->err);
   int step = rc == 0 ? dg__sqlite_step(run->conn, st, run->err) : rc;
   for (; step == SQLITE_ROW; step = dg__sqlite_step(run->conn, st, run->err)) {
-    run->r->rows++;
-    rc = row(run, st, data);
+    count_row(run);
+    rc = row != NULL ? row(run, st, data) : 0;
     if (rc != 0)
       break;
   }
@@ -45,6 +52,25 @@ int dg__sqlite_each_row(dg__sqlite_run_t *run, const dg__sql_t *sql, dg__sqlite_
   return rc != 0 ? rc : step;
 }
 
+static int found_row(dg__sqlite_run_t *run, sqlite3_stmt *st, void *data) {
+  *(bool *)data = true;
+  return 1;
+}
+
+int dg__sqlite_has_row(dg__sqlite_run_t *run, const dg__sql_t *sql, bool *found) {
+  *found = false;
+  return dg__sqlite_each_row(run, sql, found_row, found);
+}
+
+int dg__sqlite_write_entity(dg__sqlite_run_t *run, const dg_store_write_t *w, const char *id) {
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_sqlite);
+  dg__sql_write(&sql, w, id);
+  int rc = dg__sqlite_each_row(run, &sql, NULL, NULL);
+  dg__sql_free(&sql);
+  return rc;
+}
+
 /* ---- Transactions ------------------------------------------------------------------------ */
 
 int dg__sqlite_begin(dg__sqlite_conn_t *conn, const char *sql, dg_errctx_t *err) {
@@ -53,13 +79,20 @@ int dg__sqlite_begin(dg__sqlite_conn_t *conn, const char *sql, dg_errctx_t *err)
   return dg__sqlite_exec(conn, sql, err);
 }
 
-static int begin(dg__sqlite_run_t *run, const char *sql) {
-  return dg__sqlite_begin(run->conn, sql, run->err);
+int dg__sqlite_begin_write(dg__sqlite_run_t *run) {
+  return dg__sqlite_begin(run->conn, "BEGIN IMMEDIATE", run->err);
+}
+
+int dg__sqlite_end_write(dg__sqlite_run_t *run, int rc) {
+  if (rc == 0)
+    return dg__sqlite_exec(run->conn, "COMMIT", run->err);
+  sqlite3_exec(run->conn->db, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
 }
 
 static int read_in_txn(dg__sqlite_run_t *run) {
   dg_store_req_t *r = run->r;
-  int rc = begin(run, "BEGIN");
+  int rc = dg__sqlite_begin(run->conn, "BEGIN", run->err);
   if (rc == 0 && r->kind == DG__STORE_QUERY)
     rc = dg__sqlite_read_query(run, r->in.query);
   else if (rc == 0 && r->kind == DG__STORE_FETCH)
@@ -75,42 +108,26 @@ static int read_in_txn(dg__sqlite_run_t *run) {
 
 /* ---- Write --------------------------------------------------------------------------------- */
 
-static int exists_row(dg__sqlite_run_t *run, sqlite3_stmt *st, void *data) {
-  *(bool *)data = true;
-  return 1;
-}
-
 static int entity_exists(dg__sqlite_run_t *run, const dg_model_t *m, const char *id, bool *exists) {
   dg__sql_t sql;
   const char *ids[1] = {id};
   dg__sql_cols_t cols = {.cols = &(dg__sql_col_t){.prop = NULL, .emit = true}, .n = 1};
   dg__sql_init(&sql, &dg__sql_sqlite);
   dg__sql_by_ids(&sql, m, &cols, ids, 1);
-  *exists = false;
-  int rc = dg__sqlite_each_row(run, &sql, exists_row, exists);
+  int rc = dg__sqlite_has_row(run, &sql, exists);
   dg__sql_free(&sql);
   return rc;
-}
-
-static int no_row(dg__sqlite_run_t *run, sqlite3_stmt *st, void *data) {
-  return 0;
 }
 
 static int write_locked(dg__sqlite_run_t *run, const dg_store_write_t *w, const char *id,
                         bool *created) {
   bool exists = false;
-  dg__sql_t sql;
   int rc = w->mode == DG_STORE_CREATE ? 0 : entity_exists(run, w->model, id, &exists);
   if (rc == 0 && w->mode == DG_STORE_UPDATE && !exists)
     return dg_errctx_set(run->err, DG_ENOENT, "id", "There is no %s entity with id '%s'.",
                          w->model->name, id);
   *created = !exists;
-  dg__sql_init(&sql, &dg__sql_sqlite);
-  dg__sql_write(&sql, w, id);
-  if (rc == 0)
-    rc = dg__sqlite_each_row(run, &sql, no_row, NULL);
-  dg__sql_free(&sql);
-  return rc;
+  return rc == 0 ? dg__sqlite_write_entity(run, w, id) : rc;
 }
 
 static int write_fn(dg__sqlite_run_t *run, const dg_store_write_t *w) {
@@ -121,13 +138,9 @@ static int write_fn(dg__sqlite_run_t *run, const dg_store_write_t *w) {
     dg_uuid_v4(fresh);
     id = fresh;
   }
-  int rc = begin(run, "BEGIN IMMEDIATE");
+  int rc = dg__sqlite_begin_write(run);
   if (rc == 0)
-    rc = write_locked(run, w, id, &created);
-  if (rc == 0)
-    rc = dg__sqlite_exec(run->conn, "COMMIT", run->err);
-  else
-    sqlite3_exec(run->conn->db, "ROLLBACK", NULL, NULL, NULL);
+    rc = dg__sqlite_end_write(run, write_locked(run, w, id, &created));
   if (rc == 0)
     run->r->result = json_pack("{s:s,s:b}", "id", id, "created", created);
   return rc;
@@ -135,24 +148,35 @@ static int write_fn(dg__sqlite_run_t *run, const dg_store_write_t *w) {
 
 /* ---- Entry -------------------------------------------------------------------------------- */
 
+/* Reads and writes show their first statement and rows in the debug log;
+ * a submission request's line shows only its kind and status. */
+static bool logs_statement(const dg_store_req_t *r) {
+  return r->kind != DG__STORE_SUBMIT && r->kind != DG__STORE_FINISH &&
+         r->kind != DG__STORE_SUBMISSION;
+}
+
 int dg__sqlite_run(dg__sqlite_conn_t *conn, dg_store_req_t *r) {
-  dg__sqlite_run_t run = {.conn = conn, .r = r, .err = &r->err, .max = r->store->max_result_bytes};
+  dg__sqlite_run_t run = {.conn = conn,
+                          .r = r,
+                          .log = logs_statement(r) ? r : NULL,
+                          .err = &r->err,
+                          .max = r->store->max_result_bytes};
   run.arena = dg_arena_new(RUN_ARENA_BLOCK);
   if (run.arena == NULL)
-    return oom(&run);
+    return dg__sqlite_oom(&run);
   int rc = 0;
   switch (r->kind) {
   case DG__STORE_WRITE:
     rc = write_fn(&run, r->in.write);
     break;
   case DG__STORE_SUBMIT:
-    rc = dg__sqlite_submit(conn, r);
+    rc = dg__sqlite_submit(&run);
     break;
   case DG__STORE_FINISH:
-    rc = dg__sqlite_finish(conn, r);
+    rc = dg__sqlite_finish(&run);
     break;
   case DG__STORE_SUBMISSION:
-    rc = dg__sqlite_submission(conn, r);
+    rc = dg__sqlite_submission(&run);
     break;
   default:
     rc = read_in_txn(&run);

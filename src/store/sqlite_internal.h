@@ -48,10 +48,6 @@ int dg__sqlite_prepare(dg__sqlite_conn_t *conn, const dg__sql_t *sql, sqlite3_st
 void dg__sqlite_release(sqlite3_stmt *stmt);
 /* Runs a statement without results (DDL, BEGIN, COMMIT). */
 int dg__sqlite_exec(dg__sqlite_conn_t *conn, const char *sql, dg_errctx_t *err);
-/* Runs sql ("BEGIN" or "BEGIN IMMEDIATE"); a transaction left open by an
- * earlier failure on this connection is rolled back first, so that it
- * cannot wedge the thread. */
-int dg__sqlite_begin(dg__sqlite_conn_t *conn, const char *sql, dg_errctx_t *err);
 /* Steps a statement: SQLITE_ROW, SQLITE_DONE, or a failure in err. */
 int dg__sqlite_step(dg__sqlite_conn_t *conn, sqlite3_stmt *stmt, dg_errctx_t *err);
 /* The DG_E* code and message of a failed SQLite call. */
@@ -74,21 +70,43 @@ extern atomic_ulong dg__sqlite_statements;
 /* Answers one request on conn: r->result or r->err. */
 int dg__sqlite_run(dg__sqlite_conn_t *conn, dg_store_req_t *r);
 
-/* ---- One request's run (sqlite_exec.c), and the reads (sqlite_read.c) ---- */
+/* ---- Running statements (sqlite_exec.c) ----------------------------------
+ * The reads (sqlite_read.c, sqlite_aggregate.c), the writes (sqlite_exec.c)
+ * and the submissions (sqlite_submit.c) run their statements and write
+ * transactions through these, on a run: the connection, where a failure
+ * goes, and the request being answered (NULL while the store opens). */
 typedef struct dg__sqlite_run {
   dg__sqlite_conn_t *conn;
   dg_store_req_t *r;
+  dg_store_req_t *log; /* its debug log shows the first statement and the rows; or NULL */
   dg_arena_t *arena;
   size_t max; /* bytes the result may take */
   dg_errctx_t *err;
 } dg__sqlite_run_t;
 
-/* Prepares sql and calls row() for each result row until it fails or asks
- * to stop (returns 1). The first statement of a request is kept for the
- * debug log. */
+/* Prepares sql and calls row() (NULL: none) for each result row until it
+ * fails or asks to stop (returns 1); counts it in dg__sqlite_statements.
+ * 0, or the row's code, or the failure in err. */
 typedef int (*dg__sqlite_row_fn)(dg__sqlite_run_t *run, sqlite3_stmt *st, void *data);
 int dg__sqlite_each_row(dg__sqlite_run_t *run, const dg__sql_t *sql, dg__sqlite_row_fn row,
                         void *data);
+/* Whether sql returns a row (an entity exists). */
+int dg__sqlite_has_row(dg__sqlite_run_t *run, const dg__sql_t *sql, bool *found);
+/* The INSERT, UPDATE or upsert of w for the entity id. */
+int dg__sqlite_write_entity(dg__sqlite_run_t *run, const dg_store_write_t *w, const char *id);
+
+/* Runs sql ("BEGIN" or "BEGIN IMMEDIATE"); a transaction left open by an
+ * earlier failure on this connection is rolled back first, so that it
+ * cannot wedge the thread. */
+int dg__sqlite_begin(dg__sqlite_conn_t *conn, const char *sql, dg_errctx_t *err);
+/* A write transaction takes the write lock at once (BEGIN IMMEDIATE); it
+ * ends with COMMIT when rc is 0 (returning COMMIT's failure, if any) and
+ * with ROLLBACK otherwise (returning rc). */
+int dg__sqlite_begin_write(dg__sqlite_run_t *run);
+int dg__sqlite_end_write(dg__sqlite_run_t *run, int rc);
+
+/* Fills err for out of memory; returns DG_ENOMEM. */
+int dg__sqlite_oom(dg__sqlite_run_t *run);
 /* Fills err for out of memory, or for a result over the budget
  * (rc DG_E2BIG); returns the code. */
 int dg__sqlite_put_failed(dg__sqlite_run_t *run, int rc);
@@ -103,13 +121,13 @@ int dg__sqlite_read_lookup(dg__sqlite_run_t *run, const dg_store_lookup_t *l);
 int dg__sqlite_read_aggregate(dg__sqlite_run_t *run, const dg_store_aggregate_t *a);
 
 /* Submissions (sqlite_submit.c): the table and its indexes (inside the
- * migration's transaction), the three requests, and marking the
+ * migration's transaction), the three requests (run->r), and marking the
  * submissions of processes that are gone as interrupted (at open; notes
  * say how many). */
 int dg__sqlite_migrate_submissions(dg__sqlite_conn_t *conn, dg_errctx_t *err);
-int dg__sqlite_submit(dg__sqlite_conn_t *conn, dg_store_req_t *r);
-int dg__sqlite_finish(dg__sqlite_conn_t *conn, dg_store_req_t *r);
-int dg__sqlite_submission(dg__sqlite_conn_t *conn, dg_store_req_t *r);
+int dg__sqlite_submit(dg__sqlite_run_t *run);
+int dg__sqlite_finish(dg__sqlite_run_t *run);
+int dg__sqlite_submission(dg__sqlite_run_t *run);
 int dg__sqlite_recover_submissions(dg__sqlite_conn_t *conn, const char *self, json_t *notes,
                                    dg_errctx_t *err);
 

@@ -31,32 +31,7 @@ int dg__sqlite_migrate_submissions(dg__sqlite_conn_t *conn, dg_errctx_t *err) {
   return rc;
 }
 
-/* ---- Statements ------------------------------------------------------------------------ */
-
-typedef int (*row_fn)(sqlite3_stmt *st, void *data);
-
-/* Runs sql, calling row (may be NULL) for each result row; returns 0 or
- * the failure in err. *changes (may be NULL) gets the rows changed. */
-static int run(dg__sqlite_conn_t *conn, dg__sql_t *sql, row_fn row, void *data, int *changes,
-               dg_errctx_t *err) {
-  sqlite3_stmt *st = NULL;
-  atomic_fetch_add(&dg__sqlite_statements, 1);
-  int rc = dg__sqlite_prepare(conn, sql, &st, err);
-  int step = rc == 0 ? dg__sqlite_step(conn, st, err) : rc;
-  for (; step == SQLITE_ROW; step = dg__sqlite_step(conn, st, err)) {
-    rc = row != NULL ? row(st, data) : 0;
-    if (rc != 0)
-      break;
-  }
-  if (changes != NULL)
-    *changes = sqlite3_changes(conn->db);
-  if (st != NULL)
-    dg__sqlite_release(st);
-  dg__sql_reset(sql);
-  if (rc != 0)
-    return rc;
-  return step == SQLITE_DONE ? 0 : step;
-}
+/* ---- Columns ------------------------------------------------------------------------- */
 
 static const char *text_at(sqlite3_stmt *st, int col) {
   return (const char *)sqlite3_column_text(st, col);
@@ -67,22 +42,6 @@ static json_t *text_or_null(sqlite3_stmt *st, int col) {
   return s != NULL ? json_string(s) : json_null();
 }
 
-/* Every transaction here writes: it takes the write lock at once. */
-static int begin(dg__sqlite_conn_t *conn, dg_errctx_t *err) {
-  return dg__sqlite_begin(conn, "BEGIN IMMEDIATE", err);
-}
-
-static int end(dg__sqlite_conn_t *conn, int rc, dg_errctx_t *err) {
-  if (rc == 0)
-    return dg__sqlite_exec(conn, "COMMIT", err);
-  sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
-  return rc;
-}
-
-static int oom(dg_errctx_t *err) {
-  return dg_errctx_set(err, DG_ENOMEM, "", "The entity store is out of memory.");
-}
-
 /* ---- Submit ------------------------------------------------------------------------------ */
 
 typedef struct earlier {
@@ -91,7 +50,7 @@ typedef struct earlier {
   char what[256];
 } earlier_t;
 
-static int earlier_row(sqlite3_stmt *st, void *data) {
+static int earlier_row(dg__sqlite_run_t *run, sqlite3_stmt *st, void *data) {
   earlier_t *e = data;
   const char *outcome = text_at(st, 4);
   json_t *parsed = outcome ? json_loads(outcome, 0, NULL) : NULL;
@@ -107,8 +66,7 @@ static int earlier_row(sqlite3_stmt *st, void *data) {
 }
 
 /* The first submission with the caller's key, when there is one. */
-static int find_earlier(dg__sqlite_conn_t *conn, const dg_store_submit_t *s, earlier_t *e,
-                        dg_errctx_t *err) {
+static int find_earlier(dg__sqlite_run_t *run, const dg_store_submit_t *s, earlier_t *e) {
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_sqlite);
   dg__sql_put(&sql, "SELECT id, entity_id, operation, status, outcome, fingerprint, model, "
@@ -117,47 +75,43 @@ static int find_earlier(dg__sqlite_conn_t *conn, const dg_store_submit_t *s, ear
   dg__sql_bind_text(&sql, s->principal);
   dg__sql_put(&sql, " AND idempotency_key = ");
   dg__sql_bind_text(&sql, s->idempotency_key);
-  int rc = run(conn, &sql, earlier_row, e, NULL, err);
+  int rc = dg__sqlite_each_row(run, &sql, earlier_row, e);
   dg__sql_free(&sql);
   if (rc == DG_ENOMEM)
-    return oom(err);
+    return dg__sqlite_oom(run);
   if (rc == 0 && e->result != NULL && s->fingerprint != NULL &&
       strcmp(e->fingerprint, s->fingerprint) != 0)
-    rc = dg_errctx_set(err, DG_EEXIST, "idempotencyKey",
+    rc = dg_errctx_set(run->err, DG_EEXIST, "idempotencyKey",
                        "Invalid argument 'idempotencyKey': '%s' was already used for a different "
                        "submission (%s); use a new key for a new submission.",
                        s->idempotency_key, e->what);
   return rc;
 }
 
-static int found_row(sqlite3_stmt *st, void *data) {
-  *(bool *)data = true;
-  return 0;
-}
-
-static int exists(dg__sqlite_conn_t *conn, const dg_model_t *m, const char *id, bool *found,
-                  dg_errctx_t *err) {
+/* Whether m has an entity with this id. A write checks with the by-id
+ * SELECT its debug log shows (sqlite_exec.c); submissions keep their own,
+ * shorter statement, which is never logged. */
+static int exists(dg__sqlite_run_t *run, const dg_model_t *m, const char *id, bool *found) {
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_sqlite);
   dg__sql_put(&sql, "SELECT 1 FROM ");
   dg__sql_ident(&sql, NULL, m->name);
   dg__sql_put(&sql, " WHERE id = ");
   dg__sql_bind_text(&sql, id);
-  *found = false;
-  int rc = run(conn, &sql, found_row, found, NULL, err);
+  int rc = dg__sqlite_has_row(run, &sql, found);
   dg__sql_free(&sql);
   return rc;
 }
 
-static int check_refs(dg__sqlite_conn_t *conn, const dg_store_submit_t *s, dg_errctx_t *err) {
+static int check_refs(dg__sqlite_run_t *run, const dg_store_submit_t *s) {
   for (size_t i = 0; i < s->nrefs; i++) {
     const dg_store_ref_check_t *c = &s->refs[i];
     bool found = false;
-    int rc = exists(conn, c->model, c->id, &found, err);
+    int rc = exists(run, c->model, c->id, &found);
     if (rc != 0)
       return rc;
     if (!found)
-      return dg_errctx_set(err, DG_ENOENT, c->param,
+      return dg_errctx_set(run->err, DG_ENOENT, c->param,
                            "Invalid argument '%s': there is no %s entity with id '%s'; find the "
                            "entity with lookup_by_keyword or query_entities and give its id.",
                            c->param, c->model->name, c->id);
@@ -165,25 +119,19 @@ static int check_refs(dg__sqlite_conn_t *conn, const dg_store_submit_t *s, dg_er
   return 0;
 }
 
-static int write_record(dg__sqlite_conn_t *conn, const dg_store_write_t *w, const char *id,
-                        dg_errctx_t *err) {
+static int write_record(dg__sqlite_run_t *run, const dg_store_write_t *w, const char *id) {
   if (w->mode == DG_STORE_UPDATE) {
     bool found = false;
-    int rc = exists(conn, w->model, id, &found, err);
+    int rc = exists(run, w->model, id, &found);
     if (rc != 0)
       return rc;
     if (!found)
-      return dg_errctx_set(err, DG_ENOENT, "id",
+      return dg_errctx_set(run->err, DG_ENOENT, "id",
                            "Invalid argument 'id': there is no %s entity with id '%s'; leave id "
                            "out to create a record.",
                            w->model->name, id);
   }
-  dg__sql_t sql;
-  dg__sql_init(&sql, &dg__sql_sqlite);
-  dg__sql_write(&sql, w, id);
-  int rc = run(conn, &sql, NULL, NULL, NULL, err);
-  dg__sql_free(&sql);
-  return rc;
+  return dg__sqlite_write_entity(run, w, id);
 }
 
 static void bind_or_null(dg__sql_t *sql, const char *text) {
@@ -194,9 +142,8 @@ static void bind_or_null(dg__sql_t *sql, const char *text) {
     dg__sql_bind(sql, &null_value);
 }
 
-static int insert_row(dg__sqlite_conn_t *conn, const dg_store_req_t *r, const char *id,
-                      dg_errctx_t *err) {
-  const dg_store_submit_t *s = r->in.submit;
+static int insert_row(dg__sqlite_run_t *run, const char *id) {
+  const dg_store_submit_t *s = run->r->in.submit;
   char now[32];
   dg_time_iso8601(now, sizeof(now));
   bool running = s->endpoint != NULL;
@@ -210,7 +157,7 @@ static int insert_row(dg__sqlite_conn_t *conn, const dg_store_req_t *r, const ch
                           s->idempotency_key,
                           s->fingerprint,
                           running ? "running" : "succeeded",
-                          r->store->owner,
+                          run->r->store->owner,
                           now,
                           running ? NULL : now};
   dg__sql_t sql;
@@ -223,25 +170,26 @@ static int insert_row(dg__sqlite_conn_t *conn, const dg_store_req_t *r, const ch
     bind_or_null(&sql, values[i]);
   }
   dg__sql_put(&sql, ")");
-  int rc = run(conn, &sql, NULL, NULL, NULL, err);
+  int rc = dg__sqlite_each_row(run, &sql, NULL, NULL);
   dg__sql_free(&sql);
   return rc;
 }
 
-static int submit_locked(dg__sqlite_conn_t *conn, dg_store_req_t *r, const char *id, earlier_t *e) {
-  const dg_store_submit_t *s = r->in.submit;
-  int rc = s->idempotency_key != NULL ? find_earlier(conn, s, e, &r->err) : 0;
+static int submit_locked(dg__sqlite_run_t *run, const char *id, earlier_t *e) {
+  const dg_store_submit_t *s = run->r->in.submit;
+  int rc = s->idempotency_key != NULL ? find_earlier(run, s, e) : 0;
   if (rc != 0 || e->result != NULL)
     return rc;
-  rc = check_refs(conn, s, &r->err);
+  rc = check_refs(run, s);
   if (rc == 0)
-    rc = write_record(conn, &s->write, id, &r->err);
+    rc = write_record(run, &s->write, id);
   if (rc == 0)
-    rc = insert_row(conn, r, id, &r->err);
+    rc = insert_row(run, id);
   return rc;
 }
 
-int dg__sqlite_submit(dg__sqlite_conn_t *conn, dg_store_req_t *r) {
+int dg__sqlite_submit(dg__sqlite_run_t *run) {
+  dg_store_req_t *r = run->r;
   const dg_store_submit_t *s = r->in.submit;
   char fresh[DG_UUID_LEN + 1];
   const char *id = s->write.id;
@@ -250,9 +198,9 @@ int dg__sqlite_submit(dg__sqlite_conn_t *conn, dg_store_req_t *r) {
     id = fresh;
   }
   earlier_t e = {0};
-  int rc = begin(conn, &r->err);
+  int rc = dg__sqlite_begin_write(run);
   if (rc == 0)
-    rc = end(conn, submit_locked(conn, r, id, &e), &r->err);
+    rc = dg__sqlite_end_write(run, submit_locked(run, id, &e));
   if (rc == 0 && e.result != NULL) {
     r->result = e.result;
     return 0;
@@ -267,7 +215,8 @@ int dg__sqlite_submit(dg__sqlite_conn_t *conn, dg_store_req_t *r) {
 
 /* ---- Finish -------------------------------------------------------------------------------- */
 
-static int finish_locked(dg__sqlite_conn_t *conn, const dg_store_finish_t *f, dg_errctx_t *err) {
+/* Writes the outcome; 0 changes means there is no such submission. */
+static int write_outcome(dg__sqlite_run_t *run, const dg_store_finish_t *f, int *changes) {
   char now[32];
   dg_time_iso8601(now, sizeof(now));
   dg__sql_t sql;
@@ -284,33 +233,37 @@ static int finish_locked(dg__sqlite_conn_t *conn, const dg_store_finish_t *f, dg
   dg__sql_bind_text(&sql, now);
   dg__sql_put(&sql, " WHERE id = ");
   dg__sql_bind_text(&sql, f->submission_id);
-  int changes = 0;
-  int rc = run(conn, &sql, NULL, NULL, &changes, err);
-  if (rc == 0 && changes == 0)
-    rc = dg_errctx_set(err, DG_ENOENT, "submissionId", "There is no submission '%s'.",
-                       f->submission_id);
-  for (size_t i = 0; rc == 0 && i < f->nwrites; i++) {
-    dg__sql_write(&sql, &f->writes[i], f->writes[i].id);
-    rc = run(conn, &sql, NULL, NULL, NULL, err);
-  }
+  int rc = dg__sqlite_each_row(run, &sql, NULL, NULL);
+  *changes = sqlite3_changes(run->conn->db);
   dg__sql_free(&sql);
   return rc;
 }
 
-int dg__sqlite_finish(dg__sqlite_conn_t *conn, dg_store_req_t *r) {
-  const dg_store_finish_t *f = r->in.finish;
-  int rc = begin(conn, &r->err);
+static int finish_locked(dg__sqlite_run_t *run, const dg_store_finish_t *f) {
+  int changes = 0;
+  int rc = write_outcome(run, f, &changes);
+  if (rc == 0 && changes == 0)
+    rc = dg_errctx_set(run->err, DG_ENOENT, "submissionId", "There is no submission '%s'.",
+                       f->submission_id);
+  for (size_t i = 0; rc == 0 && i < f->nwrites; i++)
+    rc = dg__sqlite_write_entity(run, &f->writes[i], f->writes[i].id);
+  return rc;
+}
+
+int dg__sqlite_finish(dg__sqlite_run_t *run) {
+  const dg_store_finish_t *f = run->r->in.finish;
+  int rc = dg__sqlite_begin_write(run);
   if (rc == 0)
-    rc = end(conn, finish_locked(conn, f, &r->err), &r->err);
+    rc = dg__sqlite_end_write(run, finish_locked(run, f));
   if (rc == 0)
-    r->result = json_pack("{s:s,s:s}", "submissionId", f->submission_id, "status",
-                          dg_store_submission_status_name(f->status));
+    run->r->result = json_pack("{s:s,s:s}", "submissionId", f->submission_id, "status",
+                               dg_store_submission_status_name(f->status));
   return rc;
 }
 
 /* ---- Get ------------------------------------------------------------------------------------- */
 
-static int submission_row(sqlite3_stmt *st, void *data) {
+static int submission_row(dg__sqlite_run_t *run, sqlite3_stmt *st, void *data) {
   static const char *const keys[] = {"submissionId", "dataModel", "entityId",  "operation",
                                      "endpoint",     "system",    "status",    "failedAction",
                                      "reason",       "createdAt", "finishedAt"};
@@ -325,7 +278,8 @@ static int submission_row(sqlite3_stmt *st, void *data) {
   return s != NULL ? 0 : DG_ENOMEM;
 }
 
-int dg__sqlite_submission(dg__sqlite_conn_t *conn, dg_store_req_t *r) {
+int dg__sqlite_submission(dg__sqlite_run_t *run) {
+  dg_store_req_t *r = run->r;
   const dg_store_submission_get_t *g = r->in.submission;
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_sqlite);
@@ -343,10 +297,10 @@ int dg__sqlite_submission(dg__sqlite_conn_t *conn, dg_store_req_t *r) {
     dg__sql_put(&sql, " ORDER BY rowid DESC LIMIT 1");
   }
   json_t *found = NULL;
-  int rc = run(conn, &sql, submission_row, &found, NULL, &r->err);
+  int rc = dg__sqlite_each_row(run, &sql, submission_row, &found);
   dg__sql_free(&sql);
   if (rc == DG_ENOMEM)
-    rc = oom(&r->err);
+    rc = dg__sqlite_oom(run);
   if (rc == 0)
     r->result = json_pack("{s:o}", "submission", found ? found : json_null());
   else
@@ -361,7 +315,7 @@ typedef struct running {
   const char *self;
 } running_t;
 
-static int running_row(sqlite3_stmt *st, void *data) {
+static int running_row(dg__sqlite_run_t *run, sqlite3_stmt *st, void *data) {
   running_t *rr = data;
   if (json_array_size(rr->dead) >= INTERRUPTED_MAX ||
       dg__store_owner_alive(text_at(st, 1), rr->self))
@@ -369,41 +323,48 @@ static int running_row(sqlite3_stmt *st, void *data) {
   return json_array_append_new(rr->dead, json_string(text_at(st, 0))) == 0 ? 0 : DG_ENOMEM;
 }
 
-static int mark_interrupted(dg__sqlite_conn_t *conn, dg__sql_t *sql, const char *id,
-                            dg_errctx_t *err) {
+static int mark_interrupted(dg__sqlite_run_t *run, const char *id) {
   char now[32];
   dg_time_iso8601(now, sizeof(now));
-  dg__sql_put(sql, "UPDATE \"_dg_submissions\" SET status = 'failed', reason = 'interrupted: the "
-                   "gateway process stopped before the save tree finished; the external system "
-                   "may hold part of the changes', finished_at = ");
-  dg__sql_bind_text(sql, now);
-  dg__sql_put(sql, " WHERE id = ");
-  dg__sql_bind_text(sql, id);
-  dg__sql_put(sql, " AND status = 'running'");
-  return run(conn, sql, NULL, NULL, NULL, err);
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_sqlite);
+  dg__sql_put(&sql, "UPDATE \"_dg_submissions\" SET status = 'failed', reason = 'interrupted: the "
+                    "gateway process stopped before the save tree finished; the external system "
+                    "may hold part of the changes', finished_at = ");
+  dg__sql_bind_text(&sql, now);
+  dg__sql_put(&sql, " WHERE id = ");
+  dg__sql_bind_text(&sql, id);
+  dg__sql_put(&sql, " AND status = 'running'");
+  int rc = dg__sqlite_each_row(run, &sql, NULL, NULL);
+  dg__sql_free(&sql);
+  return rc;
 }
 
-static int recover_locked(dg__sqlite_conn_t *conn, running_t *rr, dg_errctx_t *err) {
+static int find_running(dg__sqlite_run_t *run, running_t *rr) {
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_sqlite);
   dg__sql_put(&sql, "SELECT id, owner FROM \"_dg_submissions\" WHERE status = 'running'");
-  int rc = run(conn, &sql, running_row, rr, NULL, err);
-  if (rc == DG_ENOMEM)
-    rc = oom(err);
-  for (size_t i = 0; rc == 0 && i < json_array_size(rr->dead); i++)
-    rc = mark_interrupted(conn, &sql, json_string_value(json_array_get(rr->dead, i)), err);
+  int rc = dg__sqlite_each_row(run, &sql, running_row, rr);
   dg__sql_free(&sql);
+  return rc == DG_ENOMEM ? dg__sqlite_oom(run) : rc;
+}
+
+static int recover_locked(dg__sqlite_run_t *run, running_t *rr) {
+  int rc = find_running(run, rr);
+  for (size_t i = 0; rc == 0 && i < json_array_size(rr->dead); i++)
+    rc = mark_interrupted(run, json_string_value(json_array_get(rr->dead, i)));
   return rc;
 }
 
 int dg__sqlite_recover_submissions(dg__sqlite_conn_t *conn, const char *self, json_t *notes,
                                    dg_errctx_t *err) {
+  dg__sqlite_run_t run = {.conn = conn, .err = err}; /* no request: nothing logged */
   running_t rr = {.dead = json_array(), .self = self};
   if (rr.dead == NULL)
-    return oom(err);
-  int rc = begin(conn, err);
+    return dg__sqlite_oom(&run);
+  int rc = dg__sqlite_begin_write(&run);
   if (rc == 0)
-    rc = end(conn, recover_locked(conn, &rr, err), err);
+    rc = dg__sqlite_end_write(&run, recover_locked(&run, &rr));
   size_t n = json_array_size(rr.dead);
   if (rc == 0 && n > 0)
     json_array_append_new(

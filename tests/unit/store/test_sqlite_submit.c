@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "store/internal.h"
+#include "store/sqlite_internal.h"
 #include "store/sqlite_test.h"
 
 #define ORDER_SO1002 "83b6460c-7039-56c3-9694-e8fb46ec2322"
@@ -170,6 +171,37 @@ static void test_update_then_finish(void **state) {
   assert_int_equal(r.status, DG_ENOENT);
 }
 
+static unsigned long statements(void) {
+  return atomic_load(&dg__sqlite_statements);
+}
+
+/* The statements each request runs: the key's earlier submission, each
+ * referenced entity, the record (checked first when modified), the
+ * submission; then the outcome and the values the tree set. */
+static void test_statements_per_request(void **state) {
+  sq_fixture_t *fx = *state;
+  unsigned long before = statements();
+  sq_ok(run_submit(fx, &order_sub(fx, NULL, NULL)->s));
+  assert_int_equal(statements() - before, 3);
+  sub_t *x = order_sub(fx, ORDER_SO1002, "OrderEdit");
+  x->s.idempotency_key = "k-statements";
+  before = statements();
+  sq_ok(run_submit(fx, &x->s));
+  assert_int_equal(statements() - before, 5);
+  dg_store_write_t write = x->s.write;
+  write.nvalues = 1;
+  dg_store_finish_t f = {.submission_id = x->id,
+                         .status = DG_STORE_SUBMISSION_SUCCEEDED,
+                         .writes = &write,
+                         .nwrites = 1};
+  before = statements();
+  sq_ok(run_finish(fx, &f));
+  assert_int_equal(statements() - before, 2);
+  before = statements();
+  assert_non_null(latest(fx, "Orders", ORDER_SO1002));
+  assert_int_equal(statements() - before, 1);
+}
+
 static void test_idempotency_key(void **state) {
   sq_fixture_t *fx = *state;
   sub_t *x = order_sub(fx, ORDER_SO1002, "OrderEdit");
@@ -289,6 +321,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_create_without_tree, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_update_then_finish, sq_setup, sq_teardown),
+      cmocka_unit_test_setup_teardown(test_statements_per_request, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_idempotency_key, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_missing_references, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_interrupted_at_open, sq_setup, sq_teardown),
