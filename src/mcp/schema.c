@@ -84,11 +84,16 @@ static size_t path_push_key(vctx_t *c, const char *key) {
   return saved;
 }
 
+/* Pushed for every item of every array checked, so without printf; a
+ * path too long for the buffer stays cut where it was. */
 static size_t path_push_index(vctx_t *c, size_t index) {
   size_t saved = c->len;
-  int n = snprintf(c->path + c->len, sizeof(c->path) - c->len, "[%zu]", index);
-  if (n > 0)
-    c->len = c->len + (size_t)n < sizeof(c->path) ? c->len + (size_t)n : sizeof(c->path) - 1;
+  if (sizeof(c->path) - c->len < DG_DECIMAL_MAX + 3)
+    return saved;
+  c->path[c->len++] = '[';
+  c->len += dg_decimal(c->path + c->len, index);
+  c->path[c->len++] = ']';
+  c->path[c->len] = '\0';
   return saved;
 }
 
