@@ -667,10 +667,10 @@ static int check_unique(vctx_t *c, const json_t *schema, const json_t *value) {
 /* A real with no fractional part where only integers are allowed, as a
  * JSON integer; NULL when nothing needs to change. */
 static json_t *normalized(const json_t *schema, const json_t *value) {
+  if (!json_is_real(value) || !is_integral(value)) /* the common case: spare the schema */
+    return NULL;
   int types = schema_types(schema);
   if (types < 0 || (types & T_INTEGER) == 0 || (types & T_NUMBER) != 0)
-    return NULL;
-  if (!json_is_real(value) || !is_integral(value))
     return NULL;
   double d = json_real_value(value);
   return d > -9.2e18 && d < 9.2e18 ? json_integer((json_int_t)d) : NULL;
