@@ -224,16 +224,12 @@ static int put_string(dg_buf_t *out, const char *s, size_t len) {
 /* Decimal digits without printf, which costs more than the rest of a
  * small value. */
 int dg_json_write_integer(dg_buf_t *out, int64_t v) {
-  char text[24];
-  char *p = text + sizeof(text);
-  unsigned long long m = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-  do {
-    *--p = (char)('0' + m % 10);
-    m /= 10;
-  } while (m != 0);
+  char text[DG_DECIMAL_MAX + 1];
+  size_t n = 0;
   if (v < 0)
-    *--p = '-';
-  return dg_buf_append(out, p, (size_t)(text + sizeof(text) - p));
+    text[n++] = '-';
+  n += dg_decimal(text + n, v < 0 ? 0ULL - (uint64_t)v : (uint64_t)v);
+  return dg_buf_append(out, text, n);
 }
 
 /* jansson's own digits for a real (it keeps a ".0" on whole numbers), 15

@@ -79,15 +79,20 @@ void dg_uuid_v4(char out[DG_UUID_LEN + 1]) {
   *o = '\0';
 }
 
+static bool is_hex_digit(char c) {
+  return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+}
+
+/* Runs on every id of every request: no strlen, no locale lookups. */
 bool dg_uuid_valid(const char *s) {
-  if (s == NULL || strlen(s) != DG_UUID_LEN)
+  if (s == NULL)
     return false;
   for (int i = 0; i < DG_UUID_LEN; i++) {
     bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-    if (dash ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
+    if (dash ? s[i] != '-' : !is_hex_digit(s[i]))
       return false;
   }
-  return true;
+  return s[DG_UUID_LEN] == '\0';
 }
 
 uint64_t dg_now_ns(void) {
@@ -164,4 +169,16 @@ bool dg_ct_equal(const void *a, const void *b, size_t len) {
   for (size_t i = 0; i < len; i++)
     diff |= (unsigned char)(x[i] ^ y[i]);
   return diff == 0;
+}
+
+size_t dg_decimal(char *out, uint64_t v) {
+  char digits[DG_DECIMAL_MAX];
+  size_t n = 0;
+  do {
+    digits[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  for (size_t i = 0; i < n; i++)
+    out[i] = digits[n - 1 - i];
+  return n;
 }

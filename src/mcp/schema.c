@@ -84,11 +84,16 @@ static size_t path_push_key(vctx_t *c, const char *key) {
   return saved;
 }
 
+/* Pushed for every item of every array checked, so without printf; a
+ * path too long for the buffer stays cut where it was. */
 static size_t path_push_index(vctx_t *c, size_t index) {
   size_t saved = c->len;
-  int n = snprintf(c->path + c->len, sizeof(c->path) - c->len, "[%zu]", index);
-  if (n > 0)
-    c->len = c->len + (size_t)n < sizeof(c->path) ? c->len + (size_t)n : sizeof(c->path) - 1;
+  if (sizeof(c->path) - c->len < DG_DECIMAL_MAX + 3)
+    return saved;
+  c->path[c->len++] = '[';
+  c->len += dg_decimal(c->path + c->len, index);
+  c->path[c->len++] = ']';
+  c->path[c->len] = '\0';
   return saved;
 }
 
@@ -662,10 +667,10 @@ static int check_unique(vctx_t *c, const json_t *schema, const json_t *value) {
 /* A real with no fractional part where only integers are allowed, as a
  * JSON integer; NULL when nothing needs to change. */
 static json_t *normalized(const json_t *schema, const json_t *value) {
+  if (!json_is_real(value) || !is_integral(value)) /* the common case: spare the schema */
+    return NULL;
   int types = schema_types(schema);
   if (types < 0 || (types & T_INTEGER) == 0 || (types & T_NUMBER) != 0)
-    return NULL;
-  if (!json_is_real(value) || !is_integral(value))
     return NULL;
   double d = json_real_value(value);
   return d > -9.2e18 && d < 9.2e18 ? json_integer((json_int_t)d) : NULL;

@@ -232,6 +232,21 @@ int dg__store_put_aggregate(dg_buf_t *out, const dg_store_aggregate_t *a, int64_
 /* Fills err for a grouped aggregate over its cap. */
 int dg__store_over_cap(const dg_store_aggregate_t *a, int64_t matched, dg_errctx_t *err);
 
+/* ---- Ids of one request (id_index.c) --------------------------------------------------- */
+/* A hash index over an array of ids the caller fills, for at most the cap
+ * given at init (arena memory, freed with the arena). */
+typedef struct dg__id_index {
+  const char *const *ids;
+  uint32_t *slots; /* 1 + the position in ids of each slot's id; 0: free */
+  size_t mask;
+} dg__id_index_t;
+
+int dg__id_index_init(dg__id_index_t *ix, dg_arena_t *arena, const char *const *ids, size_t cap);
+/* Indexes ids[i]; returns the position of an equal id indexed before, or i. */
+size_t dg__id_index_add(dg__id_index_t *ix, size_t i);
+/* The position in ids of key, or SIZE_MAX. */
+size_t dg__id_index_find(const dg__id_index_t *ix, const char *key);
+
 /* ---- Parsing helpers shared by parse*.c --------------------------------------------- */
 typedef struct dg__path {
   char s[128];

@@ -46,8 +46,15 @@ const char *dg__path_key(dg__path_t *p, const char *base, const char *key) {
   return p->s;
 }
 
+/* Made for every item of an array argument, so without printf. */
 const char *dg__path_index(dg__path_t *p, const char *base, size_t i) {
-  snprintf(p->s, sizeof(p->s), "%s[%zu]", base, i);
+  size_t room = sizeof(p->s) - (DG_DECIMAL_MAX + 3);
+  size_t n = strnlen(base, room);
+  memcpy(p->s, base, n);
+  p->s[n++] = '[';
+  n += dg_decimal(p->s + n, i);
+  p->s[n++] = ']';
+  p->s[n] = '\0';
   return p->s;
 }
 

@@ -172,7 +172,7 @@ int dg_store_parse_expand(const dg_store_parse_t *ps, const dg_model_t *model, c
 /* ---- get_entities_by_ids ------------------------------------------------------------------ */
 
 static int one_id(const dg_store_parse_t *ps, const json_t *item, const char *param,
-                  dg_store_fetch_t *out) {
+                  dg_store_fetch_t *out, dg__id_index_t *seen) {
   const char *s = json_string_value(item);
   if (s == NULL || json_string_length(item) != DG_UUID_LEN || !dg_uuid_valid(s))
     return not_array(ps, item, param,
@@ -183,11 +183,9 @@ static int one_id(const dg_store_parse_t *ps, const json_t *item, const char *pa
     return oom(ps, param);
   for (char *c = id; *c != '\0'; c++)
     *c = (char)tolower((unsigned char)*c);
-  for (size_t i = 0; i < out->nids; i++) {
-    if (strcmp(out->ids[i], id) == 0)
-      return 0;
-  }
-  out->ids[out->nids++] = id;
+  out->ids[out->nids] = id;
+  if (dg__id_index_add(seen, out->nids) == out->nids) /* else a repeat, left out */
+    out->nids++;
   return 0;
 }
 
@@ -196,13 +194,16 @@ static int parse_ids(const dg_store_parse_t *ps, const json_t *ids, dg_store_fet
   if (!json_is_array(ids) || n < 1 || n > DG_STORE_IDS_MAX)
     return not_array(ps, ids, "entityIds",
                      "an array of 1 to 50 entity ids (GUIDs); one id is an array of one");
+  dg__id_index_t seen;
   out->ids = dg_arena_calloc(ps->arena, n + 1, sizeof(*out->ids));
-  if (out->ids == NULL)
+  if (out->ids == NULL ||
+      dg__id_index_init(&seen, ps->arena, (const char *const *)out->ids, n) != 0)
     return oom(ps, "entityIds");
   int rc = 0;
   dg__path_t p;
   for (size_t i = 0; rc == 0 && i < n; i++)
-    rc = one_id(ps, json_array_get(ids, i), dg__path_index(&p, "entityIds", i), out);
+    rc = one_id(ps, json_array_get(ids, i), dg__path_index(&p, "entityIds", i), out, &seen);
+  out->ids[out->nids] = NULL;
   return rc;
 }
 

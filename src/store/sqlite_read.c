@@ -31,6 +31,7 @@ typedef struct parents {
   span_t *related;  /* [i * nexpand + j]: the related entity, or the list's entities */
   bool *cut;        /* [i * nexpand + j]: the list went past DG_STORE_EXPAND_MAX */
   size_t n;
+  dg__id_index_t index; /* over ids */
   const dg_store_expand_t *expand;
   size_t nexpand;
   dg_buf_t pieces;
@@ -80,7 +81,10 @@ static int parents_init(run_t *run, parents_t *p, size_t cap, const dg_store_exp
   p->fks = dg_arena_calloc(run->arena, cells, sizeof(*p->fks));
   p->related = dg_arena_calloc(run->arena, cells, sizeof(*p->related));
   p->cut = dg_arena_calloc(run->arena, cells, sizeof(*p->cut));
-  return p->ids && p->bodies && p->fks && p->related && p->cut ? 0 : oom(run);
+  if (p->ids == NULL || p->bodies == NULL || p->fks == NULL || p->related == NULL ||
+      p->cut == NULL || dg__id_index_init(&p->index, run->arena, p->ids, cap) != 0)
+    return oom(run);
+  return 0;
 }
 
 typedef struct parent_rows {
@@ -110,8 +114,11 @@ static int parent_row(run_t *run, sqlite3_stmt *st, void *data) {
     if (col >= 0)
       p->fks[i * p->nexpand + j] = copy_text(run, &pr->row[col]);
   }
+  if (p->ids[i] == NULL)
+    return oom(run);
+  dg__id_index_add(&p->index, i);
   p->n++;
-  return p->ids[i] != NULL ? 0 : oom(run);
+  return 0;
 }
 
 static int read_parents(run_t *run, const dg__sql_t *sql, const dg__sql_cols_t *cols, parents_t *p,
@@ -133,10 +140,10 @@ typedef struct related_rows {
   size_t j;
   const dg__sql_cols_t *cols;
   dg_store_value_t *row;
-  const char **ids; /* Outbound: the related entities read, with their text */
+  const char **ids;     /* Outbound: the related entities read, with their text */
+  dg__id_index_t index; /* over ids */
   span_t *texts;
   size_t n, cap;
-  size_t last; /* Inbound: the parent of the last row */
 } related_rows_t;
 
 /* An Outbound row: a related entity, kept by its id. */
@@ -152,17 +159,16 @@ static int one_row(run_t *run, sqlite3_stmt *st, void *data) {
     return dg__sqlite_put_failed(run, rc);
   rr->texts[rr->n] = (span_t){off, pieces->len - off, true};
   rr->ids[rr->n] = copy_text(run, &rr->row[0]);
-  return rr->ids[rr->n++] != NULL ? 0 : oom(run);
+  if (rr->ids[rr->n] == NULL)
+    return oom(run);
+  dg__id_index_add(&rr->index, rr->n++);
+  return 0;
 }
 
-static size_t parent_of(const parents_t *p, const char *key, size_t hint) {
-  if (hint < p->n && strcmp(p->ids[hint], key) == 0)
-    return hint;
-  for (size_t i = 0; i < p->n; i++) {
-    if (strcmp(p->ids[i], key) == 0)
-      return i;
-  }
-  return p->n;
+/* The parent whose id is key, or p->n. */
+static size_t parent_of(const parents_t *p, const char *key) {
+  size_t i = dg__id_index_find(&p->index, key);
+  return i != SIZE_MAX ? i : p->n;
 }
 
 /* An Inbound row: the parent key, the related entity, its position. Rows
@@ -173,10 +179,9 @@ static int many_row(run_t *run, sqlite3_stmt *st, void *data) {
   parents_t *p = rr->p;
   const char *key = (const char *)sqlite3_column_text(st, 0);
   int64_t rn = sqlite3_column_int64(st, (int)rr->cols->n + 1);
-  size_t i = key != NULL ? parent_of(p, key, rr->last) : p->n;
+  size_t i = key != NULL ? parent_of(p, key) : p->n;
   if (i == p->n)
     return 0;
-  rr->last = i;
   size_t k = i * p->nexpand + rr->j;
   if (rn > DG_STORE_EXPAND_MAX) {
     p->cut[k] = true;
@@ -193,27 +198,25 @@ static int many_row(run_t *run, sqlite3_stmt *st, void *data) {
   return rc == 0 ? 0 : dg__sqlite_put_failed(run, rc);
 }
 
-/* Distinct keys of Outbound expansion j over the parents. */
-static size_t outbound_keys(const parents_t *p, size_t j, const char **keys) {
+/* Distinct keys of Outbound expansion j over the parents (seen indexes
+ * keys, with room for one per parent). */
+static size_t outbound_keys(const parents_t *p, size_t j, const char **keys, dg__id_index_t *seen) {
   size_t n = 0;
   for (size_t i = 0; i < p->n; i++) {
-    const char *k = p->fks[i * p->nexpand + j];
-    bool seen = k == NULL;
-    for (size_t x = 0; x < n && !seen; x++)
-      seen = strcmp(keys[x], k) == 0;
-    if (!seen)
-      keys[n++] = k;
+    keys[n] = p->fks[i * p->nexpand + j];
+    if (keys[n] != NULL && dg__id_index_add(seen, n) == n)
+      n++;
   }
+  keys[n] = NULL;
   return n;
 }
 
 static void attach_one(parents_t *p, const related_rows_t *rr) {
   for (size_t i = 0; i < p->n; i++) {
     const char *fk = p->fks[i * p->nexpand + rr->j];
-    for (size_t x = 0; fk != NULL && x < rr->n; x++) {
-      if (strcmp(rr->ids[x], fk) == 0)
-        p->related[i * p->nexpand + rr->j] = rr->texts[x];
-    }
+    size_t x = fk != NULL ? dg__id_index_find(&rr->index, fk) : SIZE_MAX;
+    if (x != SIZE_MAX)
+      p->related[i * p->nexpand + rr->j] = rr->texts[x];
   }
 }
 
@@ -226,7 +229,10 @@ static int related_init(run_t *run, related_rows_t *rr, dg__sql_cols_t *cols, si
   rr->row = dg_arena_calloc(run->arena, cols->n + 1, sizeof(*rr->row));
   rr->ids = dg_arena_calloc(run->arena, cap + 1, sizeof(*rr->ids));
   rr->texts = dg_arena_calloc(run->arena, cap + 1, sizeof(*rr->texts));
-  return rr->row && rr->ids && rr->texts ? 0 : oom(run);
+  if (rr->row == NULL || rr->ids == NULL || rr->texts == NULL ||
+      dg__id_index_init(&rr->index, run->arena, rr->ids, cap) != 0)
+    return oom(run);
+  return 0;
 }
 
 static int expand_one(run_t *run, parents_t *p, size_t j) {
@@ -239,9 +245,14 @@ static int expand_one(run_t *run, parents_t *p, size_t j) {
   int rc = keys != NULL ? related_init(run, &rr, &cols, p->n) : oom(run);
   if (rc != 0)
     return rc;
-  size_t nkeys = many ? p->n : outbound_keys(p, j, keys);
+  size_t nkeys = p->n;
+  dg__id_index_t seen;
   if (many)
     memcpy(keys, p->ids, p->n * sizeof(*keys));
+  else if (dg__id_index_init(&seen, run->arena, keys, p->n) == 0)
+    nkeys = outbound_keys(p, j, keys, &seen);
+  else
+    return oom(run);
   if (nkeys == 0)
     return 0;
   dg__sql_init(&sql, &dg__sql_sqlite);
@@ -315,7 +326,7 @@ static int put_entities(dg_buf_t *out, const parents_t *p, const char *const *id
   int rc = put(out, "\"entities\":[");
   size_t written = 0;
   for (size_t k = 0; rc == 0 && k < (ids != NULL ? nids : p->n); k++) {
-    size_t i = ids != NULL ? parent_of(p, ids[k], k) : k;
+    size_t i = ids != NULL ? parent_of(p, ids[k]) : k;
     if (i == p->n)
       continue;
     rc = written++ > 0 ? put(out, ",") : 0;

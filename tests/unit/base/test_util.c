@@ -43,6 +43,23 @@ static void test_uuid_valid(void **state) {
   assert_false(dg_uuid_valid("3f2504e0_4f89_41d3_9a0c_0305e82c3301"));
 }
 
+static void test_decimal(void **state) {
+  const struct {
+    uint64_t v;
+    const char *text;
+  } cases[] = {{0, "0"},
+               {7, "7"},
+               {10, "10"},
+               {1234567890, "1234567890"},
+               {UINT64_MAX, "18446744073709551615"}};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(cases); i++) {
+    char out[DG_DECIMAL_MAX + 1];
+    size_t n = dg_decimal(out, cases[i].v);
+    out[n] = '\0';
+    assert_string_equal(out, cases[i].text);
+  }
+}
+
 static void test_camel_first(void **state) {
   dg_arena_t *a = dg_arena_new(0);
   assert_string_equal(dg_camel_first(a, "OrderNumber"), "orderNumber");
@@ -176,10 +193,11 @@ static void test_clocks(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_uuid_v4_form), cmocka_unit_test(test_uuid_valid),
-      cmocka_unit_test(test_camel_first),  cmocka_unit_test(test_strlcpy),
-      cmocka_unit_test(test_strieq_n),     cmocka_unit_test(test_parse_int64),
-      cmocka_unit_test(test_sha256),       cmocka_unit_test(test_ct_equal),
-      cmocka_unit_test(test_random_bytes), cmocka_unit_test(test_clocks),
+      cmocka_unit_test(test_decimal),      cmocka_unit_test(test_camel_first),
+      cmocka_unit_test(test_strlcpy),      cmocka_unit_test(test_strieq_n),
+      cmocka_unit_test(test_parse_int64),  cmocka_unit_test(test_sha256),
+      cmocka_unit_test(test_ct_equal),     cmocka_unit_test(test_random_bytes),
+      cmocka_unit_test(test_clocks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

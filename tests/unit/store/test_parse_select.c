@@ -47,6 +47,32 @@ static void test_fetch(void **state) {
   st_contains(fx->err.message, "an array of 1 to 50 entity ids", NULL);
 }
 
+/* Fifty ids, each given twice in a row and in another case the second
+ * time: the first of each pair is kept, in the order given. */
+static void test_fetch_repeats(void **state) {
+  st_fixture_t *fx = *state;
+  char args[4096] = "{\"entityIds\": [";
+  for (int i = 0; i < 25; i++) {
+    char pair[96];
+    snprintf(pair, sizeof(pair),
+             "%s\"0000%04d-aaaa-4000-8000-00000000000a\","
+             "\"0000%04d-AAAA-4000-8000-00000000000A\"",
+             i ? "," : "", 7 * i, 7 * i);
+    strncat(args, pair, sizeof(args) - strlen(args) - 1);
+  }
+  strncat(args, "]}", sizeof(args) - strlen(args) - 1);
+  dg_store_parse_t ps = st_ctx(fx, "admin");
+  dg_store_fetch_t f;
+  assert_int_equal(dg_store_parse_fetch(&ps, st_model(fx, "Customers"), st_json(fx, args), &f), 0);
+  assert_int_equal(f.nids, 25);
+  for (int i = 0; i < 25; i++) {
+    char want[40];
+    snprintf(want, sizeof(want), "0000%04d-aaaa-4000-8000-00000000000a", 7 * i);
+    assert_string_equal(f.ids[i], want);
+  }
+  assert_null(f.ids[25]);
+}
+
 static void test_select_all_and_empty(void **state) {
   st_fixture_t *fx = *state;
   dg_store_parse_t ps = st_ctx(fx, "admin");
@@ -85,6 +111,7 @@ static void test_expand_targets(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_fetch, st_setup, st_teardown),
+      cmocka_unit_test_setup_teardown(test_fetch_repeats, st_setup, st_teardown),
       cmocka_unit_test_setup_teardown(test_select_all_and_empty, st_setup, st_teardown),
       cmocka_unit_test_setup_teardown(test_expand_targets, st_setup, st_teardown),
   };

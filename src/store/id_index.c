@@ -1,0 +1,54 @@
+/* The ids of one request, found by hash. A page or a fetch matches up to
+ * 100 parents with the ids asked for and with their related rows; comparing
+ * each id with all the others made that quadratic. */
+#include <stdint.h>
+#include <string.h>
+
+#include "store/internal.h"
+
+/* Mixes the id eight bytes at a time: ids are GUIDs, 36 bytes. */
+static uint64_t id_hash(const char *s) {
+  size_t n = strlen(s);
+  uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+  for (; n >= 8; s += 8, n -= 8) {
+    uint64_t w;
+    memcpy(&w, s, sizeof(w));
+    h = (h ^ w) * 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
+  }
+  uint64_t w = 0;
+  memcpy(&w, s, n);
+  h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+  return h ^ (h >> 29);
+}
+
+int dg__id_index_init(dg__id_index_t *ix, dg_arena_t *arena, const char *const *ids, size_t cap) {
+  size_t slots = 8;
+  while (slots < 2 * cap)
+    slots *= 2;
+  ix->ids = ids;
+  ix->mask = slots - 1;
+  ix->slots = dg_arena_calloc(arena, slots, sizeof(*ix->slots));
+  return ix->slots != NULL ? 0 : DG_ENOMEM;
+}
+
+/* The slot holding key, or the free slot where it would go. */
+static size_t slot_of(const dg__id_index_t *ix, const char *key) {
+  size_t s = (size_t)id_hash(key) & ix->mask;
+  while (ix->slots[s] != 0 && strcmp(ix->ids[ix->slots[s] - 1], key) != 0)
+    s = (s + 1) & ix->mask;
+  return s;
+}
+
+size_t dg__id_index_add(dg__id_index_t *ix, size_t i) {
+  size_t s = slot_of(ix, ix->ids[i]);
+  if (ix->slots[s] != 0)
+    return ix->slots[s] - 1;
+  ix->slots[s] = (uint32_t)i + 1;
+  return i;
+}
+
+size_t dg__id_index_find(const dg__id_index_t *ix, const char *key) {
+  size_t s = slot_of(ix, key);
+  return ix->slots[s] != 0 ? ix->slots[s] - 1 : SIZE_MAX;
+}
