@@ -175,7 +175,8 @@ void dg_json_use_block_cache(void);
 
 /* ---- JSON input ----------------------------------------------------------
  * Where and why dg_json_parse refused its input: a short English message and
- * the byte offset (from the start of the text) at which it went wrong. */
+ * the offset of the byte at which it went wrong (the text's length when the
+ * text ended too soon). */
 typedef struct dg_json_parse_error {
   size_t offset;
   char message[80];
@@ -184,13 +185,15 @@ typedef struct dg_json_parse_error {
 /* Parses text (len bytes, need not be NUL-terminated) as exactly one JSON
  * value of any type, with optional whitespace around it, and returns it as a
  * new reference: the value json_loadb with JSON_DECODE_ANY gives for the same
- * text, and it accepts and refuses the same texts, only faster. So strings
- * must be valid UTF-8 with no unescaped control character and no \u0000,
- * surrogate escapes must pair up, whole numbers become integers (out of the
- * int64 range is an error, -0 is 0), other numbers become reals (overflow to
+ * text, only faster. It accepts and refuses the same texts: strings must be
+ * valid UTF-8 with no unescaped control character and no \u0000, surrogate
+ * escapes must pair up, whole numbers become integers (out of the int64
+ * range is an error, -0 is 0), other numbers become reals (overflow to
  * infinity is an error), a repeated object key keeps its last value, and
- * values nested deeper than 2048 levels are refused. Returns NULL on invalid
- * input or when out of memory, with err (may be NULL) filled in. */
+ * values nested deeper than 2048 levels are refused. One exception: jansson
+ * ignores a NUL byte right after a number or literal, while here a NUL byte
+ * outside a string is always an error. Returns NULL on invalid input or when
+ * out of memory, with err (may be NULL) filled in. */
 json_t *dg_json_parse(const char *text, size_t len, dg_json_parse_error_t *err);
 
 /* ---- Logging -----------------------------------------------------------
