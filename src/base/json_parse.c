@@ -314,16 +314,22 @@ static bool exact_small_real(const unsigned char *p, const unsigned char *end, d
                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
   bool negative = *p == '-';
   p += negative;
+  /* At most 15 digits: 10^15 < 2^53, below which every whole number is an
+   * exact double. */
   uint64_t mantissa = 0;
   int digits = 0, scale = 0;
-  for (; p < end && is_digit(*p); p++, digits++)
+  for (; p < end && is_digit(*p); p++) {
+    if (++digits > 15)
+      return false;
     mantissa = mantissa * 10 + (uint64_t)(*p - '0');
-  if (p < end && *p == '.') {
-    for (p++; p < end && is_digit(*p); p++, digits++, scale--)
-      mantissa = mantissa * 10 + (uint64_t)(*p - '0');
   }
-  if (digits > 15) /* 10^15 < 2^53: below it every whole number is exact */
-    return false;
+  if (p < end && *p == '.') {
+    for (p++; p < end && is_digit(*p); p++, scale--) {
+      if (++digits > 15)
+        return false;
+      mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+    }
+  }
   if (p < end) { /* the exponent */
     p++;
     bool exp_negative = *p == '-';
