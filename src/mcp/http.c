@@ -278,11 +278,11 @@ static bool post_checks(dg_http_request_t *req) {
 static json_t *parse_body(dg_http_request_t *req) {
   size_t len = 0;
   const char *body = dg_http_request_body(req, &len);
-  json_error_t jerr;
-  json_t *msg = json_loadb(body ? body : "", len, JSON_DECODE_ANY, &jerr);
+  dg_json_parse_error_t perr;
+  json_t *msg = dg_json_parse(body, len, &perr);
   if (msg == NULL) {
     char text[256];
-    snprintf(text, sizeof(text), "Parse error: %s (at byte %d)", jerr.text, jerr.position);
+    snprintf(text, sizeof(text), "Parse error: %s (at byte %zu)", perr.message, perr.offset);
     rpc_error(req, 400, DG__RPC_PARSE_ERROR, text);
   }
   return msg;

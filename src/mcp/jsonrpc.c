@@ -390,11 +390,11 @@ void dg__mcp_exchange_run(dg__mcp_exchange_t *ex, json_t *msg) {
 }
 
 void dg__mcp_exchange_run_text(dg__mcp_exchange_t *ex, const char *text, size_t len) {
-  json_error_t jerr;
-  json_t *msg = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
+  dg_json_parse_error_t perr;
+  json_t *msg = dg_json_parse(text, len, &perr);
   if (msg == NULL) {
     char message[256];
-    snprintf(message, sizeof(message), "Parse error: %s (at byte %d)", jerr.text, jerr.position);
+    snprintf(message, sizeof(message), "Parse error: %s (at byte %zu)", perr.message, perr.offset);
     count_message(ex, NULL);
     dg__mcp_exchange_fail(ex, DG__RPC_PARSE_ERROR, message);
     return;

@@ -8,8 +8,13 @@ static void test_parse_error(void **state) {
   json_t *r = mt_call(env, "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ");
   assert_int_equal(mt_error_code(r), -32700);
   assert_true(json_is_null(json_object_get(r, "id")));
+  assert_string_equal(mt_error_message(r), "Parse error: unexpected end of input (at byte 38)");
   r = mt_call(env, "not json at all");
   assert_int_equal(mt_error_code(r), -32700);
+  assert_string_equal(mt_error_message(r), "Parse error: invalid value (at byte 0)");
+  r = mt_call(env, "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\"} x");
+  assert_string_equal(mt_error_message(r),
+                      "Parse error: unexpected data after the value (at byte 46)");
 }
 
 static void test_invalid_requests(void **state) {

@@ -1,0 +1,65 @@
+/* Differential fuzzing of the JSON parser against jansson: for every input
+ * both must accept or both refuse, and what both accept must be the same
+ * value, down to member order and the sign of zero (compared as jansson
+ * writes them back). The one accepted difference is a NUL byte right after
+ * a number or literal, which jansson drops and dg_json_parse refuses; such
+ * an input is compared again without that byte. Any other difference
+ * aborts. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datagate/base.h"
+
+static bool same_value(const json_t *a, const json_t *b) {
+  if (!json_equal(a, b))
+    return false;
+  size_t flags = JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17);
+  char *ta = json_dumps(a, flags), *tb = json_dumps(b, flags);
+  if (ta == NULL || tb == NULL)
+    abort();
+  bool same = strcmp(ta, tb) == 0;
+  free(ta);
+  free(tb);
+  return same;
+}
+
+/* True for the byte jansson drops: a NUL right after the last byte of a
+ * number or literal. */
+static bool dropped_by_jansson(const uint8_t *data, size_t offset) {
+  if (offset == 0 || data[offset] != '\0')
+    return false;
+  uint8_t before = data[offset - 1];
+  return (before >= '0' && before <= '9') || (before >= 'a' && before <= 'z') ||
+         (before >= 'A' && before <= 'Z');
+}
+
+static void compare(const uint8_t *data, size_t size) {
+  dg_json_parse_error_t err;
+  json_t *ours = dg_json_parse((const char *)data, size, &err);
+  json_error_t jerr;
+  json_t *theirs = json_loadb((const char *)data, size, JSON_DECODE_ANY, &jerr);
+  if (ours != NULL) {
+    if (theirs == NULL || !same_value(ours, theirs))
+      abort();
+  } else if (err.offset > size || err.message[0] == '\0') {
+    abort();
+  } else if (theirs != NULL) {
+    if (!dropped_by_jansson(data, err.offset))
+      abort();
+    uint8_t *without = malloc(size);
+    if (without == NULL)
+      abort();
+    memcpy(without, data, err.offset);
+    memcpy(without + err.offset, data + err.offset + 1, size - err.offset - 1);
+    compare(without, size - 1);
+    free(without);
+  }
+  json_decref(ours);
+  json_decref(theirs);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  compare(data, size);
+  return 0;
+}
