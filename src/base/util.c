@@ -79,20 +79,27 @@ void dg_uuid_v4(char out[DG_UUID_LEN + 1]) {
   *o = '\0';
 }
 
-static bool is_hex_digit(char c) {
-  return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+/* Without branches on the digits: ids are random, and a branch per digit
+ * is mispredicted half the time, which made checking the 50 ids of a
+ * request cost more than parsing them. */
+static unsigned is_hex_digit(unsigned char c) {
+  unsigned lower = (unsigned)(c | 0x20);
+  return ((unsigned)(c - '0') < 10) | ((lower - 'a') < 6);
 }
 
-/* Runs on every id of every request: no strlen, no locale lookups. */
 bool dg_uuid_valid(const char *s) {
+  static const char form[] = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
   if (s == NULL)
     return false;
+  unsigned bad = 0;
   for (int i = 0; i < DG_UUID_LEN; i++) {
-    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-    if (dash ? s[i] != '-' : !is_hex_digit(s[i]))
+    unsigned char c = (unsigned char)s[i];
+    if (c == '\0') /* a shorter string: read no further */
       return false;
+    unsigned dash = form[i] == '-';
+    bad |= dash ? c != '-' : !is_hex_digit(c);
   }
-  return s[DG_UUID_LEN] == '\0';
+  return bad == 0 && s[DG_UUID_LEN] == '\0';
 }
 
 uint64_t dg_now_ns(void) {

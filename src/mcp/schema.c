@@ -212,13 +212,40 @@ static int value_kind(const json_t *v) {
 }
 
 /* A count keyword (minItems, maxLength, ...) as a non-negative size. */
-static bool schema_count(const json_t *schema, const char *key, size_t *out) {
-  const json_t *v = json_object_get(schema, key);
+/* A count keyword's value (minLength, maxItems, ...) when it is one. */
+static bool count_value(const json_t *v, size_t *out) {
   if (!json_is_number(v) || json_number_value(v) < 0)
     return false;
   double d = json_number_value(v);
   *out = d >= (double)SIZE_MAX ? SIZE_MAX : (size_t)d;
   return true;
+}
+
+static bool schema_count(const json_t *schema, const char *key, size_t *out) {
+  return count_value(json_object_get(schema, key), out);
+}
+
+/* The keywords every value is checked against, looked up once per schema:
+ * the items of an array share one schema, and looking each keyword up
+ * again for each of fifty ids was most of the time the check took. */
+typedef struct keywords {
+  const json_t *schema;
+  int types; /* -1: any */
+  const json_t *enum_values, *constant, *format, *any_of, *one_of, *min_length, *max_length;
+} keywords_t;
+
+static void keywords_of(const json_t *schema, keywords_t *k) {
+  *k = (keywords_t){
+      .schema = schema,
+      .types = schema_types(schema),
+      .enum_values = json_object_get(schema, "enum"),
+      .constant = json_object_get(schema, "const"),
+      .format = json_object_get(schema, "format"),
+      .any_of = json_object_get(schema, "anyOf"),
+      .one_of = json_object_get(schema, "oneOf"),
+      .min_length = json_object_get(schema, "minLength"),
+      .max_length = json_object_get(schema, "maxLength"),
+  };
 }
 
 static size_t utf8_chars(const char *s, size_t n) {
@@ -453,10 +480,9 @@ static int fail_value(vctx_t *c, const json_t *schema, const json_t *value, cons
 /* ---- Checks by keyword --------------------------------------------------- */
 static int validate(vctx_t *c, const json_t *schema, json_t *value, int depth);
 
-static int check_enum_const(vctx_t *c, const json_t *schema, const json_t *value) {
-  const json_t *options = json_object_get(schema, "enum");
-  const json_t *constant = json_object_get(schema, "const");
-  if (constant != NULL && !values_equal(constant, value))
+static int check_enum_const(vctx_t *c, const keywords_t *k, const json_t *value) {
+  const json_t *options = k->enum_values, *schema = k->schema;
+  if (k->constant != NULL && !values_equal(k->constant, value))
     return fail_value(c, schema, value, "");
   if (!json_is_array(options))
     return 0;
@@ -556,18 +582,19 @@ static bool format_valid(const char *format, const char *s, size_t len) {
   return true;
 }
 
-static int check_string(vctx_t *c, const json_t *schema, const json_t *value) {
-  const char *s = json_string_value(value), *format;
-  size_t len = json_string_length(value), chars = utf8_chars(s, len), lo, hi;
-  if ((schema_count(schema, "minLength", &lo) && chars < lo) ||
-      (schema_count(schema, "maxLength", &hi) && chars > hi)) {
+static int check_string(vctx_t *c, const keywords_t *k, const json_t *value) {
+  const char *s = json_string_value(value), *format = json_string_value(k->format);
+  size_t len = json_string_length(value), lo, hi;
+  bool counted = k->min_length != NULL || k->max_length != NULL;
+  size_t chars = counted ? utf8_chars(s, len) : 0;
+  if (counted && ((count_value(k->min_length, &lo) && chars < lo) ||
+                  (count_value(k->max_length, &hi) && chars > hi))) {
     char note[48];
     snprintf(note, sizeof(note), " (%zu character%s)", chars, chars == 1 ? "" : "s");
-    return fail_value(c, schema, value, note);
+    return fail_value(c, k->schema, value, note);
   }
-  format = json_string_value(json_object_get(schema, "format"));
   if (format != NULL && !format_valid(format, s, len))
-    return fail_value(c, schema, value, "");
+    return fail_value(c, k->schema, value, "");
   return 0;
 }
 
@@ -676,11 +703,17 @@ static json_t *normalized(const json_t *schema, const json_t *value) {
   return d > -9.2e18 && d < 9.2e18 ? json_integer((json_int_t)d) : NULL;
 }
 
+static int validate_with(vctx_t *c, const keywords_t *k, json_t *value, int depth);
+
 static int check_items(vctx_t *c, const json_t *items, json_t *array, int depth) {
+  keywords_t k;
+  if (json_is_object(items))
+    keywords_of(items, &k);
   for (size_t i = 0; i < json_array_size(array); i++) {
     json_t *item = json_array_get(array, i);
     size_t saved = path_push_index(c, i);
-    int rc = validate(c, items, item, depth + 1);
+    int rc = json_is_object(items) ? validate_with(c, &k, item, depth + 1)
+                                   : validate(c, items, item, depth + 1);
     path_pop(c, saved);
     if (rc != 0)
       return rc;
@@ -891,20 +924,36 @@ static int fail_forbidden(vctx_t *c, const json_t *value) {
   return fail_text(c, &t);
 }
 
-static int check_by_kind(vctx_t *c, const json_t *schema, json_t *value, int depth) {
+static int check_by_kind(vctx_t *c, const keywords_t *k, json_t *value, int depth) {
   switch (json_typeof(value)) {
   case JSON_INTEGER:
   case JSON_REAL:
-    return check_number(c, schema, value);
+    return check_number(c, k->schema, value);
   case JSON_STRING:
-    return check_string(c, schema, value);
+    return check_string(c, k, value);
   case JSON_ARRAY:
-    return check_array(c, schema, value, depth);
+    return check_array(c, k->schema, value, depth);
   case JSON_OBJECT:
-    return check_object(c, schema, value, depth);
+    return check_object(c, k->schema, value, depth);
   default:
     return 0;
   }
+}
+
+/* value against an object schema whose keywords k holds. */
+static int validate_with(vctx_t *c, const keywords_t *k, json_t *value, int depth) {
+  if (depth > MAX_DEPTH)
+    return fail_depth(c);
+  if (k->types >= 0 && (k->types & value_kind(value)) == 0)
+    return fail_value(c, k->schema, value, "");
+  int rc = check_enum_const(c, k, value);
+  if (rc == 0)
+    rc = check_by_kind(c, k, value, depth);
+  if (rc == 0 && json_is_array(k->any_of))
+    rc = check_alternatives(c, k->any_of, value, depth);
+  if (rc == 0 && json_is_array(k->one_of))
+    rc = check_alternatives(c, k->one_of, value, depth);
+  return rc;
 }
 
 static int validate(vctx_t *c, const json_t *schema, json_t *value, int depth) {
@@ -914,18 +963,9 @@ static int validate(vctx_t *c, const json_t *schema, json_t *value, int depth) {
     return fail_forbidden(c, value);
   if (!json_is_object(schema))
     return 0;
-  int types = schema_types(schema);
-  if (types >= 0 && (types & value_kind(value)) == 0)
-    return fail_value(c, schema, value, "");
-  int rc = check_enum_const(c, schema, value);
-  if (rc == 0)
-    rc = check_by_kind(c, schema, value, depth);
-  const json_t *any = json_object_get(schema, "anyOf"), *one = json_object_get(schema, "oneOf");
-  if (rc == 0 && json_is_array(any))
-    rc = check_alternatives(c, any, value, depth);
-  if (rc == 0 && json_is_array(one))
-    rc = check_alternatives(c, one, value, depth);
-  return rc;
+  keywords_t k;
+  keywords_of(schema, &k);
+  return validate_with(c, &k, value, depth);
 }
 
 int dg_mcp_schema_validate(const json_t *schema, json_t *value, dg_errctx_t *err) {
