@@ -23,13 +23,13 @@
 #define CLASSES 16              /* usable sizes 24, 40, 56, ..., 264 bytes */
 #define LIST_BYTES (256 * 1024) /* kept per class and thread */
 
-typedef struct free_block {
-  struct free_block *next;
-} free_block_t;
-
+/* Kept blocks of one class, a stack of pointers: popping one reads only
+ * this array. A list threaded through the blocks themselves made every
+ * allocation wait for a cache miss on the loop thread, whose kept blocks
+ * go cold while the pool threads copy database pages through the caches. */
 typedef struct block_list {
-  free_block_t *head;
-  unsigned count;
+  void **blocks;
+  unsigned count, cap;
 } block_list_t;
 
 static _Thread_local block_list_t lists[CLASSES];
@@ -40,13 +40,14 @@ static pthread_once_t lists_once = PTHREAD_ONCE_INIT;
 /* A thread that ends gives its kept blocks back. */
 static void lists_drain(void *unused) {
   for (int c = 0; c < CLASSES; c++) {
-    while (lists[c].head != NULL) {
-      free_block_t *b = lists[c].head;
+    block_list_t *l = &lists[c];
+    while (l->count > 0) {
+      void *b = l->blocks[--l->count];
       DG_UNPOISON(b, malloc_usable_size(b));
-      lists[c].head = b->next;
       free(b);
     }
-    lists[c].count = 0;
+    free(l->blocks);
+    *l = (block_list_t){NULL, 0, 0};
   }
 }
 
@@ -85,21 +86,28 @@ static int class_of(size_t usable) {
   return c < CLASSES ? (int)c : -1;
 }
 
+/* Grows l's stack when it is full (from 64 entries, doubling); false when
+ * that fails, and the block then goes back to malloc. */
+static bool room_for_one(block_list_t *l) {
+  if (l->count < l->cap)
+    return true;
+  unsigned cap = l->cap > 0 ? l->cap * 2 : 64;
+  void **grown = realloc(l->blocks, cap * sizeof(*grown));
+  if (grown == NULL)
+    return false;
+  l->blocks = grown;
+  l->cap = cap;
+  return true;
+}
+
 DG_TESTABLE void *dg__json_block_alloc(size_t n) {
   int c = class_for(n);
   if (c < 0)
     return malloc(n);
   block_list_t *l = &lists[c];
-  free_block_t *b = l->head;
-  if (b == NULL)
+  if (l->count == 0)
     return malloc(class_size(c));
-  l->head = b->next;
-  l->count--;
-  /* The loop thread's kept blocks go cold while the pool threads copy
-   * database pages through the caches: fetching the next one now hides
-   * the miss its pop would otherwise wait for. */
-  if (l->head != NULL)
-    __builtin_prefetch(l->head);
+  void *b = l->blocks[--l->count];
   DG_UNPOISON(b, class_size(c));
   return b;
 }
@@ -109,16 +117,13 @@ DG_TESTABLE void dg__json_block_free(void *p) {
     return;
   size_t usable = malloc_usable_size(p);
   int c = class_of(usable);
-  if (c < 0 || (size_t)(lists[c].count + 1) * usable > LIST_BYTES) {
+  if (c < 0 || (size_t)(lists[c].count + 1) * usable > LIST_BYTES || !room_for_one(&lists[c])) {
     free(p);
     return;
   }
   lists_watch();
-  free_block_t *b = p;
-  b->next = lists[c].head;
-  lists[c].head = b;
-  lists[c].count++;
-  DG_POISON((char *)p + sizeof(*b), usable - sizeof(*b));
+  lists[c].blocks[lists[c].count++] = p;
+  DG_POISON(p, usable);
 }
 
 #ifdef DG_TEST_BUILD
