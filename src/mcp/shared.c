@@ -27,8 +27,11 @@
 #define MIN_BUCKETS 128
 #define MAX_BUCKETS (1u << 19) /* 4 Mi slots, 64 MiB */
 /* Claiming a slot that another worker took at the same moment is tried
- * again a few times, on a fresh look at the bucket. */
-#define CLAIM_TRIES 4
+ * again on a fresh look at the bucket. Each lost try means another worker
+ * changed the bucket, so the bound is only a guard: with four, a worker
+ * descheduled between its look and its claim while the others kept taking
+ * the same oldest slot could give up on a bucket that had room. */
+#define CLAIM_TRIES 64
 
 #define ST_LIVE 0u
 #define ST_ENDED 1u
