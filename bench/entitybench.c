@@ -177,12 +177,19 @@ static double percentile_ms(const latencies_t *l, double p) {
   return l->us[i] / 1000.0;
 }
 
+static double mean_ms(const latencies_t *l) {
+  double sum = 0;
+  for (size_t i = 0; i < l->n; i++)
+    sum += l->us[i];
+  return l->n > 0 ? sum / (double)l->n / 1000.0 : 0;
+}
+
 void latencies_report(const char *who, kind_t kind, latencies_t *l, double seconds) {
   qsort(l->us, l->n, sizeof(*l->us), compare_u32);
   printf("RESULT who=%s kind=%s requests=%zu seconds=%.3f rps=%.1f p50_ms=%.3f p99_ms=%.3f "
-         "errors=%" PRIu64 " total=%" PRIu64 " cpu_s=%.2f\n",
+         "mean_ms=%.3f errors=%" PRIu64 " total=%" PRIu64 " cpu_s=%.2f\n",
          who, kind_name(kind), l->n, seconds, (double)l->n / seconds, percentile_ms(l, 0.50),
-         percentile_ms(l, 0.99), l->errors, l->total, cpu_seconds());
+         percentile_ms(l, 0.99), mean_ms(l), l->errors, l->total, cpu_seconds());
   fflush(stdout);
   free(l->us);
   memset(l, 0, sizeof(*l));
