@@ -132,6 +132,9 @@ char *dg_buf_steal(dg_buf_t *buf, size_t *len);
  * may complete it); otherwise minus the length of the invalid part that one
  * U+FFFD replaces (the maximal subpart, as Unicode recommends). */
 int dg_utf8_decode(const unsigned char *s, size_t avail, uint32_t *cp);
+/* Writes cp as UTF-8 into out and returns its length (1 to 4); a surrogate
+ * or a value past U+10FFFF is written as U+FFFD. */
+size_t dg_utf8_encode(uint32_t cp, char out[4]);
 
 /* ---- JSON output ---------------------------------------------------------
  * Appends value as compact JSON: the same bytes as json_dumps with

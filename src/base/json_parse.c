@@ -164,29 +164,6 @@ static long hex4(const unsigned char *p, const unsigned char *end) {
   return v;
 }
 
-static size_t utf8_encode(uint32_t cp, char *out) {
-  if (cp < 0x80) {
-    out[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = (char)(0xc0 | (cp >> 6));
-    out[1] = (char)(0x80 | (cp & 0x3f));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = (char)(0xe0 | (cp >> 12));
-    out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    out[2] = (char)(0x80 | (cp & 0x3f));
-    return 3;
-  }
-  out[0] = (char)(0xf0 | (cp >> 18));
-  out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-  out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-  out[3] = (char)(0x80 | (cp & 0x3f));
-  return 4;
-}
-
 /* The character a one-letter escape stands for, or 0. */
 static char simple_escape(unsigned char c) {
   switch (c) {
@@ -248,7 +225,7 @@ static bool decode_escape(parser_t *ps, scratch_t *s, size_t *used, const unsign
   if (cp < 0)
     return false;
   char utf8[4];
-  return scratch_append(ps, s, used, utf8, utf8_encode((uint32_t)cp, utf8));
+  return scratch_append(ps, s, used, utf8, dg_utf8_encode((uint32_t)cp, utf8));
 }
 
 /* Reads the string whose opening quote is at ps->p into *out: straight

@@ -1,7 +1,8 @@
 /* UTF-8 decoding following RFC 3629 (no overlong forms, no surrogates,
  * nothing past U+10FFFF), reporting invalid input as maximal subparts so
  * that each becomes exactly one U+FFFD as Unicode recommends. Text
- * extraction decodes with it and WebSocket validation checks with it. */
+ * extraction decodes with it and WebSocket validation checks with it;
+ * text extraction and the JSON parser encode with dg_utf8_encode. */
 #include "datagate/base.h"
 
 /* Length of the sequence lead byte c starts and the range its second byte
@@ -46,4 +47,29 @@ int dg_utf8_decode(const unsigned char *s, size_t avail, uint32_t *cp) {
   }
   *cp = v;
   return n;
+}
+
+size_t dg_utf8_encode(uint32_t cp, char out[4]) {
+  if ((cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+    cp = 0xfffd;
+  if (cp < 0x80) {
+    out[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = (char)(0xc0 | (cp >> 6));
+    out[1] = (char)(0x80 | (cp & 0x3f));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = (char)(0xe0 | (cp >> 12));
+    out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    out[2] = (char)(0x80 | (cp & 0x3f));
+    return 3;
+  }
+  out[0] = (char)(0xf0 | (cp >> 18));
+  out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+  out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+  out[3] = (char)(0x80 | (cp & 0x3f));
+  return 4;
 }

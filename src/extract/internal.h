@@ -13,9 +13,6 @@
 
 #define DG__REPLACEMENT 0xfffd
 
-/* Encodes cp (U+FFFD for surrogates and values past U+10FFFF); returns the
- * length written to out. */
-size_t dg__utf8_encode(uint32_t cp, char out[4]);
 /* Characters in valid UTF-8. */
 uint64_t dg__utf8_count(const char *s, size_t len);
 /* Byte position after at most n characters of valid UTF-8 from byte from;

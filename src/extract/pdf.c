@@ -381,7 +381,7 @@ static void emit_line(dg__sink_t *sink, const fz_stext_line *line) {
   char buf[LINE_PIECE + 4];
   size_t n = 0;
   for (const fz_stext_char *ch = line->first_char; ch != NULL; ch = ch->next) {
-    n += dg__utf8_encode(ch->c > 0 ? (uint32_t)ch->c : DG__REPLACEMENT, buf + n);
+    n += dg_utf8_encode(ch->c > 0 ? (uint32_t)ch->c : DG__REPLACEMENT, buf + n);
     if (n >= LINE_PIECE) {
       dg__sink_text(sink, buf, n);
       n = 0;

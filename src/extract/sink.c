@@ -97,7 +97,7 @@ void dg__sink_preserve(dg__sink_t *s, bool on) {
 
 void dg__sink_rune(dg__sink_t *s, uint32_t cp) {
   char tmp[4];
-  size_t n = dg__utf8_encode(cp, tmp);
+  size_t n = dg_utf8_encode(cp, tmp);
   dg__sink_text(s, tmp, n);
 }
 

@@ -95,12 +95,12 @@ static size_t utf16_decode(text_state_t *st, const unsigned char *p, size_t n, b
         used = 4;
       }
     }
-    /* A lone surrogate is encoded as U+FFFD by dg__utf8_encode. */
-    o += dg__utf8_encode(u == 0 ? DG__REPLACEMENT : u, st->out + o);
+    /* A lone surrogate is encoded as U+FFFD by dg_utf8_encode. */
+    o += dg_utf8_encode(u == 0 ? DG__REPLACEMENT : u, st->out + o);
     i += used;
   }
   if (last && i < n) {
-    o += dg__utf8_encode(DG__REPLACEMENT, st->out + o);
+    o += dg_utf8_encode(DG__REPLACEMENT, st->out + o);
     i = n;
   }
   *out_len = o;
@@ -125,7 +125,7 @@ static size_t iconv_decode(dg__xrun_t *run, const unsigned char *p, size_t n, bo
     if (errno == EINVAL && !last)
       break;
     /* EILSEQ, or a sequence cut by the end of the document. */
-    out += dg__utf8_encode(DG__REPLACEMENT, out);
+    out += dg_utf8_encode(DG__REPLACEMENT, out);
     out_left = out_left > 3 ? out_left - 3 : 0;
     in++;
     in_left--;

@@ -50,14 +50,14 @@ static void test_encode_round_trips_and_replaces(void **state) {
   char out[4];
   for (size_t i = 0; i < DG_ARRAY_SIZE(values); i++) {
     uint32_t back = 0;
-    size_t n = dg__utf8_encode(values[i], out);
+    size_t n = dg_utf8_encode(values[i], out);
     assert_int_equal(n, (size_t)(i + 1 < 4 ? i + 1 : 4));
     assert_int_equal(decode(out, n, &back), (int)n);
     assert_int_equal(back, values[i]);
   }
-  assert_int_equal(dg__utf8_encode(0xd800, out), 3);
+  assert_int_equal(dg_utf8_encode(0xd800, out), 3);
   assert_memory_equal(out, "\xef\xbf\xbd", 3);
-  assert_int_equal(dg__utf8_encode(0x110000, out), 3);
+  assert_int_equal(dg_utf8_encode(0x110000, out), 3);
   assert_memory_equal(out, "\xef\xbf\xbd", 3);
 }
 
