@@ -317,6 +317,7 @@ typedef struct app {
   uv_signal_t sig_term;
   uv_signal_t sig_int;
   uv_signal_t sig_hup;
+  uv_work_t pool_start; /* see start_pool_without_signals */
   uv_timer_t calls_timer;
   uint64_t deadline_ms; /* when draining gives up on what is still running */
   int exit_code;
@@ -366,6 +367,33 @@ static void close_signals(app_t *app) {
   sa.sa_handler = SIG_IGN;
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Signals are for the loop thread alone. The threadpool's threads, and the
+ * threads they start, are made with SIGTERM, SIGINT and SIGHUP blocked (a
+ * thread inherits its creator's mask), so that blocking them in the loop
+ * thread holds them off for the whole process: close_signals relies on it.
+ * Without it, a SIGTERM delivered to a pool thread at the moment the closed
+ * handles give the default action back killed a process that was exiting
+ * cleanly. libuv starts its threads on the first work queued, all at once. */
+static void pool_start_work(uv_work_t *work) {
+  (void)work;
+}
+
+static void pool_start_done(uv_work_t *work, int status) {
+  (void)work;
+  (void)status;
+}
+
+static void start_pool_without_signals(app_t *app) {
+  sigset_t held, old;
+  sigemptyset(&held);
+  sigaddset(&held, SIGTERM);
+  sigaddset(&held, SIGINT);
+  sigaddset(&held, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &held, &old);
+  uv_queue_work(&app->loop, &app->pool_start, pool_start_work, pool_start_done);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
@@ -716,6 +744,7 @@ static int app_run(const options_t *opt, const listen_plan_t *plan, dg_catalog_t
   uv_signal_init(&app.loop, &app.sig_int);
   uv_signal_init(&app.loop, &app.sig_hup);
   uv_timer_init(&app.loop, &app.calls_timer);
+  start_pool_without_signals(&app);
   if (app_open_store(&app) != 0) {
     app.exit_code = fail_code;
     app_finish(&app);
