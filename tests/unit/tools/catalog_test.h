@@ -1,6 +1,7 @@
 /* Fixture of the tool logic tests: the sample catalog of conf/ (found
- * through DG_SOURCE_DIR) and an arena, fresh for each test, and the
- * principal of a configured user. Include after <cmocka.h>. */
+ * through DG_SOURCE_DIR), an arena and an array that keeps JSON inputs
+ * alive (checked values may point into their strings), fresh for each
+ * test, and the principal of a configured user. Include after <cmocka.h>. */
 #ifndef DG_TEST_CATALOG_TEST_H
 #define DG_TEST_CATALOG_TEST_H
 
@@ -14,6 +15,7 @@
 typedef struct fixture {
   dg_catalog_t *cat;
   dg_arena_t *arena;
+  json_t *keep;
 } fixture_t;
 
 static inline int ct_setup(void **state) {
@@ -23,6 +25,7 @@ static inline int ct_setup(void **state) {
   snprintf(dir, sizeof(dir), "%s/conf", src ? src : ".");
   assert_int_equal(dg_catalog_load(dir, &fx->cat, NULL), 0);
   fx->arena = dg_arena_new(4096);
+  fx->keep = json_array();
   *state = fx;
   return 0;
 }
@@ -31,6 +34,7 @@ static inline int ct_teardown(void **state) {
   fixture_t *fx = *state;
   dg_arena_destroy(fx->arena);
   dg_catalog_unref(fx->cat);
+  json_decref(fx->keep);
   free(fx);
   return 0;
 }

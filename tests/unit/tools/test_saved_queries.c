@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "catalog_test.h"
 #include "datagate/auth.h"
 #include "tools/internal.h"
 
@@ -20,39 +21,6 @@
 #define OPEN_ORDERS "98f4ce0f-646d-4266-bf27-aee11c64a0b3"
 #define CUSTOMER_CREDIT "b0d46309-dcef-4d2c-b91e-267bee6a587d"
 #define PAYMENTS "da124dec-b649-48d9-b962-6833e494c83c"
-
-typedef struct fixture {
-  dg_catalog_t *cat;
-  dg_arena_t *arena;
-  json_t *keep; /* inputs whose strings checked values point into */
-} fixture_t;
-
-static int setup(void **state) {
-  fixture_t *fx = calloc(1, sizeof(*fx));
-  char dir[4096];
-  const char *src = getenv("DG_SOURCE_DIR");
-  snprintf(dir, sizeof(dir), "%s/conf", src ? src : ".");
-  assert_int_equal(dg_catalog_load(dir, &fx->cat, NULL), 0);
-  fx->arena = dg_arena_new(4096);
-  fx->keep = json_array();
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fixture_t *fx = *state;
-  dg_arena_destroy(fx->arena);
-  dg_catalog_unref(fx->cat);
-  json_decref(fx->keep);
-  free(fx);
-  return 0;
-}
-
-static const dg_principal_t *principal(fixture_t *fx, const char *user) {
-  const dg_principal_t *p = NULL;
-  assert_int_equal(dg_auth_principal_for_user(fx->cat, user, fx->arena, &p), 0);
-  return p;
-}
 
 /* Names of a JSON array's objects at key, joined with commas. */
 static void names_of(const json_t *list, const char *key, char *out, size_t size) {
@@ -71,7 +39,7 @@ static void names_of(const json_t *list, const char *key, char *out, size_t size
 static void test_list_by_user(void **state) {
   fixture_t *fx = *state;
   char names[1024];
-  json_t *r = dg__tools_saved_queries_json(fx->cat, principal(fx, "admin"));
+  json_t *r = dg__tools_saved_queries_json(fx->cat, ct_principal(fx, "admin"));
   names_of(json_object_get(r, "savedQueries"), "name", names, sizeof(names));
   assert_string_equal(names, "LiveOrderStatus,OpenOrdersByCustomer,SearchOrders,TrackShipment,"
                              "ProductPrices,CustomerCredit,RecentPayments");
@@ -91,13 +59,13 @@ static void test_list_by_user(void **state) {
   assert_true(json_is_null(json_object_get(in, "default")));
   json_decref(r);
   /* sales may not read Payments, so RecentPayments is not theirs. */
-  r = dg__tools_saved_queries_json(fx->cat, principal(fx, "sales"));
+  r = dg__tools_saved_queries_json(fx->cat, ct_principal(fx, "sales"));
   names_of(json_object_get(r, "savedQueries"), "name", names, sizeof(names));
   assert_string_equal(names, "LiveOrderStatus,OpenOrdersByCustomer,SearchOrders,TrackShipment,"
                              "ProductPrices,CustomerCredit");
   json_decref(r);
   /* auditor's role grants no Saved Query. */
-  r = dg__tools_saved_queries_json(fx->cat, principal(fx, "auditor"));
+  r = dg__tools_saved_queries_json(fx->cat, ct_principal(fx, "auditor"));
   assert_int_equal(json_array_size(json_object_get(r, "savedQueries")), 0);
   json_decref(r);
 }
@@ -106,7 +74,7 @@ static void test_details_filter_fields(void **state) {
   fixture_t *fx = *state;
   dg_errctx_t err;
   char names[1024];
-  const dg_principal_t *sales = principal(fx, "sales");
+  const dg_principal_t *sales = ct_principal(fx, "sales");
   const dg_saved_query_t *q =
       dg__tools_find_saved_query(fx->cat, sales, "savedQueryId", CUSTOMER_CREDIT, &err);
   assert_non_null(q);
@@ -120,7 +88,7 @@ static void test_details_filter_fields(void **state) {
   assert_string_equal(json_string_value(json_object_get(r, "requestType")), "REST");
   assert_int_equal(json_integer_value(json_object_get(r, "maxResults")), 100);
   json_decref(r);
-  r = dg__tools_saved_query_details_json(q, principal(fx, "admin"));
+  r = dg__tools_saved_query_details_json(q, ct_principal(fx, "admin"));
   names_of(json_object_get(r, "fields"), "name", names, sizeof(names));
   assert_string_equal(names, "Name,Email,Region,CreditLimit");
   json_decref(r);
@@ -130,17 +98,17 @@ static void test_find_refuses_unknown_and_forbidden(void **state) {
   fixture_t *fx = *state;
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  assert_null(
-      dg__tools_find_saved_query(fx->cat, principal(fx, "sales"), "savedQueryId", PAYMENTS, &err));
+  assert_null(dg__tools_find_saved_query(fx->cat, ct_principal(fx, "sales"), "savedQueryId",
+                                         PAYMENTS, &err));
   assert_string_equal(err.message,
                       "Invalid argument 'savedQueryId': no Saved Query with id '" PAYMENTS
                       "'; call get_saved_queries for the valid ids.");
-  assert_null(dg__tools_find_saved_query(fx->cat, principal(fx, "auditor"), "savedQueryId",
+  assert_null(dg__tools_find_saved_query(fx->cat, ct_principal(fx, "auditor"), "savedQueryId",
                                          LIVE_STATUS, &err));
-  assert_non_null(dg__tools_find_saved_query(fx->cat, principal(fx, "admin"), "savedQueryId",
+  assert_non_null(dg__tools_find_saved_query(fx->cat, ct_principal(fx, "admin"), "savedQueryId",
                                              "0DF62209-292D-4ECE-8B49-58AA7557460C", &err));
   /* Names are not ids. */
-  assert_null(dg__tools_find_saved_query(fx->cat, principal(fx, "admin"), "savedQueryId",
+  assert_null(dg__tools_find_saved_query(fx->cat, ct_principal(fx, "admin"), "savedQueryId",
                                          "LiveOrderStatus", &err));
 }
 
@@ -241,21 +209,21 @@ static void test_selection(void **state) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   assert_int_equal(
-      dg__tools_saved_selection(q, principal(fx, "admin"), NULL, fx->arena, &sel, &err), 0);
+      dg__tools_saved_selection(q, ct_principal(fx, "admin"), NULL, fx->arena, &sel, &err), 0);
   for (size_t i = 0; i < q->nfields; i++)
     assert_true(sel[i]);
   json_t *props = json_loads("[\"region\", \"id\", \"NAME\"]", 0, NULL);
   assert_int_equal(
-      dg__tools_saved_selection(q, principal(fx, "admin"), props, fx->arena, &sel, &err), 0);
+      dg__tools_saved_selection(q, ct_principal(fx, "admin"), props, fx->arena, &sel, &err), 0);
   assert_true(sel[0] && !sel[1] && sel[2] && !sel[3]);
   json_decref(props);
   /* Without any selection sales still never gets CreditLimit. */
   assert_int_equal(
-      dg__tools_saved_selection(q, principal(fx, "sales"), NULL, fx->arena, &sel, &err), 0);
+      dg__tools_saved_selection(q, ct_principal(fx, "sales"), NULL, fx->arena, &sel, &err), 0);
   assert_true(sel[0] && sel[1] && sel[2] && !sel[3]);
   props = json_loads("[\"Name\", \"CreditLimit\"]", 0, NULL);
   assert_int_equal(
-      dg__tools_saved_selection(q, principal(fx, "sales"), props, fx->arena, &sel, &err),
+      dg__tools_saved_selection(q, ct_principal(fx, "sales"), props, fx->arena, &sel, &err),
       DG_EINVAL);
   assert_string_equal(err.param, "properties[1]");
   assert_string_equal(err.message,
@@ -267,12 +235,13 @@ static void test_selection(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_list_by_user, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_details_filter_fields, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_find_refuses_unknown_and_forbidden, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_inputs_defaults_and_case, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_input_errors, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_selection, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_list_by_user, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_details_filter_fields, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_find_refuses_unknown_and_forbidden, ct_setup,
+                                      ct_teardown),
+      cmocka_unit_test_setup_teardown(test_inputs_defaults_and_case, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_input_errors, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_selection, ct_setup, ct_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

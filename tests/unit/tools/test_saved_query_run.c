@@ -13,32 +13,9 @@
 
 #include <cmocka.h>
 
+#include "catalog_test.h"
 #include "datagate/save.h"
 #include "tools/internal.h"
-
-typedef struct fixture {
-  dg_catalog_t *cat;
-  dg_arena_t *arena;
-} fixture_t;
-
-static int setup(void **state) {
-  fixture_t *fx = calloc(1, sizeof(*fx));
-  char dir[4096];
-  const char *src = getenv("DG_SOURCE_DIR");
-  snprintf(dir, sizeof(dir), "%s/conf", src ? src : ".");
-  assert_int_equal(dg_catalog_load(dir, &fx->cat, NULL), 0);
-  fx->arena = dg_arena_new(4096);
-  *state = fx;
-  return 0;
-}
-
-static int teardown(void **state) {
-  fixture_t *fx = *state;
-  dg_arena_destroy(fx->arena);
-  dg_catalog_unref(fx->cat);
-  free(fx);
-  return 0;
-}
 
 /* Builds the request of query name with values given per input, in
  * declaration order (NULL for absent). */
@@ -317,17 +294,18 @@ static void test_not_json_and_graphql_errors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_path_is_encoded, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_absent_query_parameters_are_left_out, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_json_body_is_typed, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_graphql_envelope, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_one_object_with_types, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_ids_are_stable_names, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_selection_and_bad_values, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_many_items_truncate, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_byte_budget_is_never_exceeded, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_empty_and_missing_lists, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_not_json_and_graphql_errors, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_path_is_encoded, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_absent_query_parameters_are_left_out, ct_setup,
+                                      ct_teardown),
+      cmocka_unit_test_setup_teardown(test_json_body_is_typed, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_graphql_envelope, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_one_object_with_types, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_ids_are_stable_names, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_selection_and_bad_values, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_many_items_truncate, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_byte_budget_is_never_exceeded, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_empty_and_missing_lists, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_not_json_and_graphql_errors, ct_setup, ct_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
