@@ -15,12 +15,12 @@ typedef struct fuzz_file {
   const char *text;
 } fuzz_file_t;
 
-static void fuzz_file_path(char *out, size_t size, const char *dir, const char *name) {
+static inline void fuzz_file_path(char *out, size_t size, const char *dir, const char *name) {
   if ((size_t)snprintf(out, size, "%s/%s", dir, name) >= size)
     abort();
 }
 
-static dg_catalog_t *fuzz_catalog_load(const fuzz_file_t *files, size_t n) {
+static inline dg_catalog_t *fuzz_catalog_load(const fuzz_file_t *files, size_t n) {
   char dir[] = "/tmp/dg_fuzz_catalog_XXXXXX";
   char path[256];
   dg_catalog_t *cat = NULL;
@@ -29,9 +29,8 @@ static dg_catalog_t *fuzz_catalog_load(const fuzz_file_t *files, size_t n) {
   for (size_t i = 0; i < n; i++) {
     fuzz_file_path(path, sizeof(path), dir, files[i].name);
     FILE *f = fopen(path, "w");
-    if (f == NULL || fputs(files[i].text, f) < 0)
+    if (f == NULL || fputs(files[i].text, f) < 0 || fclose(f) != 0)
       abort();
-    fclose(f);
   }
   if (dg_catalog_load(dir, &cat, NULL) != 0)
     abort();

@@ -30,20 +30,22 @@ static const char *allowed_list(const dg_file_settings_t *cfg, char *out, size_t
   return out;
 }
 
+static size_t scheme_len(const char *text);
+
 /* The URL as it may appear in a message: no user info or query (either
- * may hold a secret). */
+ * may hold a secret). The authority is what follows "scheme://" or a
+ * leading "//"; without either, the text up to its first '/'. */
 static void shown(const char *text, char *out, size_t size) {
-  /* "scheme://" only when the first '/' follows the first ':'. */
-  const char *sep = strstr(text, "://");
-  if (sep != NULL && sep + 1 != text + strcspn(text, "/?#"))
-    sep = NULL;
-  const char *host = sep != NULL ? sep + 3 : text;
+  size_t lead = scheme_len(text);
+  lead += lead > 0; /* the ':' */
+  if (strncmp(text + lead, "//", 2) == 0)
+    lead += 2;
+  const char *host = text + lead;
   size_t authority = strcspn(host, "/?#");
   const char *at = memchr(host, '@', authority);
-  int scheme = (int)(host - text);
   const char *rest = at != NULL ? at + 1 : host;
   size_t n = strcspn(rest, "?#");
-  snprintf(out, size, "%.*s%.*s%s", scheme, text, (int)(n > 200 ? 200 : n), rest,
+  snprintf(out, size, "%.*s%.*s%s", (int)lead, text, (int)(n > 200 ? 200 : n), rest,
            n > 200 ? "..." : "");
 }
 
@@ -64,16 +66,23 @@ static int not_under_a_source(const dg_file_settings_t *cfg, const char *what, c
 
 /* ---- Checks ------------------------------------------------------------------------ */
 
-/* The scheme of text ("" when there is none), lower case, bounded. */
-static void scheme_of(const char *text, char *out, size_t size) {
+/* Length of text's scheme (letters, digits, '+', '-', '.' after a letter,
+ * then ':'), or 0 when it has none. */
+static size_t scheme_len(const char *text) {
   size_t n = 0;
-  while (n + 1 < size && (isalnum((unsigned char)text[n]) || strchr("+-.", text[n]) != NULL) &&
-         text[n] != '\0')
+  while (isalnum((unsigned char)text[n]) || (text[n] != '\0' && strchr("+-.", text[n]) != NULL))
     n++;
-  bool has = n > 0 && text[n] == ':' && isalpha((unsigned char)text[0]);
+  return n > 0 && text[n] == ':' && isalpha((unsigned char)text[0]) ? n : 0;
+}
+
+/* The scheme of text ("" when there is none or it does not fit), lower case. */
+static void scheme_of(const char *text, char *out, size_t size) {
+  size_t n = scheme_len(text);
+  if (n >= size)
+    n = 0;
   for (size_t i = 0; i < n; i++)
     out[i] = (char)tolower((unsigned char)text[i]);
-  out[has ? n : 0] = '\0';
+  out[n] = '\0';
 }
 
 static bool scheme_allowed(const dg_file_settings_t *cfg, const char *scheme) {

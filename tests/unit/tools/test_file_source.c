@@ -107,6 +107,16 @@ static void test_refuses_schemes(void **state) {
   /* A "://" in the query is not a scheme: the query stays out of the message. */
   assert_int_equal(check(&cfg, ".:/?key=s3cret://x/y", &s, msg, sizeof(msg)), DG_EINVAL);
   assert_null(strstr(msg, "s3cret"));
+  /* Nor the user info of a URL without a scheme, or with one too long to name. */
+  assert_int_equal(check(&cfg, "//user:s3cret@docs.example.com/a.pdf", &s, msg, sizeof(msg)),
+                   DG_EINVAL);
+  assert_null(strstr(msg, "s3cret"));
+  assert_non_null(strstr(msg, "'//docs.example.com/a.pdf'"));
+  assert_int_equal(check(&cfg,
+                         "averyveryveryveryverylongschemename://user:s3cret@docs.example.com/a.pdf",
+                         &s, msg, sizeof(msg)),
+                   DG_EINVAL);
+  assert_null(strstr(msg, "s3cret"));
 }
 
 static void test_refuses_dot_segments_and_bad_urls(void **state) {
