@@ -336,15 +336,10 @@ static void hex_u64(uint64_t n, int width, char *out) {
   out[width] = '\0';
 }
 
-/* n in decimal into out (at least 21 bytes). */
+/* n in decimal into out (at least 21 bytes), terminated. */
 static const char *dec_u64(uint64_t n, char *out) {
-  char *p = out + 20;
-  *p = '\0';
-  do {
-    *--p = (char)('0' + n % 10);
-    n /= 10;
-  } while (n != 0);
-  return p;
+  out[dg_decimal(out, n)] = '\0';
+  return out;
 }
 
 static int write_head(dg_http_call_t *call, dg_buf_t *out) {

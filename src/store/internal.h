@@ -210,9 +210,8 @@ void dg__sql_write(dg__sql_t *sql, const dg_store_write_t *w, const char *id);
 /* ---- Results (result.c) ----------------------------------------------------------- *
  * Results are written as JSON text on the worker thread. */
 
-/* The JSON of one value of prop (NULL prop: the id). */
-json_t *dg__store_json_value(const dg_property_t *prop, const dg_store_value_t *v);
-/* The same value written into out (0 or DG_E2BIG). */
+/* One value of prop (NULL prop: the id) written into out as JSON (0 or
+ * DG_E2BIG). */
 int dg__store_put_value(dg_buf_t *out, const dg_property_t *prop, const dg_store_value_t *v);
 /* "key":value,... of the emitted columns of a row (not the id, column 0). */
 int dg__store_put_members(dg_buf_t *out, const dg__sql_cols_t *cols, const dg_store_value_t *row);

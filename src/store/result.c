@@ -10,24 +10,6 @@
 
 #include "store/internal.h"
 
-json_t *dg__store_json_value(const dg_property_t *prop, const dg_store_value_t *v) {
-  switch (v->kind) {
-  case DG_STORE_NULL:
-    return json_null();
-  case DG_STORE_INT:
-    if (prop != NULL && prop->type == DG_TYPE_BOOLEAN)
-      return json_boolean(v->i != 0);
-    return json_integer(v->i);
-  case DG_STORE_REAL:
-    return json_real(v->d);
-  case DG_STORE_BOOL:
-    return json_boolean(v->b);
-  case DG_STORE_TEXT:
-    return json_stringn(v->text, v->len);
-  }
-  return json_null();
-}
-
 int dg__store_put_value(dg_buf_t *out, const dg_property_t *prop, const dg_store_value_t *v) {
   bool boolean = prop != NULL && prop->type == DG_TYPE_BOOLEAN;
   switch (v->kind) {

@@ -52,13 +52,8 @@ static int check_cap(dg__sqlite_run_t *run, const dg_store_aggregate_t *a, int64
 static int set_result(dg__sqlite_run_t *run, const agg_rows_t *ar) {
   dg_buf_t out;
   dg_buf_init(&out, run->max);
-  int rc = dg__store_put_aggregate(&out, ar->a, ar->matched, &ar->text);
-  if (rc == 0) {
-    run->r->result = dg_json_raw(out.data, out.len);
-    rc = run->r->result != NULL ? 0 : DG_ENOMEM;
-  }
-  dg_buf_free(&out);
-  return rc == 0 ? 0 : dg__sqlite_put_failed(run, rc);
+  return dg__sqlite_set_result(run, dg__store_put_aggregate(&out, ar->a, ar->matched, &ar->text),
+                               &out);
 }
 
 int dg__sqlite_read_aggregate(dg__sqlite_run_t *run, const dg_store_aggregate_t *a) {

@@ -19,6 +19,15 @@ int dg__sqlite_put_failed(dg__sqlite_run_t *run, int rc) {
   return rc == DG_E2BIG ? dg__store_too_big(run->err, run->max) : dg__sqlite_oom(run);
 }
 
+int dg__sqlite_set_result(dg__sqlite_run_t *run, int rc, dg_buf_t *out) {
+  if (rc == 0) {
+    run->r->result = dg_json_raw(out->data != NULL ? out->data : "", out->len);
+    rc = run->r->result != NULL ? 0 : DG_ENOMEM;
+  }
+  dg_buf_free(out);
+  return rc == 0 ? 0 : dg__sqlite_put_failed(run, rc);
+}
+
 /* ---- Statements ------------------------------------------------------------------------ */
 
 /* Remembers the main statement for the debug log. */

@@ -110,6 +110,9 @@ int dg__sqlite_oom(dg__sqlite_run_t *run);
 /* Fills err for out of memory, or for a result over the budget
  * (rc DG_E2BIG); returns the code. */
 int dg__sqlite_put_failed(dg__sqlite_run_t *run, int rc);
+/* Hands the JSON text in out to the request as its result when rc is 0,
+ * frees out, and returns 0 or the failure filled in as put_failed does. */
+int dg__sqlite_set_result(dg__sqlite_run_t *run, int rc, dg_buf_t *out);
 
 /* The reads, each inside the caller's read transaction: r->result is set
  * to the answer, written out as JSON text (dg_json_raw). */

@@ -37,10 +37,6 @@ typedef struct parents {
   dg_buf_t pieces;
 } parents_t;
 
-static int oom(run_t *run) {
-  return dg__sqlite_put_failed(run, DG_ENOMEM);
-}
-
 static const char *copy_text(run_t *run, const dg_store_value_t *v) {
   return v->kind == DG_STORE_TEXT ? dg_arena_strndup(run->arena, v->text, v->len) : NULL;
 }
@@ -55,16 +51,6 @@ static int put_string(dg_buf_t *out, const char *text) {
 
 static int put_span(dg_buf_t *out, const dg_buf_t *pieces, span_t s) {
   return s.len > 0 ? dg_buf_append(out, pieces->data + s.off, s.len) : 0;
-}
-
-/* Hands the text in out to the request as its result. */
-static int set_result(run_t *run, int rc, dg_buf_t *out) {
-  if (rc == 0) {
-    run->r->result = dg_json_raw(out->data != NULL ? out->data : "", out->len);
-    rc = run->r->result != NULL ? 0 : DG_ENOMEM;
-  }
-  dg_buf_free(out);
-  return rc == 0 ? 0 : dg__sqlite_put_failed(run, rc);
 }
 
 /* ---- Parents ------------------------------------------------------------------------------ */
@@ -83,7 +69,7 @@ static int parents_init(run_t *run, parents_t *p, size_t cap, const dg_store_exp
   p->cut = dg_arena_calloc(run->arena, cells, sizeof(*p->cut));
   if (p->ids == NULL || p->bodies == NULL || p->fks == NULL || p->related == NULL ||
       p->cut == NULL || dg__id_index_init(&p->index, run->arena, p->ids, cap) != 0)
-    return oom(run);
+    return dg__sqlite_oom(run);
   return 0;
 }
 
@@ -115,7 +101,7 @@ static int parent_row(run_t *run, sqlite3_stmt *st, void *data) {
       p->fks[i * p->nexpand + j] = copy_text(run, &pr->row[col]);
   }
   if (p->ids[i] == NULL)
-    return oom(run);
+    return dg__sqlite_oom(run);
   dg__id_index_add(&p->index, i);
   p->n++;
   return 0;
@@ -126,7 +112,7 @@ static int read_parents(run_t *run, const dg__sql_t *sql, const dg__sql_cols_t *
   parent_rows_t pr = {.p = p, .cols = cols, .limit = limit};
   pr.row = dg_arena_calloc(run->arena, cols->n + 1, sizeof(*pr.row));
   if (pr.row == NULL)
-    return oom(run);
+    return dg__sqlite_oom(run);
   int rc = dg__sqlite_each_row(run, sql, parent_row, &pr);
   if (more != NULL)
     *more = pr.more;
@@ -160,7 +146,7 @@ static int one_row(run_t *run, sqlite3_stmt *st, void *data) {
   rr->texts[rr->n] = (span_t){off, pieces->len - off, true};
   rr->ids[rr->n] = copy_text(run, &rr->row[0]);
   if (rr->ids[rr->n] == NULL)
-    return oom(run);
+    return dg__sqlite_oom(run);
   dg__id_index_add(&rr->index, rr->n++);
   return 0;
 }
@@ -223,7 +209,7 @@ static void attach_one(parents_t *p, const related_rows_t *rr) {
 static int related_init(run_t *run, related_rows_t *rr, dg__sql_cols_t *cols, size_t cap) {
   const dg_store_expand_t *e = &rr->p->expand[rr->j];
   if (dg__sql_entity_cols(&e->select, NULL, 0, run->arena, cols) != 0)
-    return oom(run);
+    return dg__sqlite_oom(run);
   rr->cols = cols;
   rr->cap = cap;
   rr->row = dg_arena_calloc(run->arena, cols->n + 1, sizeof(*rr->row));
@@ -231,7 +217,7 @@ static int related_init(run_t *run, related_rows_t *rr, dg__sql_cols_t *cols, si
   rr->texts = dg_arena_calloc(run->arena, cap + 1, sizeof(*rr->texts));
   if (rr->row == NULL || rr->ids == NULL || rr->texts == NULL ||
       dg__id_index_init(&rr->index, run->arena, rr->ids, cap) != 0)
-    return oom(run);
+    return dg__sqlite_oom(run);
   return 0;
 }
 
@@ -242,7 +228,7 @@ static int expand_one(run_t *run, parents_t *p, size_t j) {
   dg__sql_cols_t cols;
   dg__sql_t sql;
   const char **keys = dg_arena_calloc(run->arena, p->n + 1, sizeof(*keys));
-  int rc = keys != NULL ? related_init(run, &rr, &cols, p->n) : oom(run);
+  int rc = keys != NULL ? related_init(run, &rr, &cols, p->n) : dg__sqlite_oom(run);
   if (rc != 0)
     return rc;
   size_t nkeys = p->n;
@@ -252,7 +238,7 @@ static int expand_one(run_t *run, parents_t *p, size_t j) {
   else if (dg__id_index_init(&seen, run->arena, keys, p->n) == 0)
     nkeys = outbound_keys(p, j, keys, &seen);
   else
-    return oom(run);
+    return dg__sqlite_oom(run);
   if (nkeys == 0)
     return 0;
   dg__sql_init(&sql, &dg__sql_sqlite);
@@ -355,7 +341,8 @@ static int read_count(run_t *run, const dg_store_query_t *q) {
   if (rc != 0)
     return rc;
   dg_buf_init(&out, run->max);
-  return set_result(run, dg_buf_appendf(&out, "{\"count\":%lld}", (long long)count), &out);
+  return dg__sqlite_set_result(run, dg_buf_appendf(&out, "{\"count\":%lld}", (long long)count),
+                               &out);
 }
 
 static int put_page(dg_buf_t *out, const dg_store_query_t *q, const parents_t *p, bool more) {
@@ -383,7 +370,7 @@ static int read_page(run_t *run, const dg_store_query_t *q) {
   dg_buf_init(&out, run->max);
   int rc = parents_init(run, &p, (size_t)q->page_size, q->expand, q->nexpand);
   if (rc == 0 && dg__sql_entity_cols(&q->select, q->expand, q->nexpand, run->arena, &cols) != 0)
-    rc = oom(run);
+    rc = dg__sqlite_oom(run);
   if (rc == 0)
     dg__sql_page(&sql, q, &cols);
   if (rc == 0)
@@ -392,7 +379,7 @@ static int read_page(run_t *run, const dg_store_query_t *q) {
     rc = expand_all(run, &p);
   dg__sql_free(&sql);
   if (rc == 0)
-    rc = set_result(run, put_page(&out, q, &p, more), &out);
+    rc = dg__sqlite_set_result(run, put_page(&out, q, &p, more), &out);
   dg_buf_free(&out);
   dg_buf_free(&p.pieces);
   return rc;
@@ -411,7 +398,7 @@ int dg__sqlite_read_fetch(run_t *run, const dg_store_fetch_t *f) {
   dg_buf_init(&out, run->max);
   int rc = parents_init(run, &p, f->nids, f->expand, f->nexpand);
   if (rc == 0 && dg__sql_entity_cols(&f->select, f->expand, f->nexpand, run->arena, &cols) != 0)
-    rc = oom(run);
+    rc = dg__sqlite_oom(run);
   if (rc == 0)
     dg__sql_by_ids(&sql, f->model, &cols, f->ids, f->nids);
   if (rc == 0)
@@ -423,7 +410,7 @@ int dg__sqlite_read_fetch(run_t *run, const dg_store_fetch_t *f) {
     int put_rc = put(&out, "{");
     if (put_rc == 0)
       put_rc = put_entities(&out, &p, f->ids, f->nids);
-    rc = set_result(run, put_rc == 0 ? put(&out, "}") : put_rc, &out);
+    rc = dg__sqlite_set_result(run, put_rc == 0 ? put(&out, "}") : put_rc, &out);
   }
   dg_buf_free(&out);
   dg_buf_free(&p.pieces);
@@ -542,12 +529,12 @@ static int search_model(run_t *run, hits_t *h, size_t m) {
   dg__sql_t sql;
   const char *match = match_text(run, h->l, lm);
   if (match == NULL || dg__sql_entity_cols(&lm->select, NULL, 0, run->arena, &cols) != 0)
-    return oom(run);
+    return dg__sqlite_oom(run);
   h->cols = &cols;
   h->model = m;
   h->row = dg_arena_calloc(run->arena, cols.n + 1, sizeof(*h->row));
   if (h->row == NULL)
-    return oom(run);
+    return dg__sqlite_oom(run);
   dg__sql_init(&sql, &dg__sql_sqlite);
   lookup_sql(&sql, lm->model, &cols, match, h->l->limit);
   int rc = dg__sqlite_each_row(run, &sql, hit_row, h);
@@ -581,14 +568,14 @@ int dg__sqlite_read_lookup(run_t *run, const dg_store_lookup_t *l) {
   dg_buf_init(&h.pieces, run->max);
   dg_buf_init(&out, run->max);
   h.items = dg_arena_calloc(run->arena, h.cap + 1, sizeof(*h.items));
-  int rc = h.items != NULL ? 0 : oom(run);
+  int rc = h.items != NULL ? 0 : dg__sqlite_oom(run);
   for (size_t m = 0; rc == 0 && m < l->nmodels; m++) {
     h.cap = h.n + (size_t)l->limit;
     rc = search_model(run, &h, m);
   }
   if (rc == 0) {
     qsort(h.items, h.n, sizeof(*h.items), compare_hits);
-    rc = set_result(run, put_hits(&out, &h), &out);
+    rc = dg__sqlite_set_result(run, put_hits(&out, &h), &out);
   }
   dg_buf_free(&out);
   dg_buf_free(&h.pieces);
