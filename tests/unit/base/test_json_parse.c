@@ -421,28 +421,12 @@ static char *tools_call_body(size_t *len) {
   return dg_buf_steal(&b, len);
 }
 
-static double ns_per_parse(const char *text, size_t len, bool ours, int runs) {
-  uint64_t start = dg_now_ns();
-  for (int i = 0; i < runs; i++) {
-    json_t *v = ours ? dg_json_parse(text, len, NULL) : jansson_parse(text, len);
-    assert_non_null(v);
-    json_decref(v);
-  }
-  return (double)(dg_now_ns() - start) / runs;
-}
-
-static void test_tools_call_body_timing(void **state) {
+/* The body the profile was taken on: a tools/call with 50 ids. Its parse
+ * time is measured in bench/RESULTS.md, not asserted here. */
+static void test_tools_call_body(void **state) {
   size_t len;
   char *body = tools_call_body(&len);
   assert_parses_like_jansson(body, len);
-  enum { RUNS = 3000 };
-  ns_per_parse(body, len, true, RUNS / 10); /* warm up */
-  ns_per_parse(body, len, false, RUNS / 10);
-  double theirs = ns_per_parse(body, len, false, RUNS);
-  double ours = ns_per_parse(body, len, true, RUNS);
-  print_message("parse and free a %zu-byte tools/call body: json_loadb %.1f us, "
-                "dg_json_parse %.1f us\n",
-                len, theirs / 1000, ours / 1000);
   free(body);
 }
 
@@ -460,7 +444,7 @@ int main(void) {
       cmocka_unit_test(test_surrogate_pairs),
       cmocka_unit_test(test_depth_limit),
       cmocka_unit_test(test_generated_documents),
-      cmocka_unit_test(test_tools_call_body_timing),
+      cmocka_unit_test(test_tools_call_body),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
