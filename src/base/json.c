@@ -41,14 +41,15 @@ static size_t escape_seq(unsigned char ch, char *seq) {
   return 6;
 }
 
-/* True when one of the eight bytes in w needs escaping: a byte below
- * 0x20, a quote or a backslash (bytes of 0x80 and above never match). */
-static bool word_needs_escape(uint64_t w) {
-  const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+/* The high bit of every byte of w that needs escaping and of no other
+ * (each byte is tested on its own, without carries between bytes). */
+static uint64_t escape_mask(uint64_t w) {
+  const uint64_t ones = 0x0101010101010101ULL, low7 = 0x7f7f7f7f7f7f7f7fULL;
   uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
-  uint64_t below = (w - ones * 0x20) & ~w;
-  uint64_t zero_q = (quote - ones) & ~quote, zero_b = (backslash - ones) & ~backslash;
-  return ((below | zero_q | zero_b) & highs) != 0;
+  uint64_t is_quote = ~(((quote & low7) + low7) | quote);
+  uint64_t is_backslash = ~(((backslash & low7) + low7) | backslash);
+  uint64_t is_control = ~(((w & low7) + ones * 0x60) | w);
+  return (is_quote | is_backslash | is_control) & ~low7;
 }
 
 /* Index of the first byte from i on that needs escaping, or len. Plain
@@ -57,7 +58,7 @@ static size_t next_escape(const unsigned char *p, size_t i, size_t len) {
   for (; i + 8 <= len; i += 8) {
     uint64_t w;
     memcpy(&w, p + i, sizeof(w));
-    if (word_needs_escape(w))
+    if (escape_mask(w) != 0)
       break;
   }
   while (i < len && !needs_escape(p[i]))
@@ -127,17 +128,6 @@ static void store_word(char *p, uint64_t w) {
   w = __builtin_bswap64(w);
 #endif
   memcpy(p, &w, sizeof(w));
-}
-
-/* The high bit of every byte of w that needs escaping and of no other
- * (each byte is tested on its own, without carries between bytes). */
-static uint64_t escape_mask(uint64_t w) {
-  const uint64_t ones = 0x0101010101010101ULL, low7 = 0x7f7f7f7f7f7f7f7fULL;
-  uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
-  uint64_t is_quote = ~(((quote & low7) + low7) | quote);
-  uint64_t is_backslash = ~(((backslash & low7) + low7) | backslash);
-  uint64_t is_control = ~(((w & low7) + ones * 0x60) | w);
-  return (is_quote | is_backslash | is_control) & ~low7;
 }
 
 static char *put_escape(char *w, unsigned char ch) {
