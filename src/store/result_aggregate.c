@@ -2,7 +2,6 @@
  * worker thread like the other reads (result.c): a row of values becomes
  * {"groupKey":{...},"aggregates":{...}}, each value typed by its property
  * and function; every buffer stops at the result budget. */
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,7 +23,7 @@ static int put_measure(dg_buf_t *out, const dg_store_aggregation_t *g, const dg_
   if (v->kind != DG_STORE_INT && v->kind != DG_STORE_REAL)
     return dg_buf_append_str(out, "null");
   if (whole(g))
-    return dg_buf_appendf(out, "%" PRId64, v->kind == DG_STORE_INT ? v->i : (int64_t)v->d);
+    return dg_json_write_integer(out, v->kind == DG_STORE_INT ? v->i : (int64_t)v->d);
   double d = v->kind == DG_STORE_REAL ? v->d : (double)v->i;
   return isfinite(d) ? dg_json_write_real(out, d) : dg_buf_append_str(out, "null");
 }
@@ -58,7 +57,11 @@ int dg__store_put_aggregate_row(dg_buf_t *out, const dg_store_aggregate_t *a,
 
 int dg__store_put_aggregate(dg_buf_t *out, const dg_store_aggregate_t *a, int64_t matched,
                             const dg_buf_t *rows) {
-  int rc = dg_buf_appendf(out, "{\"matchedCount\":%" PRId64 ",\"groupByProperties\":[", matched);
+  int rc = dg_buf_append_str(out, "{\"matchedCount\":");
+  if (rc == 0)
+    rc = dg_json_write_integer(out, matched);
+  if (rc == 0)
+    rc = dg_buf_append_str(out, ",\"groupByProperties\":[");
   for (size_t i = 0; rc == 0 && i < a->ngroup_by; i++) {
     rc = i == 0 ? 0 : dg_buf_append(out, ",", 1);
     if (rc == 0)
