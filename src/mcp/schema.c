@@ -240,12 +240,15 @@ static void keywords_of(const json_t *schema, keywords_t *k) {
       .types = schema_types(schema),
       .enum_values = json_object_get(schema, "enum"),
       .constant = json_object_get(schema, "const"),
-      .format = json_object_get(schema, "format"),
       .any_of = json_object_get(schema, "anyOf"),
       .one_of = json_object_get(schema, "oneOf"),
-      .min_length = json_object_get(schema, "minLength"),
-      .max_length = json_object_get(schema, "maxLength"),
   };
+  /* A schema whose types leave strings out never reaches check_string. */
+  if (k->types < 0 || (k->types & T_STRING) != 0) {
+    k->format = json_object_get(schema, "format");
+    k->min_length = json_object_get(schema, "minLength");
+    k->max_length = json_object_get(schema, "maxLength");
+  }
 }
 
 static size_t utf8_chars(const char *s, size_t n) {
