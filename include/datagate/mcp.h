@@ -48,6 +48,9 @@ json_t *dg_tool_call_args(const dg_tool_call_t *call);
 const dg_principal_t *dg_tool_call_principal(const dg_tool_call_t *call);
 /* The catalog snapshot the call runs against (held until the call ends). */
 const dg_catalog_t *dg_tool_call_catalog(const dg_tool_call_t *call);
+/* Bytes the call's result may take when written out (server.maxResultBytes;
+ * no limit when that is 0). */
+size_t dg_tool_call_result_limit(const dg_tool_call_t *call);
 uv_loop_t *dg_tool_call_loop(const dg_tool_call_t *call);
 /* Arena released when the call has ended and its result was sent. */
 dg_arena_t *dg_tool_call_arena(const dg_tool_call_t *call);

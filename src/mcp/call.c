@@ -125,7 +125,7 @@ static json_t *error_result(const char *text) {
                    "isError", 1);
 }
 
-static size_t result_limit(const dg_tool_call_t *call) {
+size_t dg_tool_call_result_limit(const dg_tool_call_t *call) {
   size_t max = call->ex->cat->server.max_result_bytes;
   return max > 0 ? max : SIZE_MAX - 1;
 }
@@ -144,9 +144,10 @@ static json_t *too_big(dg_tool_call_t *call, size_t limit) {
 static json_t *text_item(dg_tool_call_t *call, const json_t *result) {
   const json_t *raw = dg_json_raw_text(result);
   if (raw != NULL)
-    return json_string_length(raw) <= result_limit(call) ? json_incref((json_t *)raw) : NULL;
+    return json_string_length(raw) <= dg_tool_call_result_limit(call) ? json_incref((json_t *)raw)
+                                                                      : NULL;
   dg_buf_t text;
-  dg_buf_init(&text, result_limit(call));
+  dg_buf_init(&text, dg_tool_call_result_limit(call));
   json_t *item =
       dg__mcp_dump(result, &text) == 0 ? json_stringn_nocheck(text.data, text.len) : NULL;
   dg_buf_free(&text);
@@ -158,7 +159,7 @@ static json_t *success_result(dg_tool_call_t *call, json_t *result) {
   json_t *text = text_item(call, result);
   if (text == NULL) {
     json_decref(result);
-    return too_big(call, result_limit(call));
+    return too_big(call, dg_tool_call_result_limit(call));
   }
   json_t *r = json_pack("{s:[{s:s,s:o}]}", "content", "type", "text", "text", text);
   if (r != NULL && dg__mcp_session_at_least(call->ex->session, DG__MCP_V2025_06_18))

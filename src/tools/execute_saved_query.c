@@ -55,7 +55,7 @@ typedef struct exec {
   char *body; /* copy of a large response, mapped on the threadpool */
   size_t len;
   size_t max_bytes;
-  size_t result_limit; /* the server's maxResultBytes */
+  size_t result_limit; /* for the worker thread: dg_tool_call_result_limit */
   json_t *result;
   dg_errctx_t err;
   const char *where; /* "GET https://host/path" for mapping errors */
@@ -209,8 +209,7 @@ static int start(exec_t *x, dg_connectors_t *cs, dg_errctx_t *err) {
     return rc;
   req.request_id = dg_tool_call_request_id(x->call);
   x->max_bytes = entity_budget(dg_tool_call_catalog(x->call));
-  size_t limit = dg_tool_call_catalog(x->call)->server.max_result_bytes;
-  x->result_limit = limit > 0 ? limit : SIZE_MAX - 1;
+  x->result_limit = dg_tool_call_result_limit(x->call);
   rc = dg_connectors_call(cs, x->q->connector, &req, on_upstream, x, &x->upstream, err);
   if (rc == 0)
     dg_tool_call_on_cancel(x->call, on_cancel, x);

@@ -46,6 +46,11 @@ const dg_catalog_t *dg_tool_call_catalog(const dg_tool_call_t *call) {
   return call->cat;
 }
 
+size_t dg_tool_call_result_limit(const dg_tool_call_t *call) {
+  size_t max = call->cat->server.max_result_bytes;
+  return max > 0 ? max : SIZE_MAX - 1;
+}
+
 void *dg_tool_call_context(const dg_tool_call_t *call) {
   (void)call;
   return NULL;
