@@ -30,16 +30,17 @@ static const char *allowed_list(const dg_file_settings_t *cfg, char *out, size_t
   return out;
 }
 
-static size_t scheme_len(const char *text);
-
 /* The URL as it may appear in a message: no user info or query (either
- * may hold a secret). The authority is what follows "scheme://" or a
- * leading "//"; without either, the text up to its first '/'. */
+ * may hold a secret). The authority follows a "://" that holds the text's
+ * first '/' (whatever precedes it, so that a scheme too odd to name still
+ * counts) or a leading "//"; without either, it is the text up to its
+ * first '/'. */
 static void shown(const char *text, char *out, size_t size) {
-  size_t lead = scheme_len(text);
-  lead += lead > 0; /* the ':' */
-  if (strncmp(text + lead, "//", 2) == 0)
-    lead += 2;
+  size_t first = strcspn(text, "/?#"), lead = 0;
+  if (first > 0 && text[first - 1] == ':' && strncmp(text + first, "//", 2) == 0)
+    lead = first + 2;
+  else if (first == 0 && strncmp(text, "//", 2) == 0)
+    lead = 2;
   const char *host = text + lead;
   size_t authority = strcspn(host, "/?#");
   const char *at = memchr(host, '@', authority);
