@@ -4,7 +4,11 @@
  * writes them back). The one accepted difference is a NUL byte right after
  * a number or literal, which jansson drops and dg_json_parse refuses; such
  * an input is compared again without that byte. Any other difference
- * aborts. */
+ * aborts.
+ *
+ * What both accept is also written back by dg_json_write, which must give
+ * jansson's compact text byte for byte when the value holds no real (its
+ * reals keep 15 significant digits where jansson writes 17). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +26,36 @@ static bool same_value(const json_t *a, const json_t *b) {
   free(ta);
   free(tb);
   return same;
+}
+
+static bool has_real(const json_t *v) {
+  const char *key;
+  size_t i;
+  json_t *item;
+  if (json_is_real(v))
+    return true;
+  json_object_foreach((json_t *)v, key, item) {
+    if (has_real(item))
+      return true;
+  }
+  json_array_foreach(v, i, item) {
+    if (has_real(item))
+      return true;
+  }
+  return false;
+}
+
+static void check_written(const json_t *v) {
+  if (has_real(v))
+    return;
+  char *want = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+  dg_buf_t out;
+  dg_buf_init(&out, SIZE_MAX - 1);
+  if (want == NULL || dg_json_write(v, &out) != 0 || strlen(want) != out.len ||
+      memcmp(want, out.data, out.len) != 0)
+    abort();
+  dg_buf_free(&out);
+  free(want);
 }
 
 /* True for the byte jansson drops: a NUL right after the last byte of a
@@ -42,6 +76,7 @@ static void compare(const uint8_t *data, size_t size) {
   if (ours != NULL) {
     if (theirs == NULL || !same_value(ours, theirs))
       abort();
+    check_written(ours);
   } else if (err.offset > size || err.message[0] == '\0') {
     abort();
   } else if (theirs != NULL) {

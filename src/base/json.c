@@ -11,6 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "datagate/base.h"
 
@@ -102,15 +105,18 @@ static int put_string_measured(dg_buf_t *out, const char *s, size_t len) {
 }
 
 /* ---- One pass ------------------------------------------------------------------------- *
- * Most strings are written in one pass over their bytes, eight at a time:
- * room is reserved for the string with a few escapes and grown when the
- * room ahead of the writer runs short, and each word's escapes are found
- * from an exact mask, so that text dense with quotes and backslashes (a
- * JSON answer inside a JSON string) costs little more than plain text. */
+ * Most strings are written in one pass over their bytes, sixteen at a time
+ * where the processor has SSE2 (every x86-64) and eight at a time
+ * otherwise and for the rest: room is reserved for the string with a few
+ * escapes and grown when the room ahead of the writer runs short, and each
+ * block's escapes are found from an exact mask, so that text dense with
+ * quotes and backslashes (a JSON answer inside a JSON string) costs little
+ * more than plain text. */
 
 /* Room kept ahead of the writer: a word's escapes at their longest (eight
  * \u00XX), the eight bytes a word store may write past its end, the
- * closing quote and the terminator. */
+ * closing quote and the terminator (a block's store and its one escape
+ * take less). */
 #define ESCAPE_AHEAD 64
 
 /* Words are read and stored with the first byte in the lowest bits. */
@@ -169,6 +175,40 @@ static int keep_room(dg_buf_t *out, char **w, size_t rest) {
   return rc;
 }
 
+#if defined(__SSE2__)
+/* A bit for every byte of block that needs escaping. */
+static unsigned escape_bits(__m128i block) {
+  __m128i quote = _mm_cmpeq_epi8(block, _mm_set1_epi8('"'));
+  __m128i backslash = _mm_cmpeq_epi8(block, _mm_set1_epi8('\\'));
+  __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(block, _mm_set1_epi8(0x1f)), block);
+  return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control));
+}
+
+/* Sixteen bytes at a time while sixteen remain: each block is stored
+ * whole; where it holds an escape, the writer keeps the bytes before the
+ * first one, writes the escape, and the next block starts after it. So a
+ * plain block costs one load and one store, and an escape about as much. */
+static int put_blocks(dg_buf_t *out, char **w, const unsigned char *p, size_t *i, size_t len) {
+  while (*i + 16 <= len) {
+    int rc = keep_room(out, w, len - *i);
+    if (rc != 0)
+      return rc;
+    __m128i block = _mm_loadu_si128((const __m128i *)(const void *)(p + *i));
+    _mm_storeu_si128((__m128i *)(void *)*w, block);
+    unsigned bits = escape_bits(block);
+    if (bits == 0) {
+      *w += 16;
+      *i += 16;
+      continue;
+    }
+    size_t at = (size_t)__builtin_ctz(bits);
+    *w = put_escape(*w + at, p[*i + at]);
+    *i += at + 1;
+  }
+  return 0;
+}
+#endif
+
 static int put_string_fast(dg_buf_t *out, const unsigned char *p, size_t len) {
   int rc = dg_buf_reserve(out, len + len / 8 + ESCAPE_AHEAD);
   if (rc != 0)
@@ -176,6 +216,11 @@ static int put_string_fast(dg_buf_t *out, const unsigned char *p, size_t len) {
   char *w = out->data + out->len;
   *w++ = '"';
   size_t i = 0;
+#if defined(__SSE2__)
+  rc = put_blocks(out, &w, p, &i, len);
+  if (rc != 0)
+    return rc;
+#endif
   for (; i + 8 <= len; i += 8) {
     rc = keep_room(out, &w, len - i);
     if (rc != 0)
