@@ -20,31 +20,22 @@ json_t *dg__mcp_result(const json_t *id, json_t *result) {
                    result ? result : json_object());
 }
 
-/* Bytes of the UTF-8 sequence that starts with lead, or 0 for a byte that
- * cannot start one. */
-static size_t utf8_seq_len(unsigned char lead) {
-  if (lead < 0x80)
-    return 1;
-  if (lead >= 0xc2 && lead <= 0xdf)
-    return 2;
-  if (lead >= 0xe0 && lead <= 0xef)
-    return 3;
-  return lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
-}
-
+/* text with each invalid or cut UTF-8 sequence replaced by U+FFFD (one
+ * for each maximal subpart, as Unicode recommends). */
 static json_t *repaired_text(const char *text, size_t n) {
   static const char replacement[] = "\xef\xbf\xbd";
+  const unsigned char *p = (const unsigned char *)text;
   dg_buf_t out;
   dg_buf_init(&out, n * 3 + 1);
   for (size_t i = 0; i < n;) {
-    const unsigned char *p = (const unsigned char *)text + i;
-    size_t len = utf8_seq_len(*p);
-    if (len > 0 && i + len <= n && dg_utf8_valid(p, len)) {
-      dg_buf_append(&out, p, len);
-      i += len;
+    uint32_t cp;
+    int len = dg_utf8_decode(p + i, n - i, &cp);
+    if (len > 0) {
+      dg_buf_append(&out, p + i, (size_t)len);
+      i += (size_t)len;
     } else {
       dg_buf_append(&out, replacement, sizeof(replacement) - 1);
-      i++;
+      i = len < 0 ? i + (size_t)-len : n; /* 0: cut short by the end */
     }
   }
   json_t *s = json_stringn(out.data ? out.data : "", out.len);

@@ -179,13 +179,21 @@ static void test_refusal_carries_the_id(void **state) {
 }
 
 /* A message cut inside a UTF-8 sequence still becomes a JSON string: the
- * partial bytes turn into U+FFFD and the rest is kept. */
+ * partial sequence turns into one U+FFFD, each invalid byte into one, and
+ * the rest is kept. */
 static void test_text_repairs_cut_utf8(void **state) {
   json_t *s = dg__mcp_text("ok \xe2\x82\xac");
   assert_string_equal(json_string_value(s), "ok \xe2\x82\xac");
   json_decref(s);
   s = dg__mcp_text("cut \xe2\x82");
-  assert_string_equal(json_string_value(s), "cut \xef\xbf\xbd\xef\xbf\xbd");
+  assert_string_equal(json_string_value(s), "cut \xef\xbf\xbd");
+  json_decref(s);
+  s = dg__mcp_text("a\xe2\x82"
+                   "b\xed\xa0\x80"
+                   "c");
+  assert_string_equal(json_string_value(s), "a\xef\xbf\xbd"
+                                            "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                                            "c");
   json_decref(s);
   s = dg__mcp_text("\xff\xc0\xafx");
   assert_string_equal(json_string_value(s), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdx");
