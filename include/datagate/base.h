@@ -168,6 +168,10 @@ json_t *dg_json_raw(const char *text, size_t len);
 /* The text of a dg_json_raw value (borrowed, a JSON string), or NULL for
  * any other value. */
 const json_t *dg_json_raw_text(const json_t *value);
+/* About the bytes dg_json_write gives for value, escapes left out, from at
+ * most its first 64 values (deeper or later ones are not counted): room to
+ * reserve before writing a reply that carries a large string or raw text. */
+size_t dg_json_size_hint(const json_t *value);
 
 /* Makes jansson take its memory from per-thread caches of small blocks (a
  * bounded number per size), sparing the allocator's slower paths for the

@@ -342,6 +342,43 @@ const json_t *dg_json_raw_text(const json_t *value) {
   return json_array_get(value, 1);
 }
 
+/* Values dg_json_size_hint visits at most: a reply's envelope is a dozen. */
+#define HINT_VALUES 64
+
+static size_t size_hint(const json_t *v, unsigned *budget) {
+  const char *key;
+  size_t i, klen, sum = 2;
+  json_t *item;
+  if (*budget == 0)
+    return 0;
+  (*budget)--;
+  switch (json_typeof(v)) {
+  case JSON_STRING:
+    return json_string_length(v) + 2;
+  case JSON_OBJECT:
+    json_object_keylen_foreach((json_t *)v, key, klen, item) {
+      if (*budget == 0)
+        break;
+      sum += klen + 4 + size_hint(item, budget);
+    }
+    return sum;
+  case JSON_ARRAY:
+    json_array_foreach(v, i, item) {
+      if (*budget == 0)
+        break;
+      sum += 1 + size_hint(item, budget);
+    }
+    return sum;
+  default:
+    return 8;
+  }
+}
+
+size_t dg_json_size_hint(const json_t *value) {
+  unsigned budget = HINT_VALUES;
+  return value != NULL ? size_hint(value, &budget) : 0;
+}
+
 int dg_json_write_string(dg_buf_t *out, const char *s, size_t len) {
   return put_string(out, s, len);
 }

@@ -361,6 +361,37 @@ static void test_raw_values(void **state) {
   json_decref(raw);
 }
 
+/* The size hint of a reply counts a tool's answer twice (the text item and
+ * the raw structuredContent share it) and stops after 64 values, so a huge
+ * array costs no more to measure than a small one. */
+static void test_size_hint(void **state) {
+  (void)state;
+  char text[10001];
+  memset(text, 'x', sizeof(text) - 1);
+  text[0] = '"';
+  text[sizeof(text) - 2] = '"';
+  text[sizeof(text) - 1] = '\0';
+  json_t *raw = dg_json_raw(text, strlen(text));
+  json_t *reply =
+      json_pack("{s:s,s:i,s:{s:[{s:s,s:O}],s:O}}", "jsonrpc", "2.0", "id", 1, "result", "content",
+                "type", "text", "text", dg_json_raw_text(raw), "structuredContent", raw);
+  dg_buf_t out;
+  dg_buf_init(&out, 1 << 20);
+  assert_int_equal(dg_json_write(reply, &out), 0);
+  size_t hint = dg_json_size_hint(reply);
+  assert_true(hint >= 2 * strlen(text));
+  assert_true(hint <= out.len + 200); /* the escaped quotes left out, a few bytes per value over */
+  dg_buf_free(&out);
+  json_t *many = json_array();
+  for (int i = 0; i < 100000; i++)
+    json_array_append_new(many, json_string("0123456789"));
+  assert_true(dg_json_size_hint(many) < 64 * 16);
+  assert_int_equal(dg_json_size_hint(NULL), 0);
+  json_decref(many);
+  json_decref(reply);
+  json_decref(raw);
+}
+
 /* Scalars give the same text whether sent as JSON strings or as numbers and
  * booleans; null and containers have none. */
 static void test_scalar_text(void **state) {
@@ -389,6 +420,7 @@ int main(void) {
       cmocka_unit_test(test_string_at_the_limit),
       cmocka_unit_test(test_insertion_order),
       cmocka_unit_test(test_response_like),
+      cmocka_unit_test(test_size_hint),
       cmocka_unit_test(test_generated_values),
       cmocka_unit_test(test_limit_leaves_buffer_unchanged),
       cmocka_unit_test(test_depth_limit),
