@@ -280,6 +280,8 @@ bool dg_strlcpy(char *dst, const char *src, size_t size);
 bool dg_strieq_n(const char *a, size_t alen, const char *b);
 /* Parses a whole decimal integer in [min, max]; false otherwise. */
 bool dg_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);
+/* The value of a hexadecimal digit (either case), or -1. */
+int dg_hex_value(unsigned char c);
 /* Writes v in decimal at out, without printf and without a NUL; returns
  * how many digits (at most DG_DECIMAL_MAX) were written. */
 #define DG_DECIMAL_MAX 20

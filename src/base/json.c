@@ -267,14 +267,11 @@ int dg_json_write_integer(dg_buf_t *out, int64_t v) {
   return dg_buf_append(out, text, n);
 }
 
-/* jansson's own digits for a real (it keeps a ".0" on whole numbers), 15
- * significant: every decimal of up to 15 digits (an amount such as 1450.1)
- * reads back as written, where jansson's default of 17 would show the
- * binary approximation (1450.0999999999999). */
-/* The same digits for the reals of money and measures (whole hundredths
- * below 10^13, so at most 15 significant digits), without printf, which
- * costs more than everything else in a page of entities: the integer part,
- * then the hundredths without trailing zeros, or ".0". Others: false. */
+/* The digits jansson gives the reals of money and measures (whole
+ * hundredths below 10^13, so at most 15 significant digits), without
+ * printf, which costs more than everything else in a page of entities: the
+ * integer part, then the hundredths without trailing zeros, or ".0".
+ * Others: false. */
 static bool put_hundredths(dg_buf_t *out, double d, int *rc) {
   if (!(d > -1e13 && d < 1e13) || (d == 0 && signbit(d)))
     return false;
@@ -283,23 +280,24 @@ static bool put_hundredths(dg_buf_t *out, double d, int *rc) {
   if ((double)cents / 100 != d)
     return false;
   unsigned long long a = (unsigned long long)(cents < 0 ? -cents : cents);
-  char text[32], *p = text + sizeof(text);
   unsigned frac = (unsigned)(a % 100);
-  *--p = frac == 0 ? '0' : (char)('0' + (frac % 10 == 0 ? frac / 10 : frac % 10));
-  if (frac != 0 && frac % 10 != 0)
-    *--p = (char)('0' + frac / 10);
-  *--p = '.';
-  unsigned long long whole = a / 100;
-  do {
-    *--p = (char)('0' + whole % 10);
-    whole /= 10;
-  } while (whole != 0);
+  char text[DG_DECIMAL_MAX + 5];
+  size_t n = 0;
   if (cents < 0)
-    *--p = '-';
-  *rc = dg_buf_append(out, p, (size_t)(text + sizeof(text) - p));
+    text[n++] = '-';
+  n += dg_decimal(text + n, a / 100);
+  text[n++] = '.';
+  text[n++] = (char)('0' + frac / 10);
+  if (frac % 10 != 0)
+    text[n++] = (char)('0' + frac % 10);
+  *rc = dg_buf_append(out, text, n);
   return true;
 }
 
+/* jansson's own digits for a real (it keeps a ".0" on whole numbers), 15
+ * significant: every decimal of up to 15 digits (an amount such as 1450.1)
+ * reads back as written, where jansson's default of 17 would show the
+ * binary approximation (1450.0999999999999). */
 static int put_real(dg_buf_t *out, const json_t *value) {
   int rc = 0;
   if (put_hundredths(out, json_real_value(value), &rc))

@@ -149,15 +149,8 @@ static long hex4(const unsigned char *p, const unsigned char *end) {
     return -1;
   long v = 0;
   for (int i = 0; i < 4; i++) {
-    unsigned char c = p[i];
-    int d;
-    if (is_digit(c))
-      d = c - '0';
-    else if (c >= 'a' && c <= 'f')
-      d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F')
-      d = c - 'A' + 10;
-    else
+    int d = dg_hex_value(p[i]);
+    if (d < 0)
       return -1;
     v = v * 16 + d;
   }

@@ -178,6 +178,16 @@ bool dg_ct_equal(const void *a, const void *b, size_t len) {
   return diff == 0;
 }
 
+int dg_hex_value(unsigned char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
 size_t dg_decimal(char *out, uint64_t v) {
   char digits[DG_DECIMAL_MAX];
   size_t n = 0;

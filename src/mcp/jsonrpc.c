@@ -70,10 +70,11 @@ int dg__mcp_dump(const json_t *value, dg_buf_t *out) {
    * appears twice in it (the text item escaped, then structuredContent), and
    * growing by doubling would copy it again and again. A refusal shows
    * again below, when the reply is written. */
-  size_t hint = dg_json_size_hint(value);
-  if (out->cap == 0 && dg_buf_reserve(out, DUMP_RESERVE + hint + hint / 8) != 0 &&
-      out->max >= DUMP_RESERVE)
-    (void)dg_buf_reserve(out, DUMP_RESERVE);
+  if (out->cap == 0) {
+    size_t hint = dg_json_size_hint(value);
+    if (dg_buf_reserve(out, DUMP_RESERVE + hint + hint / 8) != 0)
+      (void)dg_buf_reserve(out, DUMP_RESERVE);
+  }
   return dg_json_write(value, out) == 0 ? 0 : DG_E2BIG;
 }
 

@@ -211,8 +211,8 @@ static int value_kind(const json_t *v) {
   }
 }
 
-/* A count keyword (minItems, maxLength, ...) as a non-negative size. */
-/* A count keyword's value (minLength, maxItems, ...) when it is one. */
+/* A count keyword's value (minLength, maxItems, ...) as a non-negative
+ * size, when it is one. */
 static bool count_value(const json_t *v, size_t *out) {
   if (!json_is_number(v) || json_number_value(v) < 0)
     return false;
@@ -221,6 +221,7 @@ static bool count_value(const json_t *v, size_t *out) {
   return true;
 }
 
+/* The count keyword key of schema, when it has one. */
 static bool schema_count(const json_t *schema, const char *key, size_t *out) {
   return count_value(json_object_get(schema, key), out);
 }

@@ -116,16 +116,6 @@ static void on_close(dg_ws_t *ws, int code, void *user) {
   free(conn);
 }
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* The value of query parameter name (not decoded), or NULL. */
 static const char *find_param(const char *query, const char *name, size_t *len) {
   size_t nlen = strlen(name);
@@ -150,8 +140,8 @@ static bool percent_decode(const char *v, size_t n, char *out) {
       out[o++] = v[i] == '+' ? ' ' : v[i];
       continue;
     }
-    int hi = i + 1 < n ? hexval(v[i + 1]) : -1;
-    int lo = hi >= 0 && i + 2 < n ? hexval(v[i + 2]) : -1;
+    int hi = i + 1 < n ? dg_hex_value((unsigned char)v[i + 1]) : -1;
+    int lo = hi >= 0 && i + 2 < n ? dg_hex_value((unsigned char)v[i + 2]) : -1;
     if (lo < 0)
       return false;
     out[o++] = (char)(hi * 16 + lo);

@@ -1,8 +1,6 @@
 /* Unit tests for the JSON parser: it must accept and refuse exactly what
  * jansson's json_loadb with JSON_DECODE_ANY does and build equal values,
- * and it reports where a refused text went wrong. With cmocka's verbose
- * output it also prints how long both take on a typical tools/call body
- * (printed only, never asserted). */
+ * and it reports where a refused text went wrong. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -421,8 +419,8 @@ static char *tools_call_body(size_t *len) {
   return dg_buf_steal(&b, len);
 }
 
-/* The body the profile was taken on: a tools/call with 50 ids. Its parse
- * time is measured in bench/RESULTS.md, not asserted here. */
+/* The shape of request the gateway's profile was taken on: a tools/call
+ * with 50 ids. */
 static void test_tools_call_body(void **state) {
   size_t len;
   char *body = tools_call_body(&len);

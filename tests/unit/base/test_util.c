@@ -60,6 +60,16 @@ static void test_decimal(void **state) {
   }
 }
 
+static void test_hex_value(void **state) {
+  const char digits[] = "0123456789abcdefABCDEF";
+  for (size_t i = 0; i < sizeof(digits) - 1; i++)
+    assert_int_equal(dg_hex_value((unsigned char)digits[i]), i < 16 ? (int)i : (int)i - 6);
+  assert_int_equal(dg_hex_value('g'), -1);
+  assert_int_equal(dg_hex_value('/'), -1);
+  assert_int_equal(dg_hex_value(':'), -1);
+  assert_int_equal(dg_hex_value(0xe9), -1);
+}
+
 static void test_camel_first(void **state) {
   dg_arena_t *a = dg_arena_new(0);
   assert_string_equal(dg_camel_first(a, "OrderNumber"), "orderNumber");
@@ -193,11 +203,11 @@ static void test_clocks(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_uuid_v4_form), cmocka_unit_test(test_uuid_valid),
-      cmocka_unit_test(test_decimal),      cmocka_unit_test(test_camel_first),
-      cmocka_unit_test(test_strlcpy),      cmocka_unit_test(test_strieq_n),
-      cmocka_unit_test(test_parse_int64),  cmocka_unit_test(test_sha256),
-      cmocka_unit_test(test_ct_equal),     cmocka_unit_test(test_random_bytes),
-      cmocka_unit_test(test_clocks),
+      cmocka_unit_test(test_decimal),      cmocka_unit_test(test_hex_value),
+      cmocka_unit_test(test_camel_first),  cmocka_unit_test(test_strlcpy),
+      cmocka_unit_test(test_strieq_n),     cmocka_unit_test(test_parse_int64),
+      cmocka_unit_test(test_sha256),       cmocka_unit_test(test_ct_equal),
+      cmocka_unit_test(test_random_bytes), cmocka_unit_test(test_clocks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
