@@ -423,11 +423,25 @@ typedef struct dg_store_ref_check {
   const char *param; /* the argument that names it, for the message */
 } dg_store_ref_check_t;
 
+/* A change to one line of a child list of the submitted record, written
+ * in the same transaction after the record. A line modified or removed
+ * must belong to the record (its Outbound reference `parent` holds the
+ * record's id), else DG_ENOENT naming param; an added line's write sets
+ * that reference itself. */
+typedef struct dg_store_child_change {
+  dg_store_write_t write;      /* DG_STORE_CREATE or DG_STORE_UPDATE (with remove: the line) */
+  bool remove;                 /* the line is deleted */
+  const dg_property_t *parent; /* of write.model: the reference to the submitted record */
+  const char *param;           /* the argument that names the line, for the message */
+} dg_store_child_change_t;
+
 typedef struct dg_store_submit {
   const char *submission_id; /* lower-case GUID chosen by the caller */
   dg_store_write_t write;    /* DG_STORE_CREATE or DG_STORE_UPDATE */
   const dg_store_ref_check_t *refs;
   size_t nrefs;
+  const dg_store_child_change_t *children; /* in order; may be NULL */
+  size_t nchildren;
   const char *endpoint;        /* the save tree that follows, or NULL: none */
   const char *system;          /* the submitting client, or NULL */
   const char *principal;       /* who submits */
