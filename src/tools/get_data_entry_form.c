@@ -371,9 +371,12 @@ static void on_lines(int status, json_t *answer, const dg_errctx_t *err, void *d
   form_t *f = data;
   json_t *result = status == 0 ? dg__tools_store_json(answer) : NULL;
   json_decref(answer);
-  if (status != 0 || result == NULL) {
+  if (status != 0) {
     dg_tool_call_fail(f->call, err);
-    json_decref(result);
+    return;
+  }
+  if (result == NULL) {
+    dg_tool_call_failf(f->call, "The form could not be built: out of memory.");
     return;
   }
   json_t *entry = json_array_get(f->lines, json_array_size(f->lines) - 1);

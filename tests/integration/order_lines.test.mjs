@@ -116,6 +116,44 @@ describe('one call edits an order and its lines', () => {
   });
 });
 
+describe('the GraphQL order edit', () => {
+  let graphql;
+  let graphqlConfig;
+  before(async () => {
+    graphqlConfig = makeConfig({ edit: pointAt(mock.base, (dir) => {
+      const file = path.join(dir, 'endpoints.json');
+      const doc = readJson(file);
+      for (const e of doc.endpoints) e.formSubmit = e.name === 'OrderEditGraphql';
+      writeJson(file, doc);
+    }) });
+    graphql = await Gateway.start({ config: graphqlConfig, env: ENV });
+  });
+  after(async () => {
+    await graphql?.stop();
+    graphqlConfig?.remove();
+  });
+
+  it('removes a line by setting its calculated line item to quantity 0 after the kept lines', async () => {
+    mock.upstream.control({ reset: true });
+    const { order, lines } = sampleOrder('SO-1003');
+    const [kept, removed] = lines;
+    const r = structured(await call(graphql, 'submit_data_entry_form', { dataModelId: ORDERS, id: order.id,
+      formValues: values({ Status: 'Open' }), childLists: [{ list: 'OrderLines', changes: [
+        { id: kept.id, formValues: values({ Quantity: 7 }) }, { id: removed.id, op: 'remove' }] }] }));
+    assert.equal(r.status, 'succeeded', JSON.stringify(r));
+    const bodies = mock.upstream.log.map((q) => JSON.parse(q.body));
+    const calcLine = (l) => `gid://shop/CalculatedLineItem/1-${lines.indexOf(l) + 1}`;
+    assert.deepEqual(bodies.map((b) => [b.operationName, b.variables]), [
+      ['orderEditBegin', { id: 'gid://shop/Order/SO-1003' }],
+      ['orderEditSetQuantity', { id: 'gid://shop/CalculatedOrder/1', lineItemId: calcLine(kept), quantity: 7 }],
+      ['orderEditSetQuantity', { id: 'gid://shop/CalculatedOrder/1', lineItemId: calcLine(removed), quantity: 0 }],
+      ['orderEditCommit', { id: 'gid://shop/CalculatedOrder/1' }],
+    ]);
+    assert.equal((await entity(graphql, ORDERS, order.id)).amount, Math.round(7 * kept.UnitPrice * 100) / 100);
+    assert.equal(await entity(graphql, ORDER_LINES, removed.id), undefined);
+  });
+});
+
 describe('a call refused as a whole writes nothing and sends nothing', () => {
   const { order, lines } = sampleOrder('SO-1024');
   const other = sampleOrder('SO-1023').lines[0];
