@@ -205,20 +205,10 @@ static int line_write(check_t *c, dg__tools_line_list_t *l, const char *id, cons
                                  .param = dg_arena_sprintf(c->arena, "%s.id", at)};
   c->out->nchanges++;
   json_t *ids = add ? l->added : w->remove ? l->removed : l->updated;
-  return w->param != NULL && json_array_append_new(ids, json_string(line_id)) == 0 ? 0 : oom(c);
-}
-
-static bool seen_before(const dg__tools_line_list_t *l, const char *id) {
-  const json_t *lists[] = {l->updated, l->removed};
-  for (size_t k = 0; k < DG_ARRAY_SIZE(lists); k++) {
-    size_t i;
-    json_t *v;
-    json_array_foreach(lists[k], i, v) {
-      if (strcmp(json_string_value(v), id) == 0)
-        return true;
-    }
-  }
-  return false;
+  if (w->param == NULL || json_array_append_new(ids, json_string(line_id)) != 0 ||
+      json_object_set_new(l->ops, line_id, json_string(op)) != 0)
+    return oom(c);
+  return 0;
 }
 
 static int check_change(check_t *c, dg__tools_line_list_t *l, const json_t *change, size_t j) {
@@ -230,7 +220,7 @@ static int check_change(check_t *c, dg__tools_line_list_t *l, const json_t *chan
   if (rc != 0)
     return rc;
   char *id = dg__tools_lower(c->arena, given);
-  if (id != NULL && seen_before(l, id))
+  if (id != NULL && json_object_get(l->ops, id) != NULL)
     return dg_errctx_set(c->err, DG_EINVAL, at,
                          "Invalid argument '%s.id': line '%s' is given twice in childLists[%zu]; "
                          "give each line once.",
@@ -270,8 +260,7 @@ static int check_list(check_t *c, const json_t *item, size_t i) {
   return 0;
 }
 
-static json_t *kept_array(dg_arena_t *arena) {
-  json_t *a = json_array();
+static json_t *kept(dg_arena_t *arena, json_t *a) {
   if (a != NULL && dg_arena_defer(arena, (void (*)(void *))json_decref, a) != 0) {
     json_decref(a);
     return NULL;
@@ -300,10 +289,11 @@ static int reserve(check_t *c, const json_t *lists) {
     return oom(c);
   for (i = 0; i < json_array_size(lists); i++) {
     dg__tools_line_list_t *l = &o->lists[i];
-    l->added = kept_array(c->arena);
-    l->updated = kept_array(c->arena);
-    l->removed = kept_array(c->arena);
-    if (l->added == NULL || l->updated == NULL || l->removed == NULL)
+    l->added = kept(c->arena, json_array());
+    l->updated = kept(c->arena, json_array());
+    l->removed = kept(c->arena, json_array());
+    l->ops = kept(c->arena, json_object());
+    if (l->added == NULL || l->updated == NULL || l->removed == NULL || l->ops == NULL)
       return oom(c);
   }
   return 0;

@@ -317,6 +317,7 @@ typedef struct dg__tools_line_list {
   const dg_child_config_t *config;   /* the form endpoint's, or NULL */
   size_t index;                      /* in childLists */
   json_t *added, *updated, *removed; /* line ids, lower case (kept by the arena) */
+  json_t *ops;                       /* line id -> "add", "update" or "remove" */
   json_t *removed_records;           /* [{id, values}] of the removed lines, read before */
 } dg__tools_line_list_t;
 

@@ -193,14 +193,9 @@ static bool change_write(submission_t *s, const dg_model_t *m, const char *id, c
 /* Whether the call removed this line (its record is gone from the store). */
 static bool removed_line(const submission_t *s, const dg_model_t *m, const char *id) {
   for (size_t i = 0; i < s->lines.nlists; i++) {
-    size_t k;
-    json_t *v;
-    if (s->lines.lists[i].model != m)
-      continue;
-    json_array_foreach(s->lines.lists[i].removed, k, v) {
-      if (strcmp(json_string_value(v), id) == 0)
-        return true;
-    }
+    const char *op = json_string_value(json_object_get(s->lines.lists[i].ops, id));
+    if (s->lines.lists[i].model == m && op != NULL && strcmp(op, "remove") == 0)
+      return true;
   }
   return false;
 }
@@ -306,13 +301,13 @@ static json_t *removed_record(const dg_child_config_t *c, const json_t *stored) 
 static void mark_lines(const load_t *l, const dg_child_config_t *c, json_t *records) {
   if (l->lines == NULL || records == NULL)
     return;
-  size_t i, k;
-  json_t *r, *id;
+  size_t i;
+  json_t *r;
   json_array_foreach(records, i, r) {
-    json_array_foreach(l->lines->added, k, id) {
-      if (json_equal(id, json_object_get(r, "id")))
-        json_object_set_new(r, "operation", json_string("Create"));
-    }
+    const char *id = json_string_value(json_object_get(r, "id"));
+    const char *op = id ? json_string_value(json_object_get(l->lines->ops, id)) : NULL;
+    if (op != NULL && strcmp(op, "add") == 0)
+      json_object_set_new(r, "operation", json_string("Create"));
   }
   json_array_foreach(l->lines->removed_records, i, r) {
     json_array_append_new(records, removed_record(c, r));
@@ -734,7 +729,11 @@ const dg_tool_t dg_tool_submit_data_entry_form = {
         "record; with id it modifies that record (only the given fields change). formValues is "
         "an array of {key, value} strings: key is a field from get_data_entry_form (a property "
         "name from get_data_model_properties), value its text (12.5, true, 2024-03-01, a GUID "
-        "for a reference, found with lookup_by_keyword); an empty value clears a field. Give "
+        "for a reference, found with lookup_by_keyword); an empty value clears a field. The "
+        "record's lines (an order's OrderLines) change in the same call with childLists "
+        "[{list, changes: [{id, formValues}]}]: a change with id modifies that line, one "
+        "without id adds a line, {id, op: \"remove\"} removes one; all is checked first, "
+        "then saved and sent together. Give "
         "system (the assistant client you are) and an idempotencyKey unique to this submission: "
         "a retry with the same key returns the first outcome instead of saving twice. Invalid "
         "values are refused with an error naming the field and nothing is written. The answer "
