@@ -1,6 +1,8 @@
 /* The lines of a record's child lists in a form: which lists a caller may
- * edit with a record (the form endpoint's child configurations, or every
- * Inbound reference when the model has no form endpoint), and
+ * edit with a record (those its form endpoint saves through a child
+ * configuration: a list is edited with its record because the record's
+ * save carries it upstream; other Inbound references, such as a
+ * product's order lines, stay out of the form), and
  * submit_data_entry_form's childLists checked as a whole into the store
  * changes written with the record: lines added (a new id, the reference
  * to the record set here), modified and removed. */
@@ -30,7 +32,7 @@ bool dg__tools_line_list(const dg_principal_t *p, const dg_model_t *m, const dg_
       dg_model_property(ref->target, ref->inverse_property) == NULL)
     return false;
   *config = config_of(ep, prop);
-  return ep == NULL || *config != NULL;
+  return *config != NULL;
 }
 
 void dg__tools_line_list_names(const dg_principal_t *p, const dg_model_t *m,

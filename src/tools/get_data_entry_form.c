@@ -402,7 +402,7 @@ static int read_lines(form_t *f, const dg_property_t *prop, const dg_child_confi
                       dg_errctx_t *err) {
   const dg_model_t *m = prop->reference->target;
   const dg_property_t *parent = dg_model_property(m, prop->reference->inverse_property);
-  bool removable = c == NULL || c->removable;
+  bool removable = c->removable;
   json_t *entry = json_pack("{s:s,s:s,s:b,s:o,s:[]}", "list", prop->name, "dataModelId", m->id,
                             "removable", removable, "fields", line_fields(f, m, parent), "lines");
   if (entry == NULL || json_array_append_new(f->lines, entry) != 0)

@@ -301,8 +301,8 @@ int dg__tools_form_defaults(const dg_principal_t *p, const dg_model_t *m,
 
 /* Whether prop of m is a list of lines p may edit with an m record: an
  * Inbound reference p may see, to a model p may read, that the form
- * endpoint ep saves (*config: its child configuration), or any such
- * reference when m has no form endpoint (ep NULL). */
+ * endpoint ep (NULL: none, so no list) saves through a child
+ * configuration (*config). */
 bool dg__tools_line_list(const dg_principal_t *p, const dg_model_t *m, const dg_endpoint_t *ep,
                          const dg_property_t *prop, const dg_child_config_t **config);
 /* "A, B": the names of those lists, or "none", cut to fit. */

@@ -7,13 +7,14 @@
 // the lines); an idempotent replay; and get_data_entry_form showing the
 // lines as a nested list (Json) and as a repeated group (AdaptiveCard).
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import { Gateway, makeConfig, readJson, TOKENS, writeJson } from './lib/gateway.mjs';
 import { startMock } from './lib/upstream.mjs';
 import {
-  call, checkCard, CREDS, entity, ENV, errorText, ORDER_LINES, ORDERS, pointAt, sampleData, structured, values,
+  call, checkCard, CREDS, CUSTOMERS, entity, ENV, errorText, ORDER_LINES, ORDERS, pointAt, sampleData, structured, values,
 } from './lib/forms.mjs';
 
 let mock;
@@ -113,6 +114,35 @@ describe('one call edits an order and its lines', () => {
     assert.equal(o.amount, total);
     assert.equal(o.status, 'Open');
     assert.equal((await storedLines(order.id)).size, lines.length);
+  });
+});
+
+describe('a new order with its lines', () => {
+  it('creates the order and its lines in one call (the sample tree runs only for modified orders)', async () => {
+    mock.upstream.control({ reset: true });
+    const number = `SO-${randomUUID().slice(0, 8)}`;
+    const r = structured(await submit({ formValues: values({ OrderNumber: number }), childLists: [{ list: 'OrderLines',
+      changes: [{ formValues: values({ SKU: 'W-100', Quantity: 3 }) }, { formValues: values({ SKU: 'G-200' }) }] }] }));
+    assert.equal(r.status, 'succeeded', JSON.stringify(r));
+    assert.equal(r.created, true);
+    assert.equal(r.childLists[0].added.length, 2);
+    assert.equal(mock.upstream.log.length, 0);
+    const stored = await storedLines(r.id);
+    assert.deepEqual([...stored.keys()].sort(), [...r.childLists[0].added].sort());
+    assert.deepEqual([...stored.values()].map((v) => [v.SKU, v.Quantity]).sort(), [['G-200', '1'], ['W-100', '3']]);
+    for (const id of r.childLists[0].added) assert.equal((await entity(gw, ORDER_LINES, id)).order, r.id);
+    assert.match(errorText(await submit({ formValues: values({ OrderNumber: `${number}-2` }),
+      childLists: [{ list: 'OrderLines', changes: [{ id: r.childLists[0].added[0], op: 'remove' }] }] })),
+    /^Invalid argument 'childLists\[0\]\.changes\[0\]\.op': "remove" is not possible while the Orders record is created/);
+  });
+
+  it('a model without a form endpoint has no lists to edit with its records', async () => {
+    const customer = sampleData('Customers')[0];
+    const f = structured(await call(gw, 'get_data_entry_form', { dataModelId: CUSTOMERS, format: 'Json', id: customer.id }));
+    assert.deepEqual(f.childLists, []);
+    assert.match(errorText(await call(gw, 'submit_data_entry_form', { dataModelId: CUSTOMERS, id: customer.id, formValues: [],
+      childLists: [{ list: 'Orders', changes: [] }] })),
+    /^Invalid argument 'childLists\[0\]\.list': 'Orders' is not a list of lines of the Customers form; its lists are: none\.$/);
   });
 });
 
