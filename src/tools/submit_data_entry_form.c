@@ -383,7 +383,10 @@ static int load_children(void *data, const dg_child_config_t *c, const char *par
   l->done = done;
   l->token = token;
   l->config = c;
-  for (size_t i = 0; i < s->lines.nlists; i++) {
+  /* Only the submitted record's own lists hold the call's changes (a
+   * model whose records hold records of the same model nests the list). */
+  const char *record = json_string_value(json_object_get(s->head, "id"));
+  for (size_t i = 0; record != NULL && strcmp(record, parent_id) == 0 && i < s->lines.nlists; i++) {
     if (s->lines.lists[i].list == c->list)
       l->lines = &s->lines.lists[i];
   }
@@ -670,8 +673,6 @@ static void on_removed(int status, json_t *answer, const dg_errctx_t *err, void 
   dg__tools_line_list_t *l = &s->lines.lists[s->reading];
   json_t *records = status == 0 ? records_of(l->model, answer) : NULL;
   json_decref(answer);
-  dg_errctx_t e;
-  dg_errctx_clear(&e);
   if (status != 0) {
     dg_tool_call_fail(s->call, err);
     return;
@@ -684,6 +685,8 @@ static void on_removed(int status, json_t *answer, const dg_errctx_t *err, void 
   }
   l->removed_records = records;
   s->reading++;
+  dg_errctx_t e;
+  dg_errctx_clear(&e);
   if (read_removed(s, &e) != 0)
     dg_tool_call_fail(s->call, &e);
 }
