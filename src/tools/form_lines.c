@@ -275,11 +275,18 @@ static int reserve(check_t *c, const json_t *lists) {
   size_t nchanges = 0, nvalues = 0, i;
   json_t *item;
   json_array_foreach(lists, i, item) {
+    /* An added line's defaults may name references too. */
+    const dg_property_t *list =
+        dg_model_property(c->model, json_string_value(json_object_get(item, "list")));
+    size_t defaults = list && list->reference && list->reference->target
+                          ? list->reference->target->nproperties
+                          : 0;
     size_t j;
     json_t *change;
     json_array_foreach(json_object_get(item, "changes"), j, change) {
       nchanges++;
       nvalues += json_array_size(json_object_get(change, "formValues"));
+      nvalues += json_object_get(change, "id") == NULL ? defaults : 0;
     }
   }
   dg__tools_lines_t *o = c->out;
