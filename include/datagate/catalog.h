@@ -488,6 +488,18 @@ typedef struct dg_child_config {
   unsigned concurrency;          /* child saves running at once (1: in order) */
   unsigned max_children;         /* more children than this fail the submission */
   const char *path;              /* JSON pointer, for messages */
+  /* A line added by a form call (submit_data_entry_form's childLists) is
+   * saved by add_endpoint (NULL: endpoint), and its actions run as for a
+   * created record. A line removed by a form call is saved by
+   * remove_endpoint (NULL: endpoint) with the remove values over its
+   * stored ones (each a property of the list's model and a JSON scalar's
+   * text); a list with neither refuses removals. */
+  const struct dg_endpoint *add_endpoint;
+  const struct dg_endpoint *remove_endpoint;
+  const dg_property_t *const *remove_props;
+  const char *const *remove_values;
+  size_t nremove_values;
+  bool removable;
 } dg_child_config_t;
 
 typedef struct dg_endpoint {

@@ -271,9 +271,13 @@ typedef struct dg_save_upstream {
 dg_save_upstream_t dg_save_upstream_connectors(dg_connectors_t *cs);
 
 /* Children of a record in a child list, loaded by the caller (the store).
- * records is an array of {"id": "...", "values": {"<Property>": value}}
- * (stolen), at most max + 1 of them, ordered as the child configuration
- * says; done is called once, on a later loop turn. */
+ * records is an array of {"id": "...", "values": {"<Property>": value},
+ * "operation"?: "Create" | "Delete"} (stolen), at most max + 1 of them,
+ * ordered as the child configuration says; done is called once, on a
+ * later loop turn. An operation marks a line a form call added (saved by
+ * the list's addEndpoint, its actions run as for a created record) or
+ * removed (saved by its removeEndpoint); without one the line is saved by
+ * the list's endpoint as a modified record. */
 typedef void (*dg_save_loaded_fn)(void *token, int status, json_t *records, const dg_errctx_t *err);
 typedef struct dg_save_loader {
   int (*load)(void *data, const dg_child_config_t *child, const char *parent_id, unsigned max,

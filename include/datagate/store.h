@@ -386,8 +386,10 @@ void dg_store_cancel(dg_store_req_t *req);
  * 1. dg_store_submit, before any upstream call: in one durable transaction
  *    (synchronous=FULL), returns the first outcome when the caller's
  *    idempotency key was seen before; else checks that the referenced
- *    entities exist, creates or modifies the record and records the
- *    submission ("running" when a save tree follows, else "succeeded").
+ *    entities exist, creates or modifies the record, adds, modifies and
+ *    deletes the lines of its child lists that the call changes, and
+ *    records the submission ("running" when a save tree follows, else
+ *    "succeeded").
  * 2. dg_store_finish, when the tree has ended: its outcome ("succeeded",
  *    or "failed" with the failing action and the reason), the result to
  *    return on a retry, and the values the tree set on records (session
@@ -423,11 +425,25 @@ typedef struct dg_store_ref_check {
   const char *param; /* the argument that names it, for the message */
 } dg_store_ref_check_t;
 
+/* A change to one line of a child list of the submitted record, written
+ * in the same transaction after the record. A line modified or removed
+ * must belong to the record (its Outbound reference `parent` holds the
+ * record's id), else DG_ENOENT naming param; an added line's write sets
+ * that reference itself. */
+typedef struct dg_store_child_change {
+  dg_store_write_t write;      /* DG_STORE_CREATE or DG_STORE_UPDATE (with remove: the line) */
+  bool remove;                 /* the line is deleted */
+  const dg_property_t *parent; /* of write.model: the reference to the submitted record */
+  const char *param;           /* the argument that names the line, for the message */
+} dg_store_child_change_t;
+
 typedef struct dg_store_submit {
   const char *submission_id; /* lower-case GUID chosen by the caller */
   dg_store_write_t write;    /* DG_STORE_CREATE or DG_STORE_UPDATE */
   const dg_store_ref_check_t *refs;
   size_t nrefs;
+  const dg_store_child_change_t *children; /* in order; may be NULL */
+  size_t nchildren;
   const char *endpoint;        /* the save tree that follows, or NULL: none */
   const char *system;          /* the submitting client, or NULL */
   const char *principal;       /* who submits */
@@ -458,7 +474,8 @@ typedef struct dg_store_submission_get {
 } dg_store_submission_get_t;
 
 /* As dg_store_query. dg_store_submit fails with DG_ENOENT (param: the
- * check's param, or "id" for an unknown record to modify) or DG_EEXIST
+ * check's param, "id" for an unknown record to modify, or a child
+ * change's param for a line that is not one of the record's) or DG_EEXIST
  * (param "idempotencyKey"), and writes nothing then. */
 int dg_store_submit(dg_store_t *store, const dg_store_submit_t *s, dg_store_cb cb, void *data,
                     dg_store_req_t **req, dg_errctx_t *err);

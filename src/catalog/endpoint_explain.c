@@ -86,6 +86,29 @@ static void print_action(FILE *out, const char *indent, const dg_action_t *a) {
 
 static void explain(FILE *out, const dg_endpoint_t *e, const names_t *parent, int depth);
 
+/* How lines added or removed by a form call reach the upstream. */
+static void print_line_changes(FILE *out, const char *indent, const dg_child_config_t *c,
+                               const names_t *inherited, int depth) {
+  if (c->add_endpoint != NULL) {
+    fprintf(out, "%s   %s added by a form call: saved by endpoint '%s'\n", indent, c->list->name,
+            c->add_endpoint->name);
+    explain(out, c->add_endpoint, inherited, depth + 1);
+  }
+  if (!c->removable) {
+    fprintf(out, "%s   %s removed by a form call: refused (no removeEndpoint or removeValues)\n",
+            indent, c->list->name);
+    return;
+  }
+  const dg_endpoint_t *e = c->remove_endpoint ? c->remove_endpoint : c->endpoint;
+  fprintf(out, "%s   %s removed by a form call: deleted from the store, saved by endpoint '%s'",
+          indent, c->list->name, e->name);
+  for (size_t i = 0; i < c->nremove_values; i++)
+    fprintf(out, "%s%s = %s", i ? ", " : " with ", c->remove_props[i]->name, c->remove_values[i]);
+  fprintf(out, "\n");
+  if (c->remove_endpoint != NULL)
+    explain(out, c->remove_endpoint, inherited, depth + 1);
+}
+
 static void print_children(FILE *out, const char *indent, const dg_endpoint_t *e, int depth) {
   for (size_t i = 0; i < e->nchildren; i++) {
     const dg_child_config_t *c = &e->children[i];
@@ -101,6 +124,7 @@ static void print_children(FILE *out, const char *indent, const dg_endpoint_t *e
             c->list->name, c->endpoint->name, c->concurrency, c->order_by ? ", in order of " : "",
             c->order_by ? c->order_by->name : "");
     explain(out, c->endpoint, &inherited, depth + 1);
+    print_line_changes(out, indent, c, &inherited, depth);
   }
 }
 
@@ -136,7 +160,8 @@ int dg_catalog_explain_endpoint(const dg_catalog_t *cat, const char *name, FILE 
   explain(out, e, &none, 0);
   for (size_t i = 0; i < cat->nendpoints; i++) {
     for (size_t j = 0; j < cat->endpoints[i].nchildren; j++) {
-      if (cat->endpoints[i].children[j].endpoint == e)
+      const dg_child_config_t *c = &cat->endpoints[i].children[j];
+      if (c->endpoint == e || c->add_endpoint == e || c->remove_endpoint == e)
         fprintf(out, "Also saved as a child of '%s' (list %s)\n", cat->endpoints[i].name,
                 cat->endpoints[i].children[j].list->name);
     }

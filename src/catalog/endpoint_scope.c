@@ -198,7 +198,7 @@ static bool check_as_child(dg__cfg_t *cfg, const dg__catalog_endpoint_t *list, s
   for (size_t i = 0; i < n; i++) {
     for (size_t j = 0; j < list[i].e.nchildren; j++) {
       const dg_child_config_t *c = &list[i].e.children[j];
-      if (c->endpoint != &ep->e)
+      if (c->endpoint != &ep->e && c->add_endpoint != &ep->e && c->remove_endpoint != &ep->e)
         continue;
       child = true;
       if (list[i].broken)

@@ -5,6 +5,7 @@
  * checked, and the tree is laid out in execution order. Placeholders are
  * checked last (endpoint_scope.c), when every endpoint is known. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -18,8 +19,15 @@ typedef struct child_raw {
   dg_child_config_t c;
   const char *list;
   const char *endpoint;
+  const char *add_endpoint;
+  const char *remove_endpoint;
+  const json_t *remove_values;
   const char *order_by;
 } child_raw_t;
+
+static void keep_remove_values(dg__cfg_t *c, const json_t *v, void *o, const char *p) {
+  ((child_raw_t *)o)->remove_values = v;
+}
 
 #define C(field) offsetof(child_raw_t, field)
 static const dg__cfg_field_t child_fields[] = {
@@ -28,6 +36,9 @@ static const dg__cfg_field_t child_fields[] = {
     {"orderBy", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, C(order_by), 0, NULL},
     {"concurrency", DG__CFG_UINT, false, NULL, 1, 1, 64, NULL, C(c.concurrency), 0, NULL},
     {"maxChildren", DG__CFG_UINT, false, NULL, 1000, 1, 10000, NULL, C(c.max_children), 0, NULL},
+    {"addEndpoint", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, C(add_endpoint), 0, NULL},
+    {"removeEndpoint", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, C(remove_endpoint), 0, NULL},
+    {"removeValues", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_remove_values},
 };
 #undef C
 
@@ -53,6 +64,71 @@ static void resolve_child_list(dg__cfg_t *cfg, const dg_model_t *m, child_raw_t 
   raw->c.order_by = o;
 }
 
+/* Whether a remove value suits the property's type: a whole number for
+ * Int and Long, a number for Double and Decimal, true or false for a
+ * Boolean, text otherwise; null clears. */
+static bool remove_value_fits(const dg_property_t *p, const json_t *v) {
+  switch (p->type) {
+  case DG_TYPE_INT:
+  case DG_TYPE_LONG:
+    return json_is_integer(v) || json_is_null(v);
+  case DG_TYPE_DOUBLE:
+  case DG_TYPE_DECIMAL:
+    return json_is_number(v) || json_is_null(v);
+  case DG_TYPE_BOOLEAN:
+    return json_is_boolean(v) || json_is_null(v);
+  default:
+    return json_is_string(v) || json_is_null(v);
+  }
+}
+
+/* removeValues: {"<property of the list's model>": scalar}, kept as JSON text. */
+static void resolve_remove_values(dg__cfg_t *cfg, child_raw_t *raw, const char *path) {
+  char at[DG__CFG_PATH_MAX];
+  const json_t *v = raw->remove_values;
+  const dg_model_t *m = raw->c.list->reference->target;
+  dg__cfg_path_key(at, path, "removeValues");
+  if (!json_is_object(v) || json_object_size(v) == 0 || json_object_size(v) > 64) {
+    dg__cfg_error(cfg, at, "must be an object of 1 to 64 values, each a property of '%s'", m->name);
+    return;
+  }
+  size_t n = json_object_size(v), k = 0;
+  const dg_property_t **props = dg_arena_calloc(cfg->arena, n + 1, sizeof(*props));
+  const char **texts = dg_arena_calloc(cfg->arena, n + 1, sizeof(*texts));
+  if (props == NULL || texts == NULL) {
+    cfg->oom = true;
+    return;
+  }
+  const char *key;
+  const json_t *value;
+  json_object_foreach((json_t *)v, key, value) {
+    char item[DG__CFG_PATH_MAX];
+    dg__cfg_path_key(item, at, key);
+    const dg_property_t *p = dg_model_property(m, key);
+    if (p == NULL || p->type == DG_TYPE_REFERENCE) {
+      dg__cfg_error(cfg, item, "'%s' is not a stored property of '%s' (references excluded)", key,
+                    m->name);
+      continue;
+    }
+    if (!remove_value_fits(p, value)) {
+      dg__cfg_error(cfg, item, "does not suit '%s', a %s property", key,
+                    dg_data_type_name(p->type));
+      continue;
+    }
+    char *text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+    texts[k] = text ? dg_arena_strdup(cfg->arena, text) : NULL;
+    free(text);
+    if (texts[k] == NULL) {
+      cfg->oom = true;
+      return;
+    }
+    props[k++] = p;
+  }
+  raw->c.remove_props = props;
+  raw->c.remove_values = texts;
+  raw->c.nremove_values = k;
+}
+
 static void parse_children(dg__cfg_t *cfg, dg__catalog_endpoint_t *ep, const char *path) {
   const json_t *v = ep->children;
   size_t n = json_array_size(v);
@@ -63,7 +139,9 @@ static void parse_children(dg__cfg_t *cfg, dg__catalog_endpoint_t *ep, const cha
   }
   dg_child_config_t *list = dg_arena_calloc(cfg->arena, n + 1, sizeof(*list));
   const char **names = dg_arena_calloc(cfg->arena, n + 1, sizeof(*names));
-  if (list == NULL || names == NULL) {
+  const char **adds = dg_arena_calloc(cfg->arena, n + 1, sizeof(*adds));
+  const char **removes = dg_arena_calloc(cfg->arena, n + 1, sizeof(*removes));
+  if (list == NULL || names == NULL || adds == NULL || removes == NULL) {
     cfg->oom = true;
     return;
   }
@@ -76,6 +154,9 @@ static void parse_children(dg__cfg_t *cfg, dg__catalog_endpoint_t *ep, const cha
                          &raw);
     if (raw.list != NULL && ep->e.model != NULL)
       resolve_child_list(cfg, ep->e.model, &raw, at);
+    if (raw.c.list != NULL && raw.remove_values != NULL)
+      resolve_remove_values(cfg, &raw, at);
+    raw.c.removable = raw.remove_endpoint != NULL || raw.remove_values != NULL;
     for (size_t j = 0; raw.c.list != NULL && j < i; j++) {
       if (list[j].list == raw.c.list)
         dg__cfg_error(cfg, at, "list '%s' is saved twice (also %s/%zu)", raw.c.list->name, path, j);
@@ -83,10 +164,14 @@ static void parse_children(dg__cfg_t *cfg, dg__catalog_endpoint_t *ep, const cha
     raw.c.path = dg_arena_strdup(cfg->arena, at);
     list[i] = raw.c;
     names[i] = raw.endpoint;
+    adds[i] = raw.add_endpoint;
+    removes[i] = raw.remove_endpoint;
   }
   ep->e.children = list;
   ep->e.nchildren = n;
   ep->child_names = names;
+  ep->add_names = adds;
+  ep->remove_names = removes;
 }
 
 /* ---- One endpoint ------------------------------------------------------------------ */
@@ -214,24 +299,36 @@ static dg__catalog_endpoint_t *find_raw(dg__catalog_endpoint_t *list, size_t n, 
   return NULL;
 }
 
-static void resolve_child(dg__cfg_t *cfg, dg__catalog_endpoint_t *list, size_t n,
-                          dg__catalog_endpoint_t *ep, size_t i) {
-  dg_child_config_t *c = (dg_child_config_t *)&ep->e.children[i];
+/* The endpoint named at key of a child configuration, which must save
+ * the list's model; NULL (reported) otherwise. */
+static const dg_endpoint_t *child_endpoint(dg__cfg_t *cfg, dg__catalog_endpoint_t *list, size_t n,
+                                           const dg_child_config_t *c, const char *key,
+                                           const char *name) {
   char at[DG__CFG_PATH_MAX];
-  dg__cfg_path_key(at, c->path, "endpoint");
-  dg__catalog_endpoint_t *child = find_raw(list, n, ep->child_names[i]);
+  dg__cfg_path_key(at, c->path, key);
+  dg__catalog_endpoint_t *child = find_raw(list, n, name);
   if (child == NULL) {
-    dg__cfg_error(cfg, at, "unknown endpoint '%s'", ep->child_names[i] ? ep->child_names[i] : "");
-    return;
+    dg__cfg_error(cfg, at, "unknown endpoint '%s'", name ? name : "");
+    return NULL;
   }
   /* Without its list (already reported) the child cannot be checked. */
-  c->endpoint = c->list != NULL ? &child->e : NULL;
   const dg_model_t *want = c->list ? c->list->reference->target : NULL;
   if (want != NULL && child->e.model != NULL && child->e.model != want) {
     dg__cfg_error(cfg, at, "endpoint '%s' saves '%s', but list '%s' holds '%s'", child->e.name,
                   child->e.model->name, c->list->name, want->name);
-    c->endpoint = NULL;
+    return NULL;
   }
+  return c->list != NULL ? &child->e : NULL;
+}
+
+static void resolve_child(dg__cfg_t *cfg, dg__catalog_endpoint_t *list, size_t n,
+                          dg__catalog_endpoint_t *ep, size_t i) {
+  dg_child_config_t *c = (dg_child_config_t *)&ep->e.children[i];
+  c->endpoint = child_endpoint(cfg, list, n, c, "endpoint", ep->child_names[i]);
+  if (ep->add_names[i] != NULL)
+    c->add_endpoint = child_endpoint(cfg, list, n, c, "addEndpoint", ep->add_names[i]);
+  if (ep->remove_names[i] != NULL)
+    c->remove_endpoint = child_endpoint(cfg, list, n, c, "removeEndpoint", ep->remove_names[i]);
 }
 
 /* Depth-first: an endpoint reached again on its own path is a cycle. */
@@ -245,9 +342,12 @@ static bool check_cycles(dg__cfg_t *cfg, const dg_endpoint_t *e, const dg_endpoi
     return false;
   path[depth] = e;
   for (size_t i = 0; i < e->nchildren; i++) {
-    const dg_endpoint_t *c = e->children[i].endpoint;
-    if (c != NULL && !check_cycles(cfg, c, path, depth + 1))
-      return false;
+    const dg_endpoint_t *each[] = {e->children[i].endpoint, e->children[i].add_endpoint,
+                                   e->children[i].remove_endpoint};
+    for (size_t k = 0; k < DG_ARRAY_SIZE(each); k++) {
+      if (each[k] != NULL && !check_cycles(cfg, each[k], path, depth + 1))
+        return false;
+    }
   }
   return true;
 }
@@ -302,6 +402,10 @@ static void parse_endpoint_list(dg__cfg_t *cfg, const json_t *v, void *obj, cons
       dg_child_config_t *c = (dg_child_config_t *)&out[i].children[j];
       if (c->endpoint != NULL)
         c->endpoint = &out[c->endpoint->index];
+      if (c->add_endpoint != NULL)
+        c->add_endpoint = &out[c->add_endpoint->index];
+      if (c->remove_endpoint != NULL)
+        c->remove_endpoint = &out[c->remove_endpoint->index];
     }
   }
   cat->endpoints = out;

@@ -140,7 +140,9 @@ typedef struct dg__catalog_endpoint {
   dg_endpoint_t e;
   const char *model;
   const char *connector;
-  const char **child_names; /* per child configuration */
+  const char **child_names;  /* per child configuration */
+  const char **add_names;    /* per child configuration: addEndpoint, or NULL */
+  const char **remove_names; /* per child configuration: removeEndpoint, or NULL */
   const json_t *save;
   const json_t *children;
   const char *path; /* "/endpoints/<i>" */

@@ -113,9 +113,19 @@ void dg__save_oauth_prune(dg_connectors_t *cs, const dg_catalog_t *cat);
 
 /* A record a tree works on: its values by property name, what the tree set
  * on it, and the session values its parent's extractions gave it. */
+/* What a form call did to a child record: the tree saves an added line
+ * with its list's addEndpoint, as a created record, and a removed one
+ * with its removeEndpoint. */
+typedef enum dg__save_line_op {
+  DG__SAVE_LINE_KEPT,
+  DG__SAVE_LINE_ADDED,
+  DG__SAVE_LINE_REMOVED,
+} dg__save_line_op_t;
+
 typedef struct dg__save_record {
   const dg_model_t *model;
   const char *id;
+  dg__save_line_op_t op;
   json_t *values;
   json_t *changed;
   json_t *inherited;

@@ -406,7 +406,7 @@ static bool start_call(dg__save_node_t *n, const dg_action_t *a) {
 
 /* Why an action does not run for this record, or NULL. */
 static const char *skip_reason(const dg__save_node_t *n, const dg_action_t *a) {
-  bool create = n->parent == NULL && n->run->opt.create;
+  bool create = n->parent == NULL ? n->run->opt.create : n->rec->op == DG__SAVE_LINE_ADDED;
   if (create && !a->on_create)
     return "the action runs only when a record is modified";
   if (!create && !a->on_update)
@@ -468,6 +468,26 @@ static void node_advance(dg__save_node_t *n) {
 
 static void load_next(dg__save_node_t *n);
 
+static dg__save_line_op_t line_op(const json_t *v) {
+  const char *op = json_string_value(v);
+  if (op != NULL && strcmp(op, "Create") == 0)
+    return DG__SAVE_LINE_ADDED;
+  if (op != NULL && strcmp(op, "Delete") == 0)
+    return DG__SAVE_LINE_REMOVED;
+  return DG__SAVE_LINE_KEPT;
+}
+
+/* The endpoint that saves a child record: its list's, or the one for
+ * lines a form call added or removed. */
+static const dg_endpoint_t *child_endpoint(const dg_child_config_t *c,
+                                           const dg__save_record_t *rec) {
+  if (rec->op == DG__SAVE_LINE_ADDED && c->add_endpoint != NULL)
+    return c->add_endpoint;
+  if (rec->op == DG__SAVE_LINE_REMOVED && c->remove_endpoint != NULL)
+    return c->remove_endpoint;
+  return c->endpoint;
+}
+
 static int add_children(dg__save_node_t *n, dg__save_list_t *l, json_t *records) {
   const dg_model_t *model = l->config->list->reference->target;
   size_t count = json_array_size(records);
@@ -482,6 +502,7 @@ static int add_children(dg__save_node_t *n, dg__save_list_t *l, json_t *records)
     l->records[i] = record_new(n->run, model, id ? id : "", json_object_get(item, "values"));
     if (l->records[i] == NULL)
       return DG_ENOMEM;
+    l->records[i]->op = line_op(json_object_get(item, "operation"));
   }
   l->n = count;
   return 0;
@@ -544,7 +565,7 @@ static void node_start(dg__save_node_t *n) {
 
 /* Starts the child save of record i of list l. */
 static void start_child(dg__save_node_t *n, dg__save_list_t *l, size_t i) {
-  dg__save_node_t *c = node_new(n->run, l->config->endpoint, l->records[i]);
+  dg__save_node_t *c = node_new(n->run, child_endpoint(l->config, l->records[i]), l->records[i]);
   if (c == NULL) {
     fail(n, dg_arena_sprintf(n->run->arena, "Child Saves (%s)", l->config->path), "out of memory");
     l->failed++;
@@ -612,9 +633,12 @@ static void report_child(dg__save_list_t *l, dg__save_node_t *c) {
     json_object_set_new(l->entry, "omitted", json_integer(omitted + 1));
     return;
   }
-  json_array_append_new(
-      saves, json_pack("{s:s,s:I,s:s,s:O}", "id", c->rec->id, "index", (json_int_t)c->in_index,
-                       "status", c->failed ? "failed" : "succeeded", "actions", c->actions));
+  static const char *const ops[] = {NULL, "Create", "Delete"};
+  json_array_append_new(saves,
+                        json_pack("{s:s,s:I,s:s*,s:s*,s:s,s:O}", "id", c->rec->id, "index",
+                                  (json_int_t)c->in_index, "operation", ops[c->rec->op], "endpoint",
+                                  c->ep != l->config->endpoint ? c->ep->name : NULL, "status",
+                                  c->failed ? "failed" : "succeeded", "actions", c->actions));
 }
 
 static void parent_child_done(dg__save_node_t *n, dg__save_node_t *c) {

@@ -134,6 +134,56 @@ static int write_record(dg__sqlite_run_t *run, const dg_store_write_t *w, const 
   return dg__sqlite_write_entity(run, w, id);
 }
 
+/* Whether the line id of the child model has its parent reference set to parent_id. */
+static int child_of(dg__sqlite_run_t *run, const dg_store_child_change_t *c, const char *parent_id,
+                    bool *found) {
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_sqlite);
+  dg__sql_put(&sql, "SELECT 1 FROM ");
+  dg__sql_ident(&sql, NULL, c->write.model->name);
+  dg__sql_put(&sql, " WHERE id = ");
+  dg__sql_bind_text(&sql, c->write.id);
+  dg__sql_put(&sql, " AND ");
+  dg__sql_ident(&sql, NULL, c->parent->name);
+  dg__sql_put(&sql, " = ");
+  dg__sql_bind_text(&sql, parent_id);
+  int rc = dg__sqlite_has_row(run, &sql, found);
+  dg__sql_free(&sql);
+  return rc;
+}
+
+static int delete_line(dg__sqlite_run_t *run, const dg_store_child_change_t *c) {
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_sqlite);
+  dg__sql_put(&sql, "DELETE FROM ");
+  dg__sql_ident(&sql, NULL, c->write.model->name);
+  dg__sql_put(&sql, " WHERE id = ");
+  dg__sql_bind_text(&sql, c->write.id);
+  int rc = dg__sqlite_each_row(run, &sql, NULL, NULL);
+  dg__sql_free(&sql);
+  return rc;
+}
+
+/* One line of a child list: added, or modified or removed when it is a
+ * line of the record (checked here too, inside the transaction). */
+static int write_child(dg__sqlite_run_t *run, const dg_store_child_change_t *c,
+                       const char *parent_id) {
+  if (c->write.mode == DG_STORE_CREATE)
+    return dg__sqlite_write_entity(run, &c->write, c->write.id);
+  bool found = false;
+  int rc = child_of(run, c, parent_id, &found);
+  if (rc == 0 && !found)
+    rc = dg_errctx_set(run->err, DG_ENOENT, c->param,
+                       "Invalid argument '%s': '%s' is not a line of this %s record (no %s "
+                       "entity with that id has %s = '%s'); give the id of one of its lines, "
+                       "from get_data_entry_form.",
+                       c->param, c->write.id, run->r->in.submit->write.model->name,
+                       c->write.model->name, c->parent->name, parent_id);
+  if (rc == 0)
+    rc = c->remove ? delete_line(run, c) : dg__sqlite_write_entity(run, &c->write, c->write.id);
+  return rc;
+}
+
 static void bind_or_null(dg__sql_t *sql, const char *text) {
   static const dg_store_value_t null_value = {.kind = DG_STORE_NULL};
   if (text != NULL)
@@ -183,6 +233,8 @@ static int submit_locked(dg__sqlite_run_t *run, const char *id, earlier_t *e) {
   rc = check_refs(run, s);
   if (rc == 0)
     rc = write_record(run, &s->write, id);
+  for (size_t i = 0; rc == 0 && i < s->nchildren; i++)
+    rc = write_child(run, &s->children[i], id);
   if (rc == 0)
     rc = insert_row(run, id);
   return rc;

@@ -138,7 +138,65 @@ static json_t *group_items(json_t *body, json_t *groups, const char *name) {
   return items;
 }
 
-json_t *dg__tools_form_card(const dg_model_t *m, const json_t *fields, const char *id) {
+/* ---- Lines of child lists ------------------------------------------------------------- */
+
+static const char *line_value(const json_t *line, const char *key) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(line, "formValues"), i, v) {
+    if (strcmp(str(v, "key"), key) == 0)
+      return str(v, "value");
+  }
+  return NULL;
+}
+
+/* One line as a group: its id (hidden) and an input per field, each
+ * named "<List>[<n>].<Key>" so that a card's answer maps back onto
+ * childLists[...].changes[n]. */
+static json_t *line_group(const char *list, size_t n, const json_t *fields, const json_t *line) {
+  char name[300];
+  json_t *items = json_array();
+  snprintf(name, sizeof(name), "%s[%zu].id", list, n);
+  json_array_append_new(items, json_pack("{s:s,s:s,s:O,s:b}", "type", "Input.Text", "id", name,
+                                         "value", json_object_get(line, "id"), "isVisible", 0));
+  size_t i;
+  json_t *f;
+  json_array_foreach(fields, i, f) {
+    json_t *copy = json_copy(f);
+    const char *value = line_value(line, str(f, "key"));
+    snprintf(name, sizeof(name), "%s[%zu].%s", list, n, str(f, "key"));
+    json_object_set_new(copy, "key", json_string(name));
+    json_object_set_new(copy, "value", value ? json_string(value) : json_null());
+    json_array_append_new(items, field_input(copy));
+    json_decref(copy);
+  }
+  return json_pack("{s:s,s:s,s:b,s:o}", "type", "Container", "style", "emphasis", "separator", 1,
+                   "items", items);
+}
+
+static void add_lines(json_t *body, const json_t *child_lists) {
+  size_t i;
+  json_t *l;
+  json_array_foreach(child_lists, i, l) {
+    const json_t *lines = json_object_get(l, "lines");
+    char heading[300];
+    snprintf(heading, sizeof(heading), "%s (%zu)", str(l, "list"), json_array_size(lines));
+    json_t *items = json_array();
+    json_array_append_new(items,
+                          json_pack("{s:s,s:s,s:s,s:s,s:b}", "type", "TextBlock", "text", heading,
+                                    "weight", "Bolder", "style", "heading", "wrap", 1));
+    size_t n;
+    json_t *line;
+    json_array_foreach(lines, n, line) {
+      json_array_append_new(items,
+                            line_group(str(l, "list"), n, json_object_get(l, "fields"), line));
+    }
+    json_array_append_new(body, json_pack("{s:s,s:o}", "type", "Container", "items", items));
+  }
+}
+
+json_t *dg__tools_form_card(const dg_model_t *m, const json_t *fields, const char *id,
+                            const json_t *child_lists) {
   json_t *body = json_array(), *groups = json_object();
   json_array_append_new(body, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b}", "type", "TextBlock", "text",
                                         m->name, "size", "Large", "weight", "Bolder", "style",
@@ -152,6 +210,7 @@ json_t *dg__tools_form_card(const dg_model_t *m, const json_t *fields, const cha
     json_array_append_new(group_items(body, groups, str(f, "group")), field_input(f));
   }
   json_decref(groups);
+  add_lines(body, child_lists);
   json_t *data = json_pack("{s:s,s:s}", "tool", "submit_data_entry_form", "dataModelId", m->id);
   if (id != NULL)
     json_object_set_new(data, "id", json_string(id));

@@ -118,6 +118,56 @@ int dg__tools_form_values(const dg_principal_t *p, const dg_model_t *m, const js
   return 0;
 }
 
+static bool has_value(const dg__tools_form_value_t *v) {
+  return v->value.kind != DG_STORE_NULL && !(v->value.kind == DG_STORE_TEXT && v->value.len == 0);
+}
+
+static bool given(const dg__tools_form_value_t *vals, size_t n, const dg_property_t *prop) {
+  for (size_t j = 0; j < n; j++) {
+    if (vals[j].prop == prop && has_value(&vals[j]))
+      return true;
+  }
+  return false;
+}
+
+/* Adds prop's form default to vals; false when it has none that parses. */
+static bool add_default(const dg_property_t *prop, dg__tools_form_value_t *vals, size_t *n,
+                        dg_arena_t *arena) {
+  json_t *d = prop->form.default_value ? json_string(prop->form.default_value) : NULL;
+  dg_errctx_t ignored;
+  if (d == NULL ||
+      dg_store_value_parse(prop, d, "default", arena, &vals[*n].value, &ignored) != 0 ||
+      dg_arena_defer(arena, free_json, d) != 0) {
+    json_decref(d);
+    return false;
+  }
+  vals[*n].prop = prop;
+  vals[*n].json = d;
+  (*n)++;
+  return true;
+}
+
+int dg__tools_form_defaults(const dg_principal_t *p, const dg_model_t *m,
+                            const dg_property_t *except, dg__tools_form_value_t *vals, size_t *n,
+                            const char *param, dg_arena_t *arena, dg_errctx_t *err) {
+  char missing[1024] = "";
+  size_t len = 0;
+  for (size_t i = 0; i < m->nproperties; i++) {
+    const dg_property_t *prop = &m->properties[i];
+    if (prop == except || given(vals, *n, prop) || !dg__tools_form_field(p, m, prop) ||
+        add_default(prop, vals, n, arena) || !prop->required || len + 1 >= sizeof(missing))
+      continue;
+    int w = snprintf(missing + len, sizeof(missing) - len, "%s%s", len ? ", " : "", prop->name);
+    len = w > 0 && (size_t)w < sizeof(missing) - len ? len + (size_t)w : sizeof(missing) - 1;
+  }
+  if (len > 0)
+    return dg_errctx_set(err, DG_EINVAL, param,
+                         "Invalid argument '%s': a new %s record needs a value for every "
+                         "required field; missing: %s.",
+                         param, m->name, missing);
+  return 0;
+}
+
 /* ---- Records ------------------------------------------------------------------------------------
  */
 

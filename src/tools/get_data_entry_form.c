@@ -16,6 +16,8 @@
 
 /* A reference with more related records than this is a lookup. */
 #define MAX_REFERENCE_CHOICES 50
+/* Lines of a child list shown with a record; more are left out (truncated). */
+#define MAX_LINES 200
 
 static const char input_schema[] =
     "{\"type\":\"object\",\"required\":[\"dataModelId\",\"format\"],"
@@ -47,15 +49,29 @@ static const char output_schema[] =
     "\"formValues\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"key\","
     "\"value\"],\"properties\":{\"key\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"}}}},"
     "\"lastSubmission\":{\"type\":[\"object\",\"null\"]},"
+    "\"childLists\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"list\","
+    "\"dataModelId\",\"fields\",\"lines\"],\"properties\":{\"list\":{\"type\":\"string\"},"
+    "\"dataModelId\":{\"type\":\"string\"},\"removable\":{\"type\":\"boolean\"},"
+    "\"fields\":{\"type\":\"array\"},\"truncated\":{\"type\":\"boolean\"},"
+    "\"lines\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"id\","
+    "\"formValues\"]}}}}},"
     "\"instructions\":{\"type\":\"string\"}}}";
 
 static const char instructions[] =
     "Fill in the fields with the user, then call submit_data_entry_form with this dataModelId, "
     "the values as formValues [{key, value}] (key: the field's key; value: its text) and, to "
-    "modify the record, its id. Show the user what will be submitted and ask them to confirm "
-    "first: submitting changes data in external systems.";
+    "modify the record, its id. Lines of the record's childLists are changed in the same call: "
+    "childLists [{list, changes: [{id, formValues}]}] modifies a line (only the given fields), "
+    "a change without id adds one, {id, op: \"remove\"} removes one. Show the user what will "
+    "be submitted and ask them to confirm first: submitting changes data in external systems.";
 
-typedef enum form_stage { STAGE_RECORD, STAGE_SUBMISSION, STAGE_CHOICES, STAGE_BUILD } form_stage_t;
+typedef enum form_stage {
+  STAGE_RECORD,
+  STAGE_SUBMISSION,
+  STAGE_CHOICES,
+  STAGE_LINES,
+  STAGE_BUILD
+} form_stage_t;
 
 /* One form, in the call's arena. */
 typedef struct form {
@@ -70,8 +86,13 @@ typedef struct form {
   size_t ref; /* the property whose choices are read next */
   json_t *record;
   json_t *last;
-  json_t *choices; /* property name -> [{title, value}] */
+  json_t *choices;               /* property name -> [{title, value}] */
+  const dg_endpoint_t *endpoint; /* the model's form endpoint, or NULL */
+  size_t list;                   /* the child list whose lines are read next */
+  json_t *lines;                 /* [{list, dataModelId, removable, fields, lines}] */
   dg_store_query_t q;
+  dg_store_group_t group;
+  dg_store_filter_t filter;
 } form_t;
 
 static void next(form_t *f);
@@ -185,7 +206,8 @@ static void build(form_t *f) {
   if (f->id != NULL)
     json_object_set(r, "lastSubmission", f->last ? f->last : json_null());
   if (f->card)
-    json_object_set_new(r, "card", dg__tools_form_card(f->model, list, f->id));
+    json_object_set_new(r, "card", dg__tools_form_card(f->model, list, f->id, f->lines));
+  json_object_set(r, "childLists", f->lines);
   json_object_set_new(r, "fields", list);
   json_object_set_new(r, "instructions", json_string(instructions));
   dg_tool_call_succeed(f->call, r);
@@ -302,11 +324,130 @@ static const dg_property_t *next_reference(form_t *f) {
   return NULL;
 }
 
+/* ---- Lines of the child lists ------------------------------------------------------------- */
+
+/* A line's form fields: those of its model's form but the reference to
+ * this record, which the list implies. */
+static bool line_field(const dg_principal_t *p, const dg_model_t *m, const dg_property_t *parent,
+                       const dg_property_t *prop) {
+  return prop != parent && on_form(p, m, prop);
+}
+
+static json_t *line_fields(form_t *f, const dg_model_t *m, const dg_property_t *parent) {
+  const dg_principal_t *p = dg_tool_call_principal(f->call);
+  json_t *out = json_array();
+  for (size_t i = 0; out != NULL && i < m->nproperties; i++) {
+    const dg_property_t *prop = &m->properties[i];
+    if (line_field(p, m, parent, prop))
+      json_array_append_new(out,
+                            json_pack("{s:s,s:s,s:s,s:s,s:b,s:s}", "key", prop->name, "label",
+                                      prop->form.label, "type", dg_data_type_name(prop->type),
+                                      "control", prop->form.control, "required", prop->required,
+                                      "description", prop->description ? prop->description : ""));
+  }
+  return out;
+}
+
+/* {id, formValues} of a stored line: what submit takes back. */
+static json_t *line_json(form_t *f, const dg_model_t *m, const dg_property_t *parent,
+                         const json_t *e) {
+  const dg_principal_t *p = dg_tool_call_principal(f->call);
+  const json_t *props = json_object_get(e, "properties");
+  json_t *values = json_array();
+  for (size_t i = 0; values != NULL && i < m->nproperties; i++) {
+    const dg_property_t *prop = &m->properties[i];
+    char buf[64];
+    const char *text =
+        line_field(p, m, parent, prop)
+            ? dg__tools_form_text(json_object_get(props, prop->json_name), buf, sizeof(buf))
+            : NULL;
+    if (text != NULL)
+      json_array_append_new(values, json_pack("{s:s,s:s}", "key", prop->name, "value", text));
+  }
+  return json_pack("{s:O,s:o}", "id", json_object_get(e, "id"), "formValues", values);
+}
+
+static void on_lines(int status, json_t *answer, const dg_errctx_t *err, void *data) {
+  form_t *f = data;
+  json_t *result = status == 0 ? dg__tools_store_json(answer) : NULL;
+  json_decref(answer);
+  if (status != 0) {
+    dg_tool_call_fail(f->call, err);
+    return;
+  }
+  if (result == NULL) {
+    dg_tool_call_failf(f->call, "The form could not be built: out of memory.");
+    return;
+  }
+  json_t *entry = json_array_get(f->lines, json_array_size(f->lines) - 1);
+  json_t *lines = json_object_get(entry, "lines");
+  const dg_model_t *m = f->q.model;
+  size_t i;
+  json_t *e;
+  json_array_foreach(json_object_get(result, "entities"), i, e) {
+    if (i == MAX_LINES) {
+      json_object_set_new(entry, "truncated", json_true());
+      break;
+    }
+    json_array_append_new(lines, line_json(f, m, f->filter.prop, e));
+  }
+  json_decref(result);
+  f->list++;
+  next(f);
+}
+
+/* The next list of lines the caller may edit with the record, listed in
+ * f->lines; its lines are read when the record exists. */
+static int read_lines(form_t *f, const dg_property_t *prop, const dg_child_config_t *c,
+                      dg_errctx_t *err) {
+  const dg_model_t *m = prop->reference->target;
+  const dg_property_t *parent = dg_model_property(m, prop->reference->inverse_property);
+  bool removable = c->removable;
+  json_t *entry = json_pack("{s:s,s:s,s:b,s:o,s:[]}", "list", prop->name, "dataModelId", m->id,
+                            "removable", removable, "fields", line_fields(f, m, parent), "lines");
+  if (entry == NULL || json_array_append_new(f->lines, entry) != 0)
+    return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+  if (f->id == NULL) {
+    f->list++;
+    next(f);
+    return 0;
+  }
+  memset(&f->q, 0, sizeof(f->q));
+  if (dg__tools_stored_select(m, dg_tool_call_arena(f->call), &f->q.select) != 0)
+    return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+  f->filter =
+      (dg_store_filter_t){.op = DG_STORE_OP_EQ,
+                          .model = m,
+                          .prop = parent,
+                          .value = {.kind = DG_STORE_TEXT, .text = f->id, .len = strlen(f->id)}};
+  f->group = (dg_store_group_t){.filters = &f->filter, .nfilters = 1};
+  f->q.model = m;
+  f->q.filters = (dg_store_filters_t){.groups = &f->group, .ngroups = 1};
+  f->q.has_sort = c != NULL && c->order_by != NULL;
+  f->q.sort.prop = c ? c->order_by : NULL;
+  f->q.page_number = 1;
+  f->q.page_size = MAX_LINES + 1;
+  return dg_store_query(f->store, &f->q, on_lines, f, NULL, err);
+}
+
+/* The next child list the caller may edit with the record, or NULL. */
+static const dg_property_t *next_list(form_t *f, const dg_child_config_t **c) {
+  const dg_principal_t *p = dg_tool_call_principal(f->call);
+  for (; f->list < f->model->nproperties; f->list++) {
+    const dg_property_t *prop = &f->model->properties[f->list];
+    if (dg__tools_line_list(p, f->model, f->endpoint, prop, c) &&
+        dg_auth_can_write_model(p, prop->reference->target))
+      return prop;
+  }
+  return NULL;
+}
+
 /* Starts the next read, or builds the form when none is left. */
 static void next(form_t *f) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   int rc = 0;
+  const dg_child_config_t *c = NULL;
   if (f->stage == STAGE_RECORD && f->id == NULL)
     f->stage = STAGE_CHOICES;
   if (f->stage == STAGE_RECORD) {
@@ -319,6 +460,9 @@ static void next(form_t *f) {
     rc = g ? dg_store_submission(f->store, g, on_submission, f, NULL, &err) : DG_ENOMEM;
   } else if (f->stage == STAGE_CHOICES && next_reference(f) != NULL) {
     rc = read_choices(f, &f->model->properties[f->ref], &err);
+  } else if (f->stage <= STAGE_LINES && next_list(f, &c) != NULL) {
+    f->stage = STAGE_LINES;
+    rc = read_lines(f, &f->model->properties[f->list], c, &err);
   } else {
     build(f);
     return;
@@ -347,9 +491,15 @@ static int check_args(form_t *f, dg_errctx_t *err) {
   f->card = strcmp(json_string_value(json_object_get(args, "format")), "AdaptiveCard") == 0;
   f->id = dg__tools_lower(arena, json_string_value(json_object_get(args, "id")));
   f->choices = json_object();
-  if (f->choices == NULL)
+  f->lines = json_array();
+  if (f->choices == NULL || f->lines == NULL) {
+    json_decref(f->choices);
+    json_decref(f->lines);
     return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+  }
   keep(f, f->choices);
+  keep(f, f->lines);
+  f->endpoint = dg_catalog_form_endpoint(dg_tool_call_catalog(f->call), f->model);
   return dg__tools_form_values(p, f->model, json_object_get(args, "initialValues"), "initialValues",
                                arena, &f->initial, &f->ninitial, err);
 }
@@ -381,9 +531,11 @@ const dg_tool_t dg_tool_get_data_entry_form = {
         "get_data_model_properties) and, to modify a record, its id (the form then holds the "
         "record's values and lastSubmission, the outcome of its last submission). A reference "
         "field lists the related records as choices, or asks for the related record's id "
-        "(lookup: find it with lookup_by_keyword). formValues is what to send to "
-        "submit_data_entry_form once the user has filled in and confirmed the form. Call "
-        "get_data_models first.",
+        "(lookup: find it with lookup_by_keyword). childLists holds the record's lists of lines "
+        "(an order's OrderLines) with each line's id and formValues, which "
+        "submit_data_entry_form changes, adds and removes in the same call. formValues is what "
+        "to send to submit_data_entry_form once the user has filled in and confirmed the form. "
+        "Call get_data_models first.",
     .input_schema = input_schema,
     .output_schema = output_schema,
     .read_only = true,

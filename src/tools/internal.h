@@ -288,6 +288,67 @@ int dg__tools_form_values(const dg_principal_t *p, const dg_model_t *m, const js
                           const char *param, dg_arena_t *arena, dg__tools_form_value_t **out,
                           size_t *n, dg_errctx_t *err);
 
+/* Completes the values of a new m record for p: a required or defaulted
+ * field that is not given gets its form default; err (param) names the
+ * required fields left without a value. except (may be NULL) is set by
+ * the caller and counts as given. *vals has room for one more value per
+ * property; the defaults live in arena. */
+int dg__tools_form_defaults(const dg_principal_t *p, const dg_model_t *m,
+                            const dg_property_t *except, dg__tools_form_value_t *vals, size_t *n,
+                            const char *param, dg_arena_t *arena, dg_errctx_t *err);
+
+/* ---- Lines of child lists (form_lines.c) ------------------------------------------ */
+
+/* Whether prop of m is a list of lines p may edit with an m record: an
+ * Inbound reference p may see, to a model p may read, that the form
+ * endpoint ep (NULL: none, so no list) saves through a child
+ * configuration (*config). */
+bool dg__tools_line_list(const dg_principal_t *p, const dg_model_t *m, const dg_endpoint_t *ep,
+                         const dg_property_t *prop, const dg_child_config_t **config);
+/* "A, B": the names of those lists, or "none", cut to fit. */
+void dg__tools_line_list_names(const dg_principal_t *p, const dg_model_t *m,
+                               const dg_endpoint_t *ep, char *out, size_t size);
+
+/* One list of submit_data_entry_form's childLists, checked. */
+typedef struct dg__tools_line_list {
+  const dg_property_t *list;         /* the Inbound reference of the submitted model */
+  const dg_model_t *model;           /* the lines' model */
+  const dg_property_t *parent;       /* the lines' reference to the submitted record */
+  const dg_child_config_t *config;   /* the form endpoint's, or NULL */
+  size_t index;                      /* in childLists */
+  json_t *added, *updated, *removed; /* line ids, lower case (kept by the arena) */
+  json_t *ops;                       /* line id -> "add", "update" or "remove" */
+  json_t *removed_records;           /* [{id, values}] of the removed lines, read before */
+} dg__tools_line_list_t;
+
+typedef struct dg__tools_lines {
+  dg__tools_line_list_t *lists;
+  size_t nlists;
+  dg_store_child_change_t *changes; /* in argument order */
+  size_t nchanges;
+  dg_store_ref_check_t *refs; /* references the lines' values name */
+  size_t nrefs, maxrefs;
+} dg__tools_lines_t;
+
+typedef struct dg__tools_lines_req {
+  const dg_principal_t *principal;
+  const dg_model_t *model;
+  const dg_endpoint_t *endpoint; /* the model's form endpoint, or NULL */
+  const char *parent_id;         /* the record's id, lower case (chosen already for a new one) */
+  bool create;                   /* the record is created: lines may only be added */
+  const json_t *lists;           /* childLists, shaped by the schema */
+} dg__tools_lines_req_t;
+
+/* Checks childLists as a whole into *out (in arena): every list a line
+ * list of the form for p with write access to its model, every change's
+ * op, id and values; an added line gets a new id and the reference to the
+ * record. err names the parameter path, what was given and what is
+ * allowed; nothing is written. */
+int dg__tools_check_lines(const dg__tools_lines_req_t *req, dg_arena_t *arena,
+                          dg__tools_lines_t *out, dg_errctx_t *err);
+/* [{list, added, updated, removed}] for the answer; NULL out of memory. */
+json_t *dg__tools_lines_json(const dg__tools_lines_t *lines);
+
 /* {"<Property>": value} from an entity's "properties" (camelCased keys). */
 json_t *dg__tools_record_values(const dg_model_t *m, const json_t *properties);
 /* Every stored property of m (Inbound references hold no value). */
@@ -303,7 +364,10 @@ char *dg__tools_lower(dg_arena_t *arena, const char *s);
 dg_store_fetch_t *dg__tools_record_fetch(const dg_model_t *m, const char *id, dg_arena_t *arena);
 
 /* get_data_entry_form's fields ({key, label, type, control, required,
- * group, value, choices?, lookup?}) as an Adaptive Card 1.5 (form_card.c). */
-json_t *dg__tools_form_card(const dg_model_t *m, const json_t *fields, const char *id);
+ * group, value, choices?, lookup?}) as an Adaptive Card 1.5, with a
+ * repeated group per line of each child list ([{list, fields, lines:
+ * [{id, formValues}]}]; may be NULL) (form_card.c). */
+json_t *dg__tools_form_card(const dg_model_t *m, const json_t *fields, const char *id,
+                            const json_t *child_lists);
 
 #endif

@@ -30,6 +30,24 @@ static const char input_schema[] =
     "\"value\":{\"type\":\"string\",\"maxLength\":65536}}}},"
     "\"id\":{\"type\":\"string\",\"format\":\"uuid\",\"description\":\"The record to modify; "
     "omit it to create a record\"},"
+    "\"childLists\":{\"type\":\"array\",\"maxItems\":16,\"description\":\"Changes to the "
+    "record's lists of lines (for example an order's OrderLines), saved with the record in one "
+    "call: list is a list name from get_data_entry_form's childLists; each change adds a line "
+    "(no id), modifies one (its id and the fields to change) or removes one (its id and op "
+    "remove)\",\"items\":{\"type\":\"object\",\"required\":[\"list\",\"changes\"],"
+    "\"additionalProperties\":false,\"properties\":{"
+    "\"list\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128},"
+    "\"changes\":{\"type\":\"array\",\"maxItems\":1000,\"items\":{\"type\":\"object\","
+    "\"additionalProperties\":false,\"properties\":{"
+    "\"id\":{\"type\":\"string\",\"format\":\"uuid\",\"description\":\"The line to modify "
+    "or remove; omit it to add a line\"},"
+    "\"op\":{\"type\":\"string\",\"enum\":[\"add\",\"update\",\"remove\"],\"description\":"
+    "\"Default: update with an id, add without\"},"
+    "\"formValues\":{\"type\":\"array\",\"maxItems\":256,\"description\":\"The line's values, "
+    "each {key, value} as strings, as for the record\",\"items\":{\"type\":\"object\","
+    "\"required\":[\"key\",\"value\"],\"additionalProperties\":false,\"properties\":{"
+    "\"key\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128},"
+    "\"value\":{\"type\":\"string\",\"maxLength\":65536}}}}}}}}}},"
     "\"idempotencyKey\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"
     "\"description\":\"Any unique text for this submission: a retry with the same key returns "
     "the first outcome instead of saving twice\"}}}";
@@ -49,6 +67,8 @@ static const char output_schema[] =
     "\"reason\":{\"type\":[\"string\",\"null\"]},"
     "\"message\":{\"type\":\"string\"},"
     "\"actions\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
+    "\"childLists\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"list\","
+    "\"added\",\"updated\",\"removed\"]}},"
     "\"warnings\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
 
 /* One submission, in the call's arena. */
@@ -64,6 +84,8 @@ typedef struct submission {
   bool canceled;
   dg_store_finish_t fin;
   json_t *warnings;
+  dg__tools_lines_t lines; /* childLists, checked */
+  size_t reading;          /* the list whose removed lines are read next */
 } submission_t;
 
 static void on_finished(int status, json_t *result, const dg_errctx_t *err, void *data);
@@ -91,6 +113,8 @@ static json_t *answer(submission_t *s, const char *status) {
                 "dataModelId", s->model->id, "id", json_object_get(s->head, "id"), "created",
                 json_object_get(s->head, "created"), "system", s->sub.system, "status", status,
                 "replayed", 0, "endpoint", s->endpoint ? s->endpoint->name : NULL);
+  if (r != NULL && s->lines.nlists > 0)
+    json_object_set_new(r, "childLists", dg__tools_lines_json(&s->lines));
   if (r != NULL && s->endpoint == NULL)
     json_object_set_new(r, "message", json_string(message(r)));
   return r;
@@ -166,6 +190,16 @@ static bool change_write(submission_t *s, const dg_model_t *m, const char *id, c
   return out->id != NULL;
 }
 
+/* Whether the call removed this line (its record is gone from the store). */
+static bool removed_line(const submission_t *s, const dg_model_t *m, const char *id) {
+  for (size_t i = 0; i < s->lines.nlists; i++) {
+    const char *op = json_string_value(json_object_get(s->lines.lists[i].ops, id));
+    if (s->lines.lists[i].model == m && op != NULL && strcmp(op, "remove") == 0)
+      return true;
+  }
+  return false;
+}
+
 /* The values the tree set ([{model, id, values}]), as store writes. */
 static dg_store_write_t *change_writes(submission_t *s, const json_t *changes, size_t *n) {
   const dg_catalog_t *cat = dg_tool_call_catalog(s->call);
@@ -177,7 +211,7 @@ static dg_store_write_t *change_writes(submission_t *s, const json_t *changes, s
     const dg_model_t *m =
         dg_catalog_model_by_name(cat, json_string_value(json_object_get(c, "model")));
     const char *id = json_string_value(json_object_get(c, "id"));
-    if (w != NULL && m != NULL && id != NULL &&
+    if (w != NULL && m != NULL && id != NULL && !removed_line(s, m, id) &&
         change_write(s, m, id, json_object_get(c, "values"), &w[count]))
       count++;
   }
@@ -243,10 +277,42 @@ typedef struct load {
   dg_store_filter_t filter;
   dg_save_loaded_fn done;
   void *token;
-  json_t *answer;  /* the store's answer while it is read on the threadpool */
-  json_t *records; /* [{id, values}] */
+  const dg_child_config_t *config;
+  json_t *answer;                     /* the store's answer while it is read on the threadpool */
+  json_t *records;                    /* [{id, values}] */
+  const dg__tools_line_list_t *lines; /* what the call changed in this list, or NULL */
   uv_work_t work;
 } load_t;
+
+/* A removed line as the tree sees it: its stored values with the child
+ * configuration's remove values over them, marked Delete. */
+static json_t *removed_record(const dg_child_config_t *c, const json_t *stored) {
+  json_t *r = json_deep_copy(stored);
+  json_t *values = json_object_get(r, "values");
+  for (size_t i = 0; values != NULL && i < c->nremove_values; i++)
+    json_object_set_new(values, c->remove_props[i]->name,
+                        json_loads(c->remove_values[i], JSON_DECODE_ANY, NULL));
+  json_object_set_new(r, "operation", json_string("Delete"));
+  return r;
+}
+
+/* Marks the lines the call added, and appends those it removed (gone from
+ * the store, read before the write), which the tree saves last. */
+static void mark_lines(const load_t *l, const dg_child_config_t *c, json_t *records) {
+  if (l->lines == NULL || records == NULL)
+    return;
+  size_t i;
+  json_t *r;
+  json_array_foreach(records, i, r) {
+    const char *id = json_string_value(json_object_get(r, "id"));
+    const char *op = id ? json_string_value(json_object_get(l->lines->ops, id)) : NULL;
+    if (op != NULL && strcmp(op, "add") == 0)
+      json_object_set_new(r, "operation", json_string("Create"));
+  }
+  json_array_foreach(l->lines->removed_records, i, r) {
+    json_array_append_new(records, removed_record(c, r));
+  }
+}
 
 /* The store's answer as the records the save tree takes. Touches only the
  * answer and the immutable catalog, so it may run on a worker thread. */
@@ -273,6 +339,7 @@ static void records_done(uv_work_t *w, int status) {
   load_t *l = w->data;
   json_decref(l->answer);
   l->answer = NULL;
+  mark_lines(l, l->config, l->records);
   dg_errctx_t err;
   dg_errctx_clear(&err);
   if (l->records == NULL)
@@ -292,6 +359,7 @@ static void on_children(int status, json_t *answer, const dg_errctx_t *err, void
   }
   json_t *records = status == 0 ? records_of(l->q.model, answer) : NULL;
   json_decref(answer);
+  mark_lines(l, l->config, records);
   dg_errctx_t oom;
   const dg_errctx_t *why = err;
   dg_errctx_clear(&oom);
@@ -314,6 +382,14 @@ static int load_children(void *data, const dg_child_config_t *c, const char *par
   l->s = s;
   l->done = done;
   l->token = token;
+  l->config = c;
+  /* Only the submitted record's own lists hold the call's changes (a
+   * model whose records hold records of the same model nests the list). */
+  const char *record = json_string_value(json_object_get(s->head, "id"));
+  for (size_t i = 0; record != NULL && strcmp(record, parent_id) == 0 && i < s->lines.nlists; i++) {
+    if (s->lines.lists[i].list == c->list)
+      l->lines = &s->lines.lists[i];
+  }
   l->filter = (dg_store_filter_t){
       .op = DG_STORE_OP_EQ,
       .model = m,
@@ -422,43 +498,6 @@ static bool has_value(const dg__tools_form_value_t *v) {
   return v->value.kind != DG_STORE_NULL && !(v->value.kind == DG_STORE_TEXT && v->value.len == 0);
 }
 
-/* A new record needs every required field: given, or its form default. */
-static int add_defaults(submission_t *s, const dg_principal_t *p, dg__tools_form_value_t *vals,
-                        size_t *n, dg_errctx_t *err) {
-  char missing[1024] = "";
-  size_t len = 0;
-  dg_arena_t *arena = dg_tool_call_arena(s->call);
-  for (size_t i = 0; i < s->model->nproperties; i++) {
-    const dg_property_t *prop = &s->model->properties[i];
-    bool given = false;
-    for (size_t j = 0; j < *n && !given; j++)
-      given = vals[j].prop == prop && has_value(&vals[j]);
-    if (given || !dg__tools_form_field(p, s->model, prop))
-      continue;
-    json_t *d = prop->form.default_value ? json_string(prop->form.default_value) : NULL;
-    dg_errctx_t ignored;
-    if (d != NULL &&
-        dg_store_value_parse(prop, d, "default", arena, &vals[*n].value, &ignored) == 0) {
-      vals[*n].prop = prop;
-      vals[*n].json = d;
-      dg_arena_defer(arena, (void (*)(void *))json_decref, d);
-      (*n)++;
-      continue;
-    }
-    json_decref(d);
-    if (prop->required && len + 1 < sizeof(missing)) {
-      int w = snprintf(missing + len, sizeof(missing) - len, "%s%s", len ? ", " : "", prop->name);
-      len = w > 0 && (size_t)w < sizeof(missing) - len ? len + (size_t)w : sizeof(missing) - 1;
-    }
-  }
-  if (len > 0)
-    return dg_errctx_set(err, DG_EINVAL, "formValues",
-                         "Invalid argument 'formValues': a new %s record needs a value for every "
-                         "required field; missing: %s.",
-                         s->model->name, missing);
-  return 0;
-}
-
 /* A modified record keeps its required fields: none may be cleared. */
 static int check_cleared(const dg__tools_form_value_t *vals, size_t n, dg_errctx_t *err) {
   for (size_t i = 0; i < n; i++) {
@@ -474,9 +513,10 @@ static int check_cleared(const dg__tools_form_value_t *vals, size_t n, dg_errctx
 /* What was asked, for comparing a retry with the same idempotency key. */
 static const char *fingerprint(submission_t *s, const json_t *args) {
   static const char hex[] = "0123456789abcdef";
-  json_t *what = json_pack("{s:s,s:O?,s:O?,s:O?}", "dataModelId", s->model->id, "id",
+  json_t *what = json_pack("{s:s,s:O?,s:O?,s:O?,s:O?}", "dataModelId", s->model->id, "id",
                            json_object_get(args, "id"), "system", json_object_get(args, "system"),
-                           "formValues", json_object_get(args, "formValues"));
+                           "formValues", json_object_get(args, "formValues"), "childLists",
+                           json_object_get(args, "childLists"));
   char *text = what ? json_dumps(what, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
   json_decref(what);
   if (text == NULL)
@@ -495,13 +535,15 @@ static const char *fingerprint(submission_t *s, const json_t *args) {
 
 static void add_refs(submission_t *s, const dg__tools_form_value_t *vals, size_t n) {
   dg_arena_t *arena = dg_tool_call_arena(s->call);
-  dg_store_ref_check_t *refs = dg_arena_calloc(arena, n + 1, sizeof(*refs));
+  dg_store_ref_check_t *refs = dg_arena_calloc(arena, n + s->lines.nrefs + 1, sizeof(*refs));
   size_t k = 0;
   for (size_t i = 0; refs != NULL && i < n; i++) {
     const dg_property_t *p = vals[i].prop;
     if (p->type == DG_TYPE_REFERENCE && p->reference->target != NULL && has_value(&vals[i]))
       refs[k++] = (dg_store_ref_check_t){p->reference->target, vals[i].value.text, vals[i].param};
   }
+  for (size_t i = 0; refs != NULL && i < s->lines.nrefs; i++)
+    refs[k++] = s->lines.refs[i];
   s->sub.refs = refs;
   s->sub.nrefs = k;
 }
@@ -521,7 +563,8 @@ static int checked_values(submission_t *s, bool create, dg__tools_form_value_t *
   if (rc != 0)
     return rc;
   memcpy(*all, vals, *n * sizeof(**all));
-  return create ? add_defaults(s, p, *all, n, err) : check_cleared(*all, *n, err);
+  return create ? dg__tools_form_defaults(p, s->model, NULL, *all, n, "formValues", arena, err)
+                : check_cleared(*all, *n, err);
 }
 
 /* The record's write: CREATE, or UPDATE of the given id. */
@@ -545,6 +588,29 @@ static int record_write(submission_t *s, const char *id, const dg__tools_form_va
   return 0;
 }
 
+/* childLists, checked as a whole; a new record gets its id here, since
+ * its added lines name it. */
+static int check_lines(submission_t *s, const json_t *lists, dg_errctx_t *err) {
+  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  if (s->sub.write.id == NULL) {
+    char *id = dg_arena_alloc(arena, DG_UUID_LEN + 1);
+    if (id == NULL)
+      return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+    dg_uuid_v4(id);
+    s->sub.write.id = id;
+  }
+  dg__tools_lines_req_t req = {.principal = dg_tool_call_principal(s->call),
+                               .model = s->model,
+                               .endpoint = s->endpoint,
+                               .parent_id = s->sub.write.id,
+                               .create = s->sub.write.mode == DG_STORE_CREATE,
+                               .lists = lists};
+  int rc = dg__tools_check_lines(&req, arena, &s->lines, err);
+  s->sub.children = s->lines.changes;
+  s->sub.nchildren = s->lines.nchanges;
+  return rc;
+}
+
 static int check_args(submission_t *s, dg_errctx_t *err) {
   json_t *args = dg_tool_call_args(s->call);
   s->model = dg_tools_model_arg(s->call, "dataModelId", err);
@@ -558,14 +624,71 @@ static int check_args(submission_t *s, dg_errctx_t *err) {
   const char *id = json_string_value(json_object_get(args, "id"));
   dg__tools_form_value_t *all = NULL;
   size_t n = 0;
+  s->endpoint = dg_catalog_form_endpoint(dg_tool_call_catalog(s->call), s->model);
   int rc = checked_values(s, id == NULL, &all, &n, err);
   if (rc == 0)
     rc = record_write(s, id, all, n, err);
+  if (rc == 0 && json_array_size(json_object_get(args, "childLists")) > 0)
+    rc = check_lines(s, json_object_get(args, "childLists"), err);
   if (rc != 0)
     return rc;
   add_refs(s, all, n);
   s->sub.fingerprint = fingerprint(s, args);
   return s->sub.fingerprint ? 0 : dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+}
+
+static int submit(submission_t *s, dg_errctx_t *err) {
+  int rc = dg_store_submit(s->store, &s->sub, on_submitted, s, NULL, err);
+  if (rc == 0)
+    dg_tool_call_on_cancel(s->call, on_cancel, s);
+  return rc;
+}
+
+static void on_removed(int status, json_t *answer, const dg_errctx_t *err, void *data);
+
+/* Reads the lines the call removes, list after list, before the write
+ * deletes them: the tree still saves them. Then submits. */
+static int read_removed(submission_t *s, dg_errctx_t *err) {
+  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  while (s->reading < s->lines.nlists && json_array_size(s->lines.lists[s->reading].removed) == 0)
+    s->reading++;
+  if (s->reading == s->lines.nlists || s->endpoint == NULL)
+    return submit(s, err);
+  const dg__tools_line_list_t *l = &s->lines.lists[s->reading];
+  size_t n = json_array_size(l->removed);
+  dg_store_fetch_t *f = dg_arena_calloc(arena, 1, sizeof(*f));
+  const char **ids = dg_arena_calloc(arena, n + 1, sizeof(*ids));
+  if (f == NULL || ids == NULL || dg__tools_stored_select(l->model, arena, &f->select) != 0)
+    return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+  for (size_t i = 0; i < n; i++)
+    ids[i] = json_string_value(json_array_get(l->removed, i));
+  f->model = l->model;
+  f->ids = ids;
+  f->nids = n;
+  return dg_store_fetch(s->store, f, on_removed, s, NULL, err);
+}
+
+static void on_removed(int status, json_t *answer, const dg_errctx_t *err, void *data) {
+  submission_t *s = data;
+  dg__tools_line_list_t *l = &s->lines.lists[s->reading];
+  json_t *records = status == 0 ? records_of(l->model, answer) : NULL;
+  json_decref(answer);
+  if (status != 0) {
+    dg_tool_call_fail(s->call, err);
+    return;
+  }
+  if (records == NULL ||
+      dg_arena_defer(dg_tool_call_arena(s->call), (void (*)(void *))json_decref, records) != 0) {
+    json_decref(records);
+    dg_tool_call_failf(s->call, "The form could not be submitted: out of memory.");
+    return;
+  }
+  l->removed_records = records;
+  s->reading++;
+  dg_errctx_t e;
+  dg_errctx_clear(&e);
+  if (read_removed(s, &e) != 0)
+    dg_tool_call_fail(s->call, &e);
 }
 
 static int start(submission_t *s, dg_errctx_t *err) {
@@ -579,16 +702,12 @@ static int start(submission_t *s, dg_errctx_t *err) {
     return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
   dg_arena_defer(dg_tool_call_arena(s->call), (void (*)(void *))json_decref, s->warnings);
   dg_uuid_v4(id);
-  s->endpoint = dg_catalog_form_endpoint(dg_tool_call_catalog(s->call), s->model);
   s->sub.submission_id = id;
   s->sub.endpoint = s->endpoint ? s->endpoint->name : NULL;
   s->sub.system = json_string_value(json_object_get(args, "system"));
   s->sub.principal = dg_principal_name(dg_tool_call_principal(s->call));
   s->sub.idempotency_key = json_string_value(json_object_get(args, "idempotencyKey"));
-  rc = dg_store_submit(s->store, &s->sub, on_submitted, s, NULL, err);
-  if (rc == 0)
-    dg_tool_call_on_cancel(s->call, on_cancel, s);
-  return rc;
+  return read_removed(s, err);
 }
 
 static void run(dg_tool_call_t *call) {
@@ -613,7 +732,11 @@ const dg_tool_t dg_tool_submit_data_entry_form = {
         "record; with id it modifies that record (only the given fields change). formValues is "
         "an array of {key, value} strings: key is a field from get_data_entry_form (a property "
         "name from get_data_model_properties), value its text (12.5, true, 2024-03-01, a GUID "
-        "for a reference, found with lookup_by_keyword); an empty value clears a field. Give "
+        "for a reference, found with lookup_by_keyword); an empty value clears a field. The "
+        "record's lines (an order's OrderLines) change in the same call with childLists "
+        "[{list, changes: [{id, formValues}]}]: a change with id modifies that line, one "
+        "without id adds a line, {id, op: \"remove\"} removes one; all is checked first, "
+        "then saved and sent together. Give "
         "system (the assistant client you are) and an idempotencyKey unique to this submission: "
         "a retry with the same key returns the first outcome instead of saving twice. Invalid "
         "values are refused with an error naming the field and nothing is written. The answer "

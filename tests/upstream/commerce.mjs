@@ -7,6 +7,9 @@
 //   POST /erp/orders/{number}/edits/begin.json             body {"reason": string, ...}
 //   POST /erp/orders/{number}/edits/{calc}/line_items/{line}.json
 //                                                          body exactly {"lineItem": {"quantity": int}}
+//                                                          (quantity 0 removes the line, as Shopify's edits do)
+//   POST /erp/orders/{number}/edits/{calc}/line_items.json body exactly {"lineItem": {"sku": string, "quantity": int > 0}}
+//                                                          adds a line (its unit price from the catalog below)
 //   POST /erp/orders/{number}/edits/{calc}/commit.json     no body
 //   POST /erp/graphql  orderEditBegin(id), orderEditSetQuantity(id, lineItemId, quantity),
 //                      orderEditCommit(id), variables with exactly those keys
@@ -67,7 +70,10 @@ export class Commerce {
 
   commit(edit) {
     edit.committed = true;
-    for (const l of edit.lines) l.original.quantity = l.quantity;
+    for (const l of edit.lines) {
+      if (l.original) l.original.quantity = l.quantity;
+      else edit.order.lines.push({ id: l.id, sku: l.sku, quantity: l.quantity, unitPrice: l.unitPrice });
+    }
     return this.total(edit.order.lines);
   }
 
@@ -82,7 +88,7 @@ export class Commerce {
 
   // Answers [status, body] for /erp/orders/.../edits/... routes, or null.
   rest(method, pathname, text, headers) {
-    const m = /^\/erp\/orders\/([^/]+)\/edits\/(?:(begin)\.json|([^/]+)\/(?:line_items\/([^/]+)\.json|(commit)\.json))$/
+    const m = /^\/erp\/orders\/([^/]+)\/edits\/(?:(begin)\.json|([^/]+)\/(?:line_items\/([^/]+)\.json|(commit)\.json|(line_items)\.json))$/
       .exec(pathname);
     if (!m || method !== 'POST') return null;
     const number = decodeURIComponent(m[1]);
@@ -94,6 +100,7 @@ export class Commerce {
       const amount = this.commit(edit);
       return [200, { order: { id: edit.order.id, number, total: { amount, currency: 'EUR' } } }];
     }
+    if (m[6]) return this.restAdd(edit, text);
     return this.restLine(edit, decodeURIComponent(m[4]), text);
   }
 
@@ -114,6 +121,25 @@ export class Commerce {
         lineItems: edit.lines.map((l) => ({ id: l.id, sku: l.sku, quantity: l.quantity, unitPrice: l.unitPrice })),
       },
     }];
+  }
+
+  // A new line: its unit price is the one the order's other lines with the
+  // same SKU have, else 10.
+  restAdd(edit, text) {
+    let body;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return [400, { error: 'the body must be JSON' }];
+    }
+    if (!sameKeys(body, ['lineItem']) || !sameKeys(body.lineItem, ['sku', 'quantity']) ||
+        typeof body.lineItem.sku !== 'string' || !Number.isInteger(body.lineItem.quantity) || body.lineItem.quantity < 1)
+      return [422, { error: 'the body must be exactly {"lineItem": {"sku": <string>, "quantity": <whole number >= 1>}}' }];
+    const same = edit.lines.find((l) => l.sku === body.lineItem.sku);
+    const line = { id: `${edit.id.replace('calc-', 'cli-')}-${edit.lines.length + 1}`, original: null,
+      sku: body.lineItem.sku, quantity: body.lineItem.quantity, unitPrice: same ? same.unitPrice : 10 };
+    edit.lines.push(line);
+    return [201, { lineItem: { id: line.id, sku: line.sku, quantity: line.quantity, unitPrice: line.unitPrice } }];
   }
 
   restLine(edit, lineId, text) {

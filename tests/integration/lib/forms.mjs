@@ -83,7 +83,7 @@ export async function entity(gw, modelId, id) {
 // The element types and properties of the schema that the gateway uses,
 // with the types the schema gives them; anything else is an error.
 
-const common = { type: 'string', id: 'string', label: 'string', isRequired: 'boolean', errorMessage: 'string' };
+const common = { type: 'string', id: 'string', label: 'string', isRequired: 'boolean', errorMessage: 'string', isVisible: 'boolean' };
 const INPUTS = {
   'Input.Text': { ...common, value: 'string', placeholder: 'string', regex: 'string', isMultiline: 'boolean', maxLength: 'number' },
   'Input.Number': { ...common, value: 'number', min: 'number', max: 'number', placeholder: 'string' },
@@ -114,7 +114,8 @@ function checkElement(el, where, ids) {
     return;
   }
   if (el.type === 'Container') {
-    checkProps(el, { type: 'string', items: 'array' }, where);
+    checkProps(el, { type: 'string', items: 'array', style: 'string', separator: 'boolean' }, where);
+    if (el.style !== undefined) assert.ok(['default', 'emphasis', 'good', 'attention', 'warning', 'accent'].includes(el.style), `${where}.style`);
     el.items.forEach((item, i) => checkElement(item, `${where}.items[${i}]`, ids));
     return;
   }

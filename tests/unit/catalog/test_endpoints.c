@@ -103,7 +103,7 @@ static dg_catalog_t *load_with(json_t *doc, const char *const *want, size_t nwan
 static void test_sample_rest_tree(void **state) {
   (void)state;
   dg_catalog_t *cat = load_sample();
-  assert_int_equal(cat->nendpoints, 4);
+  assert_int_equal(cat->nendpoints, 5);
   const dg_model_t *orders = dg_catalog_model_by_name(cat, "Orders");
   const dg_endpoint_t *e = dg_catalog_form_endpoint(cat, orders);
   assert_non_null(e);
@@ -146,6 +146,14 @@ static void test_sample_rest_tree(void **state) {
   assert_ptr_equal(e->children[0].endpoint, dg_catalog_endpoint(cat, "OrderLineEdit"));
   assert_int_equal(e->children[0].concurrency, 1);
   assert_string_equal(e->children[0].order_by->name, "SKU");
+  /* Lines a form call adds go to OrderLineAdd; removed ones to the same
+   * endpoint with quantity 0, as the commerce system's edits remove lines. */
+  assert_ptr_equal(e->children[0].add_endpoint, dg_catalog_endpoint(cat, "OrderLineAdd"));
+  assert_null(e->children[0].remove_endpoint);
+  assert_true(e->children[0].removable);
+  assert_int_equal(e->children[0].nremove_values, 1);
+  assert_string_equal(e->children[0].remove_props[0]->name, "Quantity");
+  assert_string_equal(e->children[0].remove_values[0], "0");
   const dg_action_t *line = e->children[0].endpoint->root;
   assert_int_equal(line->nmappings, 1);
   assert_int_equal(line->mappings[0].nkeys, 2);
@@ -441,6 +449,45 @@ static const char nodes_endpoints[] =
     "\"EndpointSave\", \"title\": \"Save\", \"request\": {\"path\": \"/n/{Name}\"}}, "
     "\"childConfigs\": [{\"list\": \"Kids\", \"endpoint\": \"A\"}]}]}";
 
+/* The lines a form call adds or removes: their endpoints must exist and
+ * save the list's model, the remove values must suit their properties,
+ * and an add endpoint is checked as a child of the list like the list's
+ * own endpoint. */
+static void test_line_changes(void **state) {
+  (void)state;
+  json_t *doc = sample_doc();
+  set(doc, "/endpoints/0/childConfigs/0/addEndpoint", json_string("Nope"));
+  set(doc, "/endpoints/0/childConfigs/0/removeEndpoint", json_string("OrderEditGraphql"));
+  set(doc, "/endpoints/0/childConfigs/0/removeValues",
+      parse("{\"Quantity\": \"none\", \"Colour\": 1, \"UnitPrice\": 2.5}"));
+  set(doc, "/endpoints/2/childConfigs/0/removeValues", parse("{}"));
+  EXPECT(doc,
+         "endpoints.json: /endpoints/0/childConfigs/0/removeValues/Quantity: does not suit "
+         "'Quantity', a Int property",
+         "endpoints.json: /endpoints/0/childConfigs/0/removeValues/Colour: 'Colour' is not a "
+         "stored property of 'OrderLines' (references excluded)",
+         "endpoints.json: /endpoints/2/childConfigs/0/removeValues: must be an object of 1 to 64 "
+         "values, each a property of 'OrderLines'",
+         "endpoints.json: /endpoints/0/childConfigs/0/addEndpoint: unknown endpoint 'Nope'",
+         "endpoints.json: /endpoints/0/childConfigs/0/removeEndpoint: endpoint 'OrderEditGraphql' "
+         "saves 'Orders', but list 'OrderLines' holds 'OrderLines'",
+         /* Saved by no list now, OrderLineAdd is checked as running on its own. */
+         "endpoints.json: /endpoints/4/save/request/path: {Order.OrderNumber}: the record of "
+         "'Order' is at hand only in child saves, where it is the parent; 'OrderLineAdd' also "
+         "runs on its own (formSubmit, or no parent saves it as a child), where the value would "
+         "be missing",
+         "endpoints.json: /endpoints/4/save/request/path: {Order.CalculatedOrderId}: the record "
+         "of 'Order' is at hand only in child saves, where it is the parent; 'OrderLineAdd' also "
+         "runs on its own (formSubmit, or no parent saves it as a child), where the value would "
+         "be missing");
+  doc = sample_doc();
+  /* The add endpoint reads a session value no action gives a new line. */
+  set(doc, "/endpoints/4/save/request/path", json_string("/x/{SESSION:Nothing}"));
+  EXPECT(doc, "endpoints.json: /endpoints/4/save/request/path: {SESSION:Nothing}: no earlier "
+              "action produces this session value when 'OrderEdit' saves each record of its "
+              "list 'OrderLines' (available here: LineItemId)");
+}
+
 static void test_cycles(void **state) {
   (void)state;
   conf_test_dir_t t;
@@ -486,6 +533,14 @@ static void test_explain(void **state) {
   const char *child_values = strstr(text, "session values: LineItemId (set by the parent)\n");
   const char *commit = strstr(text, "3. Save Line Changes  [EndpointSave, after child configs]");
   const char *commit_values = strstr(text, "     session values: CalculatedOrderId\n");
+  const char *added = strstr(text, "     OrderLines added by a form call: saved by endpoint "
+                                   "'OrderLineAdd'\n");
+  const char *removed =
+      strstr(text, "     OrderLines removed by a form call: deleted from the "
+                   "store, saved by endpoint 'OrderLineEdit' with Quantity = 0\n");
+  assert_non_null(added);
+  assert_non_null(removed);
+  assert_true(child < added && added < removed && removed < commit);
   assert_non_null(begin);
   assert_non_null(extract);
   assert_non_null(sep);
@@ -521,6 +576,7 @@ int main(void) {
       cmocka_unit_test(test_extraction_shapes),
       cmocka_unit_test(test_multiple_lists_shapes),
       cmocka_unit_test(test_child_configurations),
+      cmocka_unit_test(test_line_changes),
       cmocka_unit_test(test_cycles),
       cmocka_unit_test(test_explain),
   };

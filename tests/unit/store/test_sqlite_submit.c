@@ -3,7 +3,9 @@
  * follows), the outcome and the values the tree set written together, the
  * latest submission of a record, idempotency keys (the first outcome on a
  * retry, a key reused for another request refused), referenced entities
- * that do not exist (nothing written), and submissions left running by a
+ * that do not exist (nothing written), lines of the record's child lists
+ * added, modified and deleted in the same transaction (and a line of
+ * another record refused with nothing written), and submissions left running by a
  * process that is gone marked interrupted when the store opens again. */
 #include <signal.h>
 #include <sys/wait.h>
@@ -262,6 +264,76 @@ static void test_missing_references(void **state) {
   assert_true(json_is_null(latest(fx, "Orders", "00000000-0000-4000-8000-00000000abcd")));
 }
 
+#define LINE_A "00fc00e4-f93d-5619-bea3-c81d1427ce26" /* lines of SO-1002 */
+#define LINE_B "958fb4af-e9cf-5b08-85b8-860ef11dc25d"
+#define LINE_OTHER "602ab451-5fff-52ca-b50f-02cf21fd7656" /* a line of SO-1005 */
+#define LINE_NEW "0a1b2c3d-0000-4000-8000-000000000001"
+
+/* The quantities of SO-1002's lines by id, as {"<id>": quantity}. */
+static json_t *line_quantities(sq_fixture_t *fx) {
+  json_t *found = sq_ok(sq_query(fx, "admin", "OrderLines",
+                                 "{\"queryParameterGroups\": [{\"parameters\": [{\"propertyName\": "
+                                 "\"Order\", \"operator\": \"EqualTo\", \"value\": \"" ORDER_SO1002
+                                 "\", \"valueType\": \"string\"}]}]}"));
+  json_t *out = json_object();
+  size_t i;
+  json_t *e;
+  json_array_foreach(json_object_get(found, "entities"), i, e) {
+    json_object_set(out, sq_str(e, "id"),
+                    json_object_get(json_object_get(e, "properties"), "quantity"));
+  }
+  dg_arena_defer(fx->st.arena, (void (*)(void *))json_decref, out);
+  return out;
+}
+
+static void test_child_lines(void **state) {
+  sq_fixture_t *fx = *state;
+  const dg_model_t *lines = st_model(&fx->st, "OrderLines");
+  const dg_property_t *order_ref = dg_model_property(lines, "Order");
+  const dg_property_t *quantity[] = {dg_model_property(lines, "Quantity"), order_ref};
+  dg_store_value_t seven[] = {{.kind = DG_STORE_INT, .i = 7}, text(ORDER_SO1002)};
+  dg_store_value_t nine[] = {{.kind = DG_STORE_INT, .i = 9}};
+  dg_store_child_change_t changes[] = {
+      {.write = {lines, DG_STORE_CREATE, LINE_NEW, quantity, seven, 2}, .parent = order_ref},
+      {.write = {lines, DG_STORE_UPDATE, LINE_A, quantity, nine, 1},
+       .parent = order_ref,
+       .param = "childLists[0].changes[1].id"},
+      {.write = {lines, DG_STORE_UPDATE, LINE_B, NULL, NULL, 0},
+       .remove = true,
+       .parent = order_ref,
+       .param = "childLists[0].changes[2].id"},
+  };
+  json_t *before = json_deep_copy(line_quantities(fx));
+  dg_arena_defer(fx->st.arena, (void (*)(void *))json_decref, before);
+  /* A line of another order: refused, and nothing of the call is written. */
+  sub_t *x = order_sub(fx, ORDER_SO1002, "OrderEdit");
+  changes[2].write.id = LINE_OTHER;
+  x->s.children = changes;
+  x->s.nchildren = 3;
+  sq_result_t r = run_submit(fx, &x->s);
+  assert_int_equal(r.status, DG_ENOENT);
+  assert_string_equal(r.message,
+                      "Invalid argument 'childLists[0].changes[2].id': '" LINE_OTHER
+                      "' is not a line of this Orders record (no OrderLines entity with that id "
+                      "has Order = '" ORDER_SO1002 "'); give the id of one of its lines, from "
+                      "get_data_entry_form.");
+  assert_true(json_equal(line_quantities(fx), before));
+  assert_string_not_equal(sq_str(order(fx, ORDER_SO1002), "status"), "Open");
+  assert_true(json_is_null(latest(fx, "Orders", ORDER_SO1002)));
+  /* The record's own lines: added, modified and deleted with the record. */
+  x = order_sub(fx, ORDER_SO1002, "OrderEdit");
+  changes[2].write.id = LINE_B;
+  x->s.children = changes;
+  x->s.nchildren = 3;
+  sq_ok(run_submit(fx, &x->s));
+  json_t *after = line_quantities(fx);
+  assert_int_equal(json_object_size(after), json_object_size(before));
+  assert_int_equal(json_integer_value(json_object_get(after, LINE_NEW)), 7);
+  assert_int_equal(json_integer_value(json_object_get(after, LINE_A)), 9);
+  assert_null(json_object_get(after, LINE_B));
+  assert_string_equal(sq_str(order(fx, ORDER_SO1002), "status"), "Open");
+}
+
 static void reopen(sq_fixture_t *fx) {
   sq_close(fx, fx->store);
   fx->store = NULL;
@@ -324,6 +396,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_statements_per_request, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_idempotency_key, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_missing_references, sq_setup, sq_teardown),
+      cmocka_unit_test_setup_teardown(test_child_lines, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_interrupted_at_open, sq_setup, sq_teardown),
       cmocka_unit_test(test_owner_liveness),
   };

@@ -140,7 +140,7 @@ static void test_card(void **state) {
                 "\"toggle\", \"required\": false, \"value\": null}, "
                 "{\"key\": \"Rep\", \"label\": \"Rep\", \"type\": \"Reference\", \"control\": "
                 "\"lookup\", \"required\": false, \"value\": null}]");
-  json_t *card = dg__tools_form_card(o, fields, "id-1");
+  json_t *card = dg__tools_form_card(o, fields, "id-1", NULL);
   assert_string_equal(str(card, "type"), "AdaptiveCard");
   assert_string_equal(str(card, "version"), "1.5");
   json_t *body = json_object_get(card, "body");
