@@ -15,7 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import { Gateway, makeConfig, readJson, TOKENS, writeJson } from './lib/gateway.mjs';
 import { requestsTo, startMock } from './lib/upstream.mjs';
 import {
-  call, CREDS, entity, ENV, ORDER_LINES, ORDERS, pointAt, sampleData, structured, values,
+  assertReplayOf, call, CREDS, entity, ENV, ORDER_LINES, ORDERS, pointAt, sampleData, structured, values,
 } from './lib/forms.mjs';
 
 let mock;
@@ -128,6 +128,18 @@ describe('the REST order edit', () => {
     assert.equal(mock.upstream.log.filter((q) => q.path.includes('/line_items/')).length, lines.length);
     for (const l of lines.slice(0, 5))
       assert.match((await entity(gw, ORDER_LINES, l.id)).lineItemId, /^cli-1-\d+$/);
+  });
+
+  it('a replay of a tree run is the first answer, marked as a replay, and sends nothing', async () => {
+    mock.upstream.control({ reset: true });
+    const { order } = sampleOrder('SO-1004');
+    const key = `replay-${randomUUID()}`;
+    const first = await submitOrder(gw, order.id, values({ Status: 'Open' }), { idempotencyKey: key });
+    assert.equal(structured(first).status, 'succeeded');
+    const sent = mock.upstream.log.length;
+    const again = await submitOrder(gw, order.id, values({ Status: 'Open' }), { idempotencyKey: key });
+    assertReplayOf(again, first);
+    assert.equal(mock.upstream.log.length, sent);
   });
 
   it('does not run the tree when a form creates an order (the edit is for existing orders)', async () => {
