@@ -112,13 +112,16 @@ void dg__save_oauth_prune(dg_connectors_t *cs, const dg_catalog_t *cat);
 /* ---- Save trees ------------------------------------------------------------ */
 
 /* A record a tree works on: its values by property name, what the tree set
- * on it, and the session values its parent's extractions gave it. */
+ * on it, the session values its parent's extractions gave it, and the
+ * properties an extraction of the run writes that have no value in this
+ * run yet (name -> why, for the message of an action that reads one). */
 typedef struct dg__save_record {
   const dg_model_t *model;
   const char *id;
   json_t *values;
   json_t *changed;
   json_t *inherited;
+  json_t *pending;
   struct dg__save_record *next_in_run;
 } dg__save_record_t;
 
@@ -223,6 +226,13 @@ void dg__save_map_response(dg__save_node_t *n, const dg_action_t *a, const json_
                            json_t *entry);
 /* Sets a record's property (and remembers it as changed); value stolen. */
 void dg__save_record_set(dg__save_record_t *r, const char *name, json_t *value);
+/* Property name of r has no value in this run, because of why (stolen);
+ * a value this run already set is kept. */
+void dg__save_record_unset(dg__save_record_t *r, const char *name, json_t *why);
+/* Every property the extractions of ep's actions write on r (basic ones)
+ * or, with list, on the records of that child list. */
+void dg__save_unset_extracted(const dg_endpoint_t *ep, const dg_property_t *list,
+                              dg__save_record_t *r);
 /* Whether an inner action's filter holds for the record. */
 bool dg__save_filter_holds(const dg_action_filter_t *f, const dg__save_record_t *r);
 

@@ -61,6 +61,7 @@ static void run_free(uv_handle_t *handle) {
     json_decref(r->values);
     json_decref(r->changed);
     json_decref(r->inherited);
+    json_decref(r->pending);
   }
   json_decref(run->warnings);
   dg_arena_destroy(run->arena);
@@ -120,9 +121,10 @@ static dg__save_record_t *record_new(dg_save_run_t *run, const dg_model_t *model
   r->values = json_is_object(values) ? json_deep_copy(values) : json_object();
   r->changed = json_object();
   r->inherited = json_object();
+  r->pending = json_object();
   r->next_in_run = run->records;
   run->records = r;
-  return r->id && r->values && r->changed && r->inherited ? r : NULL;
+  return r->id && r->values && r->changed && r->inherited && r->pending ? r : NULL;
 }
 
 static dg__save_node_t *node_new(dg_save_run_t *run, const dg_endpoint_t *ep,
@@ -143,6 +145,10 @@ static dg__save_node_t *node_new(dg_save_run_t *run, const dg_endpoint_t *ep,
   for (size_t i = 0; n->lists != NULL && i < ep->nchildren; i++)
     n->lists[i].config = &ep->children[i];
   bool ok = n->session && n->actions && n->responses && n->lists;
+  /* What this tree extracts is read from this run only, never from what
+   * an earlier submission stored. */
+  if (ok)
+    dg__save_unset_extracted(ep, NULL, rec);
   return ok ? n : NULL;
 }
 
@@ -482,6 +488,7 @@ static int add_children(dg__save_node_t *n, dg__save_list_t *l, json_t *records)
     l->records[i] = record_new(n->run, model, id ? id : "", json_object_get(item, "values"));
     if (l->records[i] == NULL)
       return DG_ENOMEM;
+    dg__save_unset_extracted(n->ep, l->config->list, l->records[i]);
   }
   l->n = count;
   return 0;

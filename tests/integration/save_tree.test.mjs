@@ -204,6 +204,54 @@ describe('the REST order edit', () => {
   });
 });
 
+describe('values extracted in an earlier run', () => {
+  let gw;
+  before(async () => {
+    gw = await gateway();
+  });
+  const noValue = 'CalculatedOrderId has no value in this run: the extraction at /endpoints/0/save/actions/0/extractions/0 found nothing at calculatedOrder.id';
+
+  it('are never read by a child: a begin answer without the id sends nothing more', async () => {
+    mock.upstream.control({ reset: true });
+    const { order, lines } = sampleOrder('SO-1002');
+    const begin = erp('/orders/SO-1002/edits/begin.json');
+    const firstRun = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    assert.equal(firstRun.status, 'succeeded', JSON.stringify(firstRun));
+    assert.equal((await entity(gw, ORDERS, order.id)).calculatedOrderId, 'calc-1');
+    // The second begin answers lines but no calculated order id.
+    const lineItems = lines.map((l, k) => ({ id: `cli-9-${k + 1}`, sku: l.SKU, quantity: l.Quantity }));
+    mock.upstream.control({ reset: true, script: { path: begin, responses: [{ status: 200, json: { calculatedOrder: { lineItems } } }] } });
+    const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    assert.equal(r.status, 'failed');
+    assert.equal(r.failedAction, 'Set Line Quantity (/endpoints/1/save)');
+    assert.ok(r.reason.startsWith(noValue), r.reason);
+    assert.deepEqual(mock.upstream.log.map((q) => q.path), [begin]);
+    assert.deepEqual(r.actions.map((a) => a.status), ['succeeded', 'succeeded', 'failed', 'skipped']);
+  });
+
+  it('are never read by the same tree: the commit is not sent', async () => {
+    // A new order has no lines; the commerce system's answers are scripted.
+    const number = `SO-9${randomUUID().slice(0, 6)}`;
+    const created = structured(await call(gw, 'submit_data_entry_form', { dataModelId: ORDERS,
+      formValues: values({ OrderNumber: number }) }));
+    const begin = erp(`/orders/${number}/edits/begin.json`);
+    mock.upstream.control({ reset: true, script: { path: begin,
+      responses: [{ status: 200, json: { calculatedOrder: { id: 'calc-old', lineItems: [] } } }] } });
+    mock.upstream.control({ script: { path: erp(`/orders/${number}/edits/calc-old/commit.json`),
+      responses: [{ status: 200, json: { order: { total: { amount: 1 } } } }] } });
+    const firstRun = structured(await submitOrder(gw, created.id, values({ Status: 'Open' })));
+    assert.equal(firstRun.status, 'succeeded', JSON.stringify(firstRun));
+    assert.equal((await entity(gw, ORDERS, created.id)).calculatedOrderId, 'calc-old');
+    mock.upstream.control({ reset: true, script: { path: begin,
+      responses: [{ status: 200, json: { calculatedOrder: { lineItems: [] } } }] } });
+    const r = structured(await submitOrder(gw, created.id, values({ Status: 'Open' })));
+    assert.equal(r.status, 'failed');
+    assert.equal(r.failedAction, 'Save Line Changes (/endpoints/0/save/actions/1)');
+    assert.ok(r.reason.startsWith(noValue), r.reason);
+    assert.deepEqual(mock.upstream.log.map((q) => q.path), [begin]);
+  });
+});
+
 describe('the GraphQL order edit', () => {
   let gw;
   before(async () => {
