@@ -85,6 +85,11 @@ static void print_action(FILE *out, const char *indent, const dg_action_t *a) {
   if (a->filter != NULL)
     fprintf(out, "%s   skipped unless %s of %zu conditions hold\n", indent,
             a->filter->any ? "one" : "all", a->filter->nconditions);
+  if (a->type == DG_ACTION_ENDPOINT_SAVE)
+    fprintf(out, "%s   answer: %s\n", indent,
+            a->expect_any    ? "any (expect any: a 2xx answer that is not JSON is accepted)"
+            : a->answer_read ? "JSON, read by the tree (a 2xx answer that is not JSON fails)"
+                             : "JSON or empty (a 2xx answer that is not JSON fails)");
 }
 
 /* ---- Where a placeholder's value comes from ---------------------------------------- */

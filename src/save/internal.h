@@ -183,6 +183,8 @@ struct dg__save_node {
   char *body;
   size_t body_len;
   json_t *parsed;
+  char *not_json;      /* PARSING: why the answer is unreadable, should it not parse */
+  json_t *not_json_up; /* ... and what the entry's upstream part then shows */
   dg__save_node_t *prev_calling, *next_calling;
   dg__save_node_t *next_in_run;
 };
@@ -244,6 +246,12 @@ void dg__save_entry_end(const dg__save_node_t *n, json_t *entry, const char *sta
  * attempts, and for a failure an excerpt of the answer. */
 void dg__save_entry_upstream(json_t *entry, const dg_connector_t *conn, const char *method,
                              const char *path, const dg_connector_result_t *result);
+/* Why a 2xx answer that must be JSON is not, naming the action, the call
+ * (url without query), status, content type and first bytes (malloc'd;
+ * NULL when out of memory); *upstream gets {contentType, excerpt} for the
+ * entry's upstream part. */
+char *dg__save_not_json(const dg_action_t *a, const char *url, int status, const char *content_type,
+                        const char *body, size_t len, json_t **upstream);
 /* A warning: in the entry, in the run's list and in the log (event). */
 void dg__save_warn(dg__save_node_t *n, json_t *entry, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

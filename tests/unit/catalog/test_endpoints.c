@@ -252,6 +252,31 @@ static void test_run_values_and_parent_session(void **state) {
               "the child saves; a child can read only what its parent extracted before them");
 }
 
+/* "expect": "any" only where nothing reads the answer. */
+static void test_expect(void **state) {
+  (void)state;
+  json_t *doc = sample_doc();
+  set(doc, "/endpoints/0/save/expect", json_string("any"));
+  set(doc, "/endpoints/0/save/actions/1/expect", json_string("any"));
+  set(doc, "/endpoints/0/save/actions/0/expect", json_string("any"));
+  set(doc, "/endpoints/2/save/actions/1/responseMappings", NULL);
+  set(doc, "/endpoints/2/save/actions/1/expect", json_string("any"));
+  set(doc, "/endpoints/1/save/expect", json_string("xml"));
+  EXPECT(doc,
+         "endpoints.json: /endpoints/0/save/actions/0/expect: only an EndpointSave action gets "
+         "an answer to expect",
+         "endpoints.json: /endpoints/0/save/actions/1/expect: 'any' is for an action whose "
+         "answer nothing reads, and its responseMappings read it; leave 'expect' out (an answer "
+         "that is read must be JSON)",
+         "endpoints.json: /endpoints/0/save/expect: 'any' is for an action whose answer nothing "
+         "reads, and its GetSessionValues actions read it; leave 'expect' out (an answer that is "
+         "read must be JSON)",
+         "endpoints.json: /endpoints/1/save/expect: unknown value 'xml' (allowed: json, any)",
+         "endpoints.json: /endpoints/2/save/actions/1/expect: 'any' is for an action whose "
+         "answer nothing reads, and a GraphQL answer is checked for 'errors'; leave 'expect' out "
+         "(an answer that is read must be JSON)");
+}
+
 /* The three problems of the sample's OrderLineEdit (/endpoints/1) once it
  * also runs on its own: the parent's values and the session value the
  * parent extracts are missing there. */
@@ -555,6 +580,20 @@ static void test_explain(void **state) {
   assert_non_null(commit_reads);
   assert_true(begin < begin_reads && begin_reads < extract && child < child_reads &&
               commit < commit_reads);
+  assert_non_null(strstr(begin, "     answer: JSON, read by the tree (a 2xx answer that is not "
+                                "JSON fails)\n"));
+  free(text);
+  dg_catalog_unref(cat);
+  /* An action whose answer nothing reads may accept any answer. */
+  json_t *doc = sample_doc();
+  set(doc, "/endpoints/0/save/actions/1/responseMappings", NULL);
+  set(doc, "/endpoints/0/save/actions/1/expect", json_string("any"));
+  cat = load_with(doc, NULL, 0);
+  text = explain(cat, "OrderEdit", &rc);
+  commit = strstr(text, "3. Save Line Changes");
+  assert_non_null(commit);
+  assert_non_null(
+      strstr(commit, "answer: any (expect any: a 2xx answer that is not JSON is accepted)\n"));
   free(text);
   text = explain(cat, "OrderLineEdit", &rc);
   assert_non_null(strstr(text, "session values: none\n"));
@@ -576,6 +615,7 @@ int main(void) {
       cmocka_unit_test(test_child_scope),
       cmocka_unit_test(test_child_endpoint_on_its_own),
       cmocka_unit_test(test_run_values_and_parent_session),
+      cmocka_unit_test(test_expect),
       cmocka_unit_test(test_properties_that_do_not_exist),
       cmocka_unit_test(test_action_shapes),
       cmocka_unit_test(test_filters_and_operations),
