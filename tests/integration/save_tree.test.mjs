@@ -3,10 +3,13 @@
 // edit over REST (begin, the calculated order id and per-line session
 // values, child saves in order, the commit) and over GraphQL (Multiple
 // Lists), with the exact URLs and bodies the upstream received and the
-// values written back to the records; lists of unequal length; a failure
-// in each phase stopping the tree; a create the tree does not run for;
-// and a gateway killed in the middle of a tree, whose record shows the
-// failure after a restart.
+// values written back to the records (the line saves read the calculated
+// order id of the parent's run as {SESSION:Order.CalculatedOrderId}); lists
+// of unequal length; a failure in each phase stopping the tree; 2xx
+// answers that are not JSON failing the action that got them; values an
+// earlier run extracted never read; a replay that is the first answer; a
+// create the tree does not run for; and a gateway killed in the middle of
+// a tree, whose record shows the failure after a restart.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
