@@ -75,7 +75,6 @@ static int id_value(const char *id, dg_template_value_t *out) {
   return 0;
 }
 
-/* {Reference.Prop}: the parent record, reached through the list's reference. */
 /* The parent record of a child save reached as "Reference." at the start
  * of name, or NULL. */
 static const dg__save_node_t *parent_named(const dg__save_node_t *n, const char *name) {
@@ -88,6 +87,7 @@ static const dg__save_node_t *parent_named(const dg__save_node_t *n, const char 
   return n->parent;
 }
 
+/* {Reference.Prop}: the parent record, reached through the list's reference. */
 static int parent_value(lookup_t *l, const char *name, dg_template_value_t *out) {
   const dg__save_node_t *p = parent_named(l->n, name);
   if (p == NULL)
