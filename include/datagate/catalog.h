@@ -471,6 +471,10 @@ typedef struct dg_action {
   size_t nmappings;
   const dg_response_mapping_t *responses;
   size_t nresponses;
+  /* "expect": "any": a 2xx answer that is not JSON is accepted (only when
+   * nothing reads the answer); by default it fails the action. */
+  bool expect_any;
+  bool answer_read; /* response mappings, a GraphQL errors check or extractions read it */
   const struct dg_action *actions; /* root: the inner actions; inner save: its GetSessionValues */
   size_t nactions;
   /* GetSessionValues */

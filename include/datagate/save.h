@@ -26,9 +26,10 @@
 
 /* ---- Templates -----------------------------------------------------------
  * Syntax: a placeholder is '{', an optional "SESSION:" prefix, a name (a
- * letter or '_', then letters, digits or '_') and '}'. Without the prefix
- * the name may be two such names joined by '.' ("{Order.OrderNumber}": a
- * property of the record a reference points at). "{{" is a literal
+ * letter or '_', then letters, digits or '_') and '}'. The name may be two
+ * such names joined by '.' ("{Order.OrderNumber}": a property of the record
+ * a reference points at; "{SESSION:Order.CalculatedOrderId}": a value that
+ * record's run extracted). "{{" is a literal
  * '{'. Any other '{' is literal text (so JSON bodies need no escaping), but
  * a '{' followed by a letter or '_' must form a placeholder: "{Order Id}"
  * is a compile error rather than text that silently never expands. */

@@ -401,8 +401,8 @@ void dg_store_cancel(dg_store_req_t *req);
  * Result shapes:
  *   submit   {"submissionId", "id", "created": b, "status", "replayed": false}
  *            or, for a key seen before, {"submissionId", "id", "created",
- *            "status", "failedAction", "reason", "replayed": true,
- *            "outcome": {...}|null}
+ *            "status", "failedAction", "reason", "endpoint", "system",
+ *            "replayed": true, "outcome": {...}|null}
  *   finish   {"submissionId", "status"}
  *   get      {"submission": S|null} with S {"submissionId", "dataModel",
  *            "entityId", "operation", "endpoint", "system", "status",

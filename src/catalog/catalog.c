@@ -250,6 +250,7 @@ int dg_catalog_check(const char *dir, FILE *out) {
   for (size_t i = 0; i < errors.count; i++)
     fprintf(out, "%s\n", errors.lines[i]);
   if (rc == 0) {
+    dg__catalog_print_reads(cat, out);
     fprintf(out, "%s: %zu models, %zu roles, %zu users: OK\n", dir, cat->nmodels, cat->nroles,
             cat->nusers);
   } else {

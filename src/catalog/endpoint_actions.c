@@ -18,6 +18,7 @@
 #define MAX_MAPPING_KEYS 8
 
 static const char *const action_type_names[] = {"EndpointSave", "GetSessionValues", NULL};
+static const char *const expect_names[] = {"json", "any", NULL};
 static const char *const request_kind_names[] = {"REST", "GraphQL", NULL};
 static const char *const method_names[] = {"GET", "POST", "PUT", "PATCH", "DELETE", NULL};
 static const char *const match_names[] = {"All", "Any", NULL};
@@ -35,6 +36,7 @@ typedef struct actx {
 typedef struct action_raw {
   dg_action_t *out;
   int type;
+  int expect;
   const char *title;
   bool after;
   const char *connector;
@@ -881,6 +883,7 @@ static const dg__cfg_field_t action_fields[] = {
     {"type", DG__CFG_ENUM, true, NULL, -1, 0, 0, action_type_names, A(type), 0, NULL},
     {"title", DG__CFG_STRING, true, NULL, 0, 1, 128, NULL, A(title), 0, NULL},
     {"afterChildConfigs", DG__CFG_BOOL, false, NULL, 0, 0, 0, NULL, A(after), 0, NULL},
+    {"expect", DG__CFG_ENUM, false, NULL, 0, 0, 0, expect_names, A(expect), 0, NULL},
     {"operations", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_operations},
     {"connector", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, A(connector), 0, NULL},
     {"filter", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_filter},
@@ -1002,6 +1005,38 @@ static void parse_kind(actx_t *x, action_raw_t *raw, int depth, const char *path
     parse_inner(x, raw, depth, at_key(x->cfg, path, "actions"));
 }
 
+/* What reads a save action's answer, or NULL when nothing does. */
+static const char *answer_reader(const dg_action_t *a) {
+  if (a->nresponses > 0)
+    return "its responseMappings read it";
+  if (a->request.kind == DG_REQUEST_GRAPHQL)
+    return "a GraphQL answer is checked for 'errors'";
+  for (size_t i = 0; i < a->nactions; i++) {
+    if (a->actions[i].type == DG_ACTION_GET_SESSION_VALUES)
+      return "its GetSessionValues actions read it";
+  }
+  return NULL;
+}
+
+/* "expect": "any" only where nothing reads the answer: an answer that is
+ * read must be JSON, or the values read from it would silently be missing. */
+static void check_expect(actx_t *x, action_raw_t *raw, const char *path) {
+  dg_action_t *a = raw->out;
+  const char *reader = a->type == DG_ACTION_ENDPOINT_SAVE ? answer_reader(a) : NULL;
+  a->answer_read = reader != NULL;
+  if (raw->expect != 1)
+    return;
+  if (a->type != DG_ACTION_ENDPOINT_SAVE)
+    shape_error(x, path, "expect", "only an EndpointSave action gets an answer to expect");
+  else if (reader != NULL)
+    dg__cfg_error(x->cfg, at_key(x->cfg, path, "expect"),
+                  "'any' is for an action whose answer nothing reads, and %s; leave 'expect' "
+                  "out (an answer that is read must be JSON)",
+                  reader);
+  else
+    a->expect_any = true;
+}
+
 static dg_action_phase_t phase_of(int depth, bool after, const dg_action_t *parent) {
   if (depth == 0)
     return DG_PHASE_ROOT;
@@ -1040,6 +1075,7 @@ static const dg_action_t *parse_action(actx_t *x, const json_t *v, const char *p
   if (raw.filter != NULL && depth > 0)
     parse_filter(x, &raw, at_key(x->cfg, path, "filter"));
   parse_kind(x, &raw, depth, path);
+  check_expect(x, &raw, path);
   return a;
 }
 

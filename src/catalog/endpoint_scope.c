@@ -1,6 +1,9 @@
 /* endpoints.json, the second pass: every {SESSION:Name} must name a value
- * that an earlier action of the same run produces, and every
- * {Reference.Name} a record that is at hand. What reaches an action
+ * that an earlier action of the same run produces, every
+ * {SESSION:Reference.Name} a value the parent's run extracts before its
+ * child saves, every {Reference.Name} a record that is at hand, and no
+ * {Name} may read a property that this run extracts only later (it has no
+ * value until then). What reaches an action
  * depends on where its endpoint runs: on its own (forms), or as the child
  * save of a parent's list, which adds the values the parent's collection
  * and Multiple Lists extractions set for that list. Each place an endpoint
@@ -84,7 +87,55 @@ static const char *hint(scope_t *s, const char *name) {
   return "";
 }
 
+/* The basic extraction of e's steps [from, to) that writes prop, or NULL;
+ * *action gets its action. */
+static const dg_extraction_t *basic_writer(const dg_endpoint_t *e, size_t from, size_t to,
+                                           const dg_property_t *prop, const dg_action_t **action) {
+  for (size_t i = from; prop != NULL && i < to && i < e->nsteps; i++) {
+    for (size_t j = 0; j < e->steps[i]->nextractions; j++) {
+      const dg_extraction_t *x = &e->steps[i]->extractions[j];
+      if (x->kind == DG_EXTRACT_BASIC && x->model_property == prop) {
+        *action = e->steps[i];
+        return x;
+      }
+    }
+  }
+  return NULL;
+}
+
+/* The parent record's name in {Reference.Name}: whether the reference is
+ * the one the parent's list is made of (reported otherwise). */
+static bool check_reference(scope_t *s, const char *pre, const char *name, const char *path);
+
+/* {SESSION:Reference.Name}: a value the parent's run extracted (a basic
+ * extraction) before its child saves start. */
+static void check_parent_session(scope_t *s, const char *name, const char *path) {
+  const place_t *p = s->place;
+  if (!check_reference(s, "SESSION:", name, path))
+    return;
+  const char *field = strchr(name, '.') + 1;
+  const dg_endpoint_t *pe = &p->parent->e;
+  const dg_property_t *prop = dg_model_property(pe->model, field);
+  const dg_action_t *a = NULL;
+  if (basic_writer(pe, 0, pe->first_post, prop, &a) != NULL)
+    return;
+  if (basic_writer(pe, pe->first_post, pe->nsteps, prop, &a) != NULL)
+    dg__cfg_error(s->cfg, path,
+                  "{SESSION:%s}: %s, '%s' is extracted by '%s' (%s), which runs after the child "
+                  "saves; a child can read only what its parent extracted before them",
+                  name, where(s), field, a->title, a->path);
+  else
+    dg__cfg_error(s->cfg, path,
+                  "{SESSION:%s}: %s, no action of '%s' extracts '%s' as a header value; "
+                  "{SESSION:Reference.Name} reads what the parent's run extracted",
+                  name, where(s), pe->name, field);
+}
+
 static void check_session(scope_t *s, const char *name, const char *path) {
+  if (strchr(name, '.') != NULL) {
+    check_parent_session(s, name, path);
+    return;
+  }
   if (has_name(s->produced, s->nproduced, name) ||
       has_name(s->place->inherited, s->place->ninherited, name))
     return;
@@ -96,21 +147,45 @@ static void check_session(scope_t *s, const char *name, const char *path) {
 
 /* {Reference.Name} reads the parent record: the reference must be the one
  * the parent's list is made of. */
-static void check_reference(scope_t *s, const char *name, const char *path) {
+static bool check_reference(scope_t *s, const char *pre, const char *name, const char *path) {
   const place_t *p = s->place;
   size_t n = (size_t)(strchr(name, '.') - name);
   const char *inverse = p->via ? p->via->list->reference->inverse_property : NULL;
   if (inverse != NULL && strlen(inverse) == n && strncasecmp(inverse, name, n) == 0)
-    return;
+    return true;
   if (p->parent == NULL)
     dg__cfg_error(s->cfg, path,
-                  "{%s}: the record of '%.*s' is at hand only in child saves, where it is the "
+                  "{%s%s}: the record of '%.*s' is at hand only in child saves, where it is the "
                   "parent; '%s' also runs on its own (formSubmit, or no parent saves it as a "
                   "child), where the value would be missing",
-                  name, (int)n, name, s->ep->e.name);
+                  pre, name, (int)n, name, s->ep->e.name);
   else
-    dg__cfg_error(s->cfg, path, "{%s}: %s, the parent record is reached through '%s', not '%.*s'",
-                  name, where(s), inverse ? inverse : "?", (int)n, name);
+    dg__cfg_error(s->cfg, path, "{%s%s}: %s, the parent record is reached through '%s', not '%.*s'",
+                  pre, name, where(s), inverse ? inverse : "?", (int)n, name);
+  return false;
+}
+
+/* A property that an extraction of the run writes has no value in the run
+ * before that extraction (what an earlier run stored is never read), so a
+ * placeholder that reads it earlier would always fail. */
+static void check_run_value(scope_t *s, const char *name, const char *path) {
+  const place_t *p = s->place;
+  const char *dot = strchr(name, '.');
+  const dg_endpoint_t *e = dot ? (p->parent ? &p->parent->e : NULL) : &s->ep->e;
+  if (e == NULL)
+    return;
+  const dg_property_t *prop = dg_model_property(e->model, dot ? dot + 1 : name);
+  const dg_action_t *a = NULL;
+  if (prop == NULL || basic_writer(e, 0, e->nsteps, prop, &a) == NULL)
+    return;
+  if (dot == NULL && has_name(s->produced, s->nproduced, prop->name))
+    return;
+  if (dot != NULL && a->step < e->first_post)
+    return;
+  dg__cfg_error(s->cfg, path,
+                "{%s}: %s, '%s' has no value yet: this run sets it only later, by '%s' (%s), "
+                "and a value an earlier run stored is never read",
+                name, where(s), prop->name, a->title, a->path);
 }
 
 static void check_template(scope_t *s, const dg_template_t *t, const char *path) {
@@ -118,8 +193,8 @@ static void check_template(scope_t *s, const dg_template_t *t, const char *path)
     const dg_template_var_t *v = dg_template_var(t, j);
     if (v->session)
       check_session(s, v->name, path);
-    else if (strchr(v->name, '.') != NULL)
-      check_reference(s, v->name, path);
+    else if (strchr(v->name, '.') == NULL || check_reference(s, "", v->name, path))
+      check_run_value(s, v->name, path);
   }
 }
 

@@ -154,6 +154,9 @@ void dg__catalog_parse_endpoints(dg__cfg_t *cfg, const json_t *root);
  * ep->e.root; child configurations must be parsed already. */
 void dg__catalog_parse_save_tree(dg__cfg_t *cfg, dg__catalog_endpoint_t *ep, const json_t *v,
                                  const char *path);
+/* endpoint_explain.c: one line per save action of every endpoint: where
+ * the value of each of its placeholders comes from. */
+void dg__catalog_print_reads(const dg_catalog_t *cat, FILE *out);
 /* The second pass over every endpoint: placeholders against the session
  * values and parent records that reach them. */
 void dg__catalog_check_endpoint_scopes(dg__cfg_t *cfg, const dg__catalog_endpoint_t *list,

@@ -571,11 +571,16 @@ static bool stale_connection(dg_http_call_t *call) {
 }
 
 /* A reused keep-alive connection that the server closed as we sent on it
- * is the client's race, not a failure: one fresh attempt follows. */
+ * is the client's race, not a failure: one fresh attempt follows at once.
+ * The request was sent, so it counts as an attempt (the count reported is
+ * the number of requests sent), and it uses up a retry when one is left so
+ * that no more requests go out than the connector's maxAttempts allow; a
+ * call without retries still gets this one fresh attempt. */
 static void retry_stale(dg_http_call_t *call) {
   call->stale_retried = true;
   drop_conn(call);
-  call->attempts--;
+  if (call->retries < call->max_retries)
+    call->retries++;
   set_state(call, DG__CALL_BACKOFF);
   attempt(call);
 }

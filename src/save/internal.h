@@ -111,8 +111,6 @@ void dg__save_oauth_prune(dg_connectors_t *cs, const dg_catalog_t *cat);
 
 /* ---- Save trees ------------------------------------------------------------ */
 
-/* A record a tree works on: its values by property name, what the tree set
- * on it, and the session values its parent's extractions gave it. */
 /* What a form call did to a child record: the tree saves an added line
  * with its list's addEndpoint, as a created record, and a removed one
  * with its removeEndpoint. */
@@ -122,6 +120,10 @@ typedef enum dg__save_line_op {
   DG__SAVE_LINE_REMOVED,
 } dg__save_line_op_t;
 
+/* A record a tree works on: its values by property name, what the tree set
+ * on it, the session values its parent's extractions gave it, and the
+ * properties an extraction of the run writes that have no value in this
+ * run yet (name -> why, for the message of an action that reads one). */
 typedef struct dg__save_record {
   const dg_model_t *model;
   const char *id;
@@ -129,6 +131,7 @@ typedef struct dg__save_record {
   json_t *values;
   json_t *changed;
   json_t *inherited;
+  json_t *pending;
   struct dg__save_record *next_in_run;
 } dg__save_record_t;
 
@@ -190,6 +193,8 @@ struct dg__save_node {
   char *body;
   size_t body_len;
   json_t *parsed;
+  char *not_json;      /* PARSING: why the answer is unreadable, should it not parse */
+  json_t *not_json_up; /* ... and what the entry's upstream part then shows */
   dg__save_node_t *prev_calling, *next_calling;
   dg__save_node_t *next_in_run;
 };
@@ -233,6 +238,13 @@ void dg__save_map_response(dg__save_node_t *n, const dg_action_t *a, const json_
                            json_t *entry);
 /* Sets a record's property (and remembers it as changed); value stolen. */
 void dg__save_record_set(dg__save_record_t *r, const char *name, json_t *value);
+/* Property name of r has no value in this run, because of why (stolen);
+ * a value this run already set is kept. */
+void dg__save_record_unset(dg__save_record_t *r, const char *name, json_t *why);
+/* Every property the extractions of ep's actions write on r (basic ones)
+ * or, with list, on the records of that child list. */
+void dg__save_unset_extracted(const dg_endpoint_t *ep, const dg_property_t *list,
+                              dg__save_record_t *r);
 /* Whether an inner action's filter holds for the record. */
 bool dg__save_filter_holds(const dg_action_filter_t *f, const dg__save_record_t *r);
 
@@ -244,6 +256,12 @@ void dg__save_entry_end(const dg__save_node_t *n, json_t *entry, const char *sta
  * attempts, and for a failure an excerpt of the answer. */
 void dg__save_entry_upstream(json_t *entry, const dg_connector_t *conn, const char *method,
                              const char *path, const dg_connector_result_t *result);
+/* Why a 2xx answer that must be JSON is not, naming the action, the call
+ * (url without query), status, content type and first bytes (malloc'd;
+ * NULL when out of memory); *upstream gets {contentType, excerpt} for the
+ * entry's upstream part. */
+char *dg__save_not_json(const dg_action_t *a, const char *url, int status, const char *content_type,
+                        const char *body, size_t len, json_t **upstream);
 /* A warning: in the entry, in the run's list and in the log (event). */
 void dg__save_warn(dg__save_node_t *n, json_t *entry, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -127,7 +127,8 @@ static size_t name_len(const char *s) {
 static int bad_placeholder(builder_t *b, size_t at, dg_errctx_t *err) {
   return dg_errctx_set(err, DG_EINVAL, "template",
                        "placeholder at offset %zu is not closed by '}' right after its name (a "
-                       "placeholder is {Name}, {Reference.Name} or {SESSION:Name}; write {{ "
+                       "placeholder is {Name}, {Reference.Name}, {SESSION:Name} or "
+                       "{SESSION:Reference.Name}; write {{ "
                        "for a literal '{')",
                        at);
 }
@@ -140,8 +141,9 @@ static int add_var(builder_t *b, dg_arena_t *arena, dg_errctx_t *err) {
   if (session)
     p += 8;
   size_t n = name_len(p);
-  /* {Reference.Name}: a property of the record a reference points at. */
-  if (!session && n > 0 && p[n] == '.' && name_len(p + n + 1) > 0)
+  /* {Reference.Name}: a property of the record a reference points at;
+   * {SESSION:Reference.Name}: a value of that record's run. */
+  if (n > 0 && p[n] == '.' && name_len(p + n + 1) > 0)
     n += 1 + name_len(p + n + 1);
   if (p[n] != '}')
     return bad_placeholder(b, at, err);

@@ -48,6 +48,8 @@ static void run_free(uv_handle_t *handle) {
   for (dg__save_node_t *n = run->nodes; n != NULL; n = n->next_in_run) {
     free(n->path);
     free(n->body);
+    free(n->not_json);
+    json_decref(n->not_json_up);
     json_decref(n->session);
     json_decref(n->actions);
     json_decref(n->entry);
@@ -61,6 +63,7 @@ static void run_free(uv_handle_t *handle) {
     json_decref(r->values);
     json_decref(r->changed);
     json_decref(r->inherited);
+    json_decref(r->pending);
   }
   json_decref(run->warnings);
   dg_arena_destroy(run->arena);
@@ -120,9 +123,10 @@ static dg__save_record_t *record_new(dg_save_run_t *run, const dg_model_t *model
   r->values = json_is_object(values) ? json_deep_copy(values) : json_object();
   r->changed = json_object();
   r->inherited = json_object();
+  r->pending = json_object();
   r->next_in_run = run->records;
   run->records = r;
-  return r->id && r->values && r->changed && r->inherited ? r : NULL;
+  return r->id && r->values && r->changed && r->inherited && r->pending ? r : NULL;
 }
 
 static dg__save_node_t *node_new(dg_save_run_t *run, const dg_endpoint_t *ep,
@@ -143,6 +147,10 @@ static dg__save_node_t *node_new(dg_save_run_t *run, const dg_endpoint_t *ep,
   for (size_t i = 0; n->lists != NULL && i < ep->nchildren; i++)
     n->lists[i].config = &ep->children[i];
   bool ok = n->session && n->actions && n->responses && n->lists;
+  /* What this tree extracts is read from this run only, never from what
+   * an earlier submission stored. */
+  if (ok)
+    dg__save_unset_extracted(ep, NULL, rec);
   return ok ? n : NULL;
 }
 
@@ -274,6 +282,16 @@ static const char *graphql_error(const dg_action_t *a, const json_t *doc) {
   return msg ? msg : "an error without a message";
 }
 
+/* The action in flight failed after its call: the entry says why. */
+static void failed_after_call(dg__save_node_t *n, const dg_action_t *a, json_t *e,
+                              const char *reason) {
+  json_object_set_new(e, "reason", json_string(reason));
+  dg__save_entry_end(n, e, "failed", n->call_start_ms);
+  json_array_append_new(n->actions, e);
+  fail(n, label(n, a), reason);
+  n->step++;
+}
+
 /* The answer of the action in flight is at hand (parsed, or NULL). */
 static void answered(dg__save_node_t *n, json_t *doc) {
   const dg_action_t *a = n->ep->steps[n->step];
@@ -283,18 +301,26 @@ static void answered(dg__save_node_t *n, json_t *doc) {
   if (gql != NULL) {
     char reason[1024];
     snprintf(reason, sizeof(reason), "the GraphQL API answered errors: %s", gql);
-    json_object_set_new(e, "reason", json_string(reason));
-    dg__save_entry_end(n, e, "failed", n->call_start_ms);
-    json_array_append_new(n->actions, e);
     json_decref(doc);
-    fail(n, label(n, a), reason);
-    n->step++;
+    failed_after_call(n, a, e, reason);
     return;
   }
   dg__save_map_response(n, a, doc, e);
   dg__save_entry_end(n, e, "succeeded", n->call_start_ms);
   json_array_append_new(n->actions, e);
   n->responses[n->step++] = doc;
+}
+
+/* A 2xx answer that had to be JSON and is not fails its action: values
+ * the tree reads from it must never be silently missing. Takes why and up. */
+static void unreadable(dg__save_node_t *n, char *why, json_t *up) {
+  const dg_action_t *a = n->ep->steps[n->step];
+  json_t *e = n->entry;
+  n->entry = NULL;
+  json_object_update(json_object_get(e, "upstream"), up);
+  json_decref(up);
+  failed_after_call(n, a, e, why ? why : "the answer is not JSON");
+  free(why);
 }
 
 static void parse_work(uv_work_t *w) {
@@ -309,8 +335,41 @@ static void parse_done(uv_work_t *w, int status) {
   free(n->body);
   n->body = NULL;
   node_set_state(n, DG__NODE_READY);
-  answered(n, doc);
+  if (doc == NULL && n->not_json != NULL) {
+    unreadable(n, n->not_json, n->not_json_up);
+  } else {
+    free(n->not_json);
+    json_decref(n->not_json_up);
+    answered(n, doc);
+  }
+  n->not_json = NULL;
+  n->not_json_up = NULL;
   node_advance(n);
+}
+
+/* Whether a 2xx answer must be JSON: unless the action accepts any answer,
+ * one that is read, and any with a body (an empty answer, a 204 say, is
+ * fine when nothing reads it). */
+static bool must_be_json(const dg_action_t *a, const dg_http_response_t *res) {
+  return !a->expect_any && (a->answer_read || res->body_len > 0);
+}
+
+/* A JSON answer (an object or an array) starts with '{' or '['. */
+static bool may_be_json(const dg_http_response_t *res) {
+  size_t i = 0;
+  while (i < res->body_len && strchr(" \t\r\n", res->body[i]) != NULL)
+    i++;
+  return i < res->body_len && (res->body[i] == '{' || res->body[i] == '[');
+}
+
+/* Why the answer is not JSON, and what the entry then shows. */
+static char *not_json_reason(const dg_action_t *a, const char *path, const dg_http_response_t *res,
+                             json_t **up) {
+  const char *p = path ? path : "";
+  char url[1200];
+  snprintf(url, sizeof(url), "%s%.*s", a->connector->base_url, (int)strcspn(p, "?#"), p);
+  return dg__save_not_json(a, url, res->status, dg_http_response_header(res, "Content-Type"),
+                           res->body, res->body_len, up);
 }
 
 static void call_failed(dg__save_node_t *n, const dg_action_t *a,
@@ -327,30 +386,31 @@ static void call_failed(dg__save_node_t *n, const dg_action_t *a,
   n->step++;
 }
 
-static void on_call(dg_connector_call_t *call, const dg_connector_result_t *result, void *user) {
-  dg__save_node_t *n = user;
-  const dg_action_t *a = n->ep->steps[n->step];
-  unlink_calling(n);
-  n->call = NULL;
-  dg__save_entry_upstream(n->entry, a->connector, a->request.method, n->path, result);
-  free(n->path);
-  n->path = NULL;
-  if (result->rc != 0) {
-    node_set_state(n, DG__NODE_READY);
-    call_failed(n, a, result);
-    node_advance(n);
+/* Parses a 2xx answer: here, or on the threadpool when it is large. With
+ * json, an answer that does not parse fails the action. */
+static void parse_answer(dg__save_node_t *n, const dg_action_t *a, const dg_http_response_t *res,
+                         bool json, const char *path) {
+  json_t *up = NULL;
+  if (json && !may_be_json(res)) {
+    char *why = not_json_reason(a, path, res, &up);
+    unreadable(n, why, up);
     return;
   }
-  const dg_http_response_t *res = result->response;
   if (res->body_len > INLINE_PARSE_BYTES) {
     n->body = malloc(res->body_len);
     n->body_len = res->body_len;
     n->work.data = n;
     if (n->body != NULL) {
       memcpy(n->body, res->body, res->body_len);
+      /* What the message needs, should the answer not parse. */
+      n->not_json = json ? not_json_reason(a, path, res, &n->not_json_up) : NULL;
       node_set_state(n, DG__NODE_PARSING);
       if (uv_queue_work(n->run->opt.loop, &n->work, parse_work, parse_done) == 0)
         return;
+      free(n->not_json);
+      json_decref(n->not_json_up);
+      n->not_json = NULL;
+      n->not_json_up = NULL;
       node_set_state(n, DG__NODE_READY); /* the pool refused: parse here after all */
     }
     free(n->body);
@@ -358,8 +418,34 @@ static void on_call(dg_connector_call_t *call, const dg_connector_result_t *resu
   }
   if (n->state == DG__NODE_CALLING)
     node_set_state(n, DG__NODE_READY);
-  answered(n, json_loadb(res->body, res->body_len, 0, NULL));
-  node_advance(n);
+  json_t *doc = json_loadb(res->body, res->body_len, 0, NULL);
+  if (doc == NULL && json) {
+    char *why = not_json_reason(a, path, res, &up);
+    unreadable(n, why, up);
+  } else {
+    answered(n, doc);
+  }
+}
+
+static void on_call(dg_connector_call_t *call, const dg_connector_result_t *result, void *user) {
+  dg__save_node_t *n = user;
+  const dg_action_t *a = n->ep->steps[n->step];
+  unlink_calling(n);
+  n->call = NULL;
+  dg__save_entry_upstream(n->entry, a->connector, a->request.method, n->path, result);
+  char *path = n->path;
+  n->path = NULL;
+  if (result->rc != 0) {
+    node_set_state(n, DG__NODE_READY);
+    call_failed(n, a, result);
+  } else {
+    parse_answer(n, a, result->response, must_be_json(a, result->response), path);
+    if (n->state == DG__NODE_CALLING)
+      node_set_state(n, DG__NODE_READY);
+  }
+  free(path);
+  if (n->state == DG__NODE_READY)
+    node_advance(n);
 }
 
 /* Starts the call of a save action; false when it could not start (the
@@ -503,6 +589,7 @@ static int add_children(dg__save_node_t *n, dg__save_list_t *l, json_t *records)
     if (l->records[i] == NULL)
       return DG_ENOMEM;
     l->records[i]->op = line_op(json_object_get(item, "operation"));
+    dg__save_unset_extracted(n->ep, l->config->list, l->records[i]);
   }
   l->n = count;
   return 0;

@@ -21,6 +21,34 @@
 void dg__save_record_set(dg__save_record_t *r, const char *name, json_t *value) {
   json_object_set(r->values, name, value);
   json_object_set_new(r->changed, name, value);
+  json_object_del(r->pending, name);
+}
+
+void dg__save_record_unset(dg__save_record_t *r, const char *name, json_t *why) {
+  if (json_object_get(r->changed, name) != NULL) {
+    json_decref(why);
+    return;
+  }
+  json_object_del(r->values, name);
+  json_object_set_new(r->pending, name, why ? why : json_string("an extraction did not set it"));
+}
+
+/* "the extraction at /endpoints/0/save/actions/0/extractions/1" */
+static json_t *extraction_why(const dg_action_t *a, size_t i, const char *what) {
+  return json_sprintf("the extraction at %s/extractions/%zu %s", a->path, i, what);
+}
+
+void dg__save_unset_extracted(const dg_endpoint_t *ep, const dg_property_t *list,
+                              dg__save_record_t *r) {
+  for (size_t s = 0; s < ep->nsteps; s++) {
+    const dg_action_t *a = ep->steps[s];
+    for (size_t i = 0; i < a->nextractions; i++) {
+      const dg_extraction_t *x = &a->extractions[i];
+      bool basic = x->kind == DG_EXTRACT_BASIC;
+      if (x->model_property != NULL && (list == NULL ? basic : !basic && x->target_list == list))
+        dg__save_record_unset(r, x->model_property->name, extraction_why(a, i, "did not run"));
+    }
+  }
 }
 
 static json_t *entry_object(json_t *entry, const char *key) {
@@ -115,8 +143,18 @@ static void match_item(dg__save_list_t *l, const dg_extraction_t *x, const json_
   t->matched_items += matched;
 }
 
-static void match_items(dg__save_node_t *n, const dg_extraction_t *x, const json_t *items,
-                        json_t *entry) {
+/* The children of l that x left without a value say why. */
+static void explain_unmatched(dg__save_list_t *l, const dg_extraction_t *x, json_t *why) {
+  const char *name = x->model_property->name;
+  for (size_t i = 0; l != NULL && i < l->n; i++) {
+    if (json_object_get(l->records[i]->pending, name) != NULL)
+      json_object_set(l->records[i]->pending, name, why);
+  }
+  json_decref(why);
+}
+
+static void match_items(dg__save_node_t *n, const dg_action_t *a, size_t xi,
+                        const dg_extraction_t *x, const json_t *items, json_t *entry) {
   dg__save_list_t *l = list_of(n, x->target_list);
   tally_t t = {.items = json_array_size(items)};
   size_t i;
@@ -135,17 +173,21 @@ static void match_items(dg__save_node_t *n, const dg_extraction_t *x, const json
   if (l != NULL && t.records < l->n)
     dg__save_warn(n, entry, "save_warning", "%s: %zu of %zu %s records got no value", name,
                   l->n - t.records, l->n, list);
+  explain_unmatched(l, x, extraction_why(a, xi, "matched no item of the answer to this record"));
 }
 
 /* ---- The three kinds ------------------------------------------------------------------------- */
 
-static void extract_basic(dg__save_node_t *n, const dg_extraction_t *x, const json_t *response,
-                          json_t *entry) {
+static void extract_basic(dg__save_node_t *n, const dg_action_t *a, size_t xi,
+                          const dg_extraction_t *x, const json_t *response, json_t *entry) {
   const char *name = x->model_property->name;
   const json_t *v = dg_jsonpath_get(x->connector_property, response);
   if (v == NULL) {
-    dg__save_warn(n, entry, "save_warning", "%s: the answer holds nothing at %s", name,
-                  dg_jsonpath_text(x->connector_property));
+    const char *at = dg_jsonpath_text(x->connector_property);
+    dg__save_warn(n, entry, "save_warning", "%s: the answer holds nothing at %s", name, at);
+    char what[600];
+    snprintf(what, sizeof(what), "found nothing at %s", at);
+    dg__save_record_unset(n->rec, name, extraction_why(a, xi, what));
     return;
   }
   json_t *copy = json_deep_copy(v);
@@ -154,14 +196,14 @@ static void extract_basic(dg__save_node_t *n, const dg_extraction_t *x, const js
   dg__save_record_set(n->rec, name, copy);
 }
 
-static void extract_collection(dg__save_node_t *n, const dg_extraction_t *x, const json_t *response,
-                               json_t *entry) {
+static void extract_collection(dg__save_node_t *n, const dg_action_t *a, size_t xi,
+                               const dg_extraction_t *x, const json_t *response, json_t *entry) {
   json_t *items = items_of(n, entry, x->connector_list, response);
   if (items != NULL && json_array_size(items) == 0)
     dg__save_warn(n, entry, "save_warning", "%s: the answer holds no list at %s",
                   x->model_property->name, dg_jsonpath_text(x->connector_list));
   if (items != NULL)
-    match_items(n, x, items, entry);
+    match_items(n, a, xi, x, items, entry);
   json_decref(items);
 }
 
@@ -194,8 +236,8 @@ static json_t *zip(dg__save_node_t *n, const dg_extraction_t *x, json_t **lists,
   return out;
 }
 
-static void extract_multiple(dg__save_node_t *n, const dg_extraction_t *x, const json_t *response,
-                             json_t *entry) {
+static void extract_multiple(dg__save_node_t *n, const dg_action_t *a, size_t xi,
+                             const dg_extraction_t *x, const json_t *response, json_t *entry) {
   json_t *lists[DG_EXTRACTION_MAX_LISTS] = {0};
   size_t nlists = x->nlists < DG_EXTRACTION_MAX_LISTS ? x->nlists : DG_EXTRACTION_MAX_LISTS;
   bool ok = true;
@@ -205,7 +247,10 @@ static void extract_multiple(dg__save_node_t *n, const dg_extraction_t *x, const
   }
   json_t *composites = ok ? zip(n, x, lists, entry) : NULL;
   if (composites != NULL)
-    match_items(n, x, composites, entry);
+    match_items(n, a, xi, x, composites, entry);
+  else
+    explain_unmatched(list_of(n, x->target_list), x,
+                      extraction_why(a, xi, "was skipped (its lists differ in length)"));
   json_decref(composites);
   for (size_t i = 0; i < nlists; i++)
     json_decref(lists[i]);
@@ -216,11 +261,11 @@ void dg__save_extract(dg__save_node_t *n, const dg_action_t *a, const json_t *re
   for (size_t i = 0; i < a->nextractions; i++) {
     const dg_extraction_t *x = &a->extractions[i];
     if (x->kind == DG_EXTRACT_BASIC)
-      extract_basic(n, x, response, entry);
+      extract_basic(n, a, i, x, response, entry);
     else if (x->kind == DG_EXTRACT_COLLECTION)
-      extract_collection(n, x, response, entry);
+      extract_collection(n, a, i, x, response, entry);
     else
-      extract_multiple(n, x, response, entry);
+      extract_multiple(n, a, i, x, response, entry);
   }
 }
 

@@ -2,9 +2,12 @@
  * (URL-encoded), the headers, and the body from a body template, from
  * property mappings, or as a GraphQL document with variables. Placeholders
  * read the record's working values ({Prop}, {id}), the parent record in a
- * child save ({Reference.Prop}) and the session values in scope
+ * child save ({Reference.Prop}), the session values in scope
  * ({SESSION:Name}: the record's header values, then those its parent's
- * extractions set on it). A session value that has no value is an error
+ * extractions set on it) and the header values of the parent's run
+ * ({SESSION:Reference.Name}). A property an extraction of the run writes
+ * and has not written yet has no value: the one an earlier run stored is
+ * never read. A session value that has no value is an error
  * that names it, never an empty segment in a URL. */
 #include <stdio.h>
 #include <string.h>
@@ -20,15 +23,29 @@ typedef struct lookup {
   const dg__save_node_t *n;
   char num[64];
   char *text; /* compact JSON of an object or array value, freed after each use */
+  /* The last placeholder that read a property this run has not produced. */
+  const char *missing;
+  const char *missing_why;
 } lookup_t;
 
-/* The value of a property of a record (by its configured name, in any case). */
-static const json_t *property_value(const dg__save_record_t *r, const char *name, bool *id) {
+/* The value of a property of a record (by its configured name, in any case).
+ * DG_ENOENT for one that an extraction of the run writes and has not
+ * written: the value an earlier run stored is never read. */
+static int property_value(lookup_t *l, const dg__save_record_t *r, const char *name, bool *id,
+                          const json_t **out) {
+  *out = NULL;
   *id = strcasecmp(name, "id") == 0;
   if (*id)
-    return NULL;
+    return 0;
   const dg_property_t *p = dg_model_property(r->model, name);
-  return p != NULL ? json_object_get(r->values, p->name) : NULL;
+  const json_t *why = p != NULL ? json_object_get(r->pending, p->name) : NULL;
+  if (why != NULL) {
+    l->missing = p->name;
+    l->missing_why = json_string_value(why);
+    return DG_ENOENT;
+  }
+  *out = p != NULL ? json_object_get(r->values, p->name) : NULL;
+  return 0;
 }
 
 static int scalar(lookup_t *l, const json_t *v, dg_template_value_t *out) {
@@ -58,23 +75,56 @@ static int id_value(const char *id, dg_template_value_t *out) {
   return 0;
 }
 
-/* {Reference.Prop}: the parent record, reached through the list's reference. */
-static int parent_value(lookup_t *l, const char *name, dg_template_value_t *out) {
-  const dg__save_node_t *n = l->n;
+/* The parent record of a child save reached as "Reference." at the start
+ * of name, or NULL. */
+static const dg__save_node_t *parent_named(const dg__save_node_t *n, const char *name) {
   const char *dot = strchr(name, '.');
   const char *inverse = n->via ? n->via->list->reference->inverse_property : NULL;
   size_t len = (size_t)(dot - name);
   if (n->parent == NULL || inverse == NULL || strlen(inverse) != len ||
       strncasecmp(inverse, name, len) != 0)
+    return NULL;
+  return n->parent;
+}
+
+/* {Reference.Prop}: the parent record, reached through the list's reference. */
+static int parent_value(lookup_t *l, const char *name, dg_template_value_t *out) {
+  const dg__save_node_t *p = parent_named(l->n, name);
+  if (p == NULL)
     return DG_ENOENT;
   bool id = false;
-  const json_t *v = property_value(n->parent->rec, dot + 1, &id);
-  return id ? id_value(n->parent->rec->id, out) : scalar(l, v, out);
+  const json_t *v = NULL;
+  int rc = property_value(l, p->rec, strchr(name, '.') + 1, &id, &v);
+  if (rc != 0)
+    return rc;
+  return id ? id_value(p->rec->id, out) : scalar(l, v, out);
+}
+
+/* {SESSION:Reference.Name}: a header value of the parent's run. */
+static int parent_session(lookup_t *l, const char *name, dg_template_value_t *out) {
+  const dg__save_node_t *p = parent_named(l->n, name);
+  if (p == NULL)
+    return DG_ENOENT;
+  const char *field = strchr(name, '.') + 1;
+  const dg_property_t *prop = dg_model_property(p->rec->model, field);
+  const char *key = prop != NULL ? prop->name : field;
+  const json_t *v = json_object_get(p->session, key);
+  if (v != NULL && !json_is_null(v))
+    return scalar(l, v, out);
+  const json_t *why = json_object_get(p->rec->pending, key);
+  if (why != NULL) {
+    l->missing = key;
+    l->missing_why = json_string_value(why);
+  }
+  return DG_ENOENT;
 }
 
 static int lookup(void *data, const dg_template_var_t *var, dg_template_value_t *out) {
   lookup_t *l = data;
   const dg__save_node_t *n = l->n;
+  l->missing = NULL;
+  if (var->session && strchr(var->name, '.') != NULL)
+    return parent_session(l, var->name, out);
   if (var->session) {
     const json_t *v = json_object_get(n->session, var->name);
     if (v == NULL)
@@ -87,7 +137,10 @@ static int lookup(void *data, const dg_template_var_t *var, dg_template_value_t 
   if (strchr(var->name, '.') != NULL)
     return parent_value(l, var->name, out);
   bool id = false;
-  const json_t *v = property_value(n->rec, var->name, &id);
+  const json_t *v = NULL;
+  int rc = property_value(l, n->rec, var->name, &id, &v);
+  if (rc != 0)
+    return rc;
   return id ? id_value(n->rec->id, out) : scalar(l, v, out);
 }
 
@@ -100,10 +153,15 @@ static int explain(lookup_t *l, int rc, dg_errctx_t *err) {
     char param[sizeof(err->param)], what[sizeof(err->message)];
     dg_strlcpy(param, err->param, sizeof(param));
     dg_strlcpy(what, err->message + sizeof(prefix) - 1, sizeof(what));
-    dg_errctx_set(err, rc, param,
-                  "%s has no value for this record (no extraction set it: the answer held "
-                  "nothing at its path, or no list item matched this record)",
-                  what);
+    if (l->missing != NULL)
+      dg_errctx_set(err, rc, param,
+                    "%s has no value in this run: %s (read as %s); this action sent nothing",
+                    l->missing, l->missing_why ? l->missing_why : "no extraction set it", what);
+    else
+      dg_errctx_set(err, rc, param,
+                    "%s has no value for this record (no extraction set it: the answer held "
+                    "nothing at its path, or no list item matched this record)",
+                    what);
   }
   return rc;
 }

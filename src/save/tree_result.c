@@ -5,6 +5,7 @@
  * session values it set and its warnings. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "save/internal.h"
@@ -53,6 +54,22 @@ void dg__save_entry_upstream(json_t *entry, const dg_connector_t *conn, const ch
   if (result->rc != 0 && res != NULL && res->body_len > 0)
     json_object_set_new(up, "excerpt", excerpt(res->body, res->body_len));
   json_object_set_new(entry, "upstream", up);
+}
+
+char *dg__save_not_json(const dg_action_t *a, const char *url, int status, const char *content_type,
+                        const char *body, size_t len, json_t **upstream) {
+  json_t *first = excerpt(body, len);
+  *upstream = json_pack("{s:s?,s:O}", "contentType", content_type, "excerpt", first);
+  const char *bytes = json_string_value(first);
+  char why[1536];
+  snprintf(why, sizeof(why),
+           "the answer of %s (%s) is not JSON: upstream '%s' %s %.600s answered %d with "
+           "Content-Type %.100s and %zu bytes%s%.100s%s",
+           a->title, a->path, a->connector->name, a->request.method, url, status,
+           content_type ? content_type : "(none)", len, len ? ", starting '" : "",
+           bytes ? bytes : "", len ? "'" : "");
+  json_decref(first);
+  return strdup(why);
 }
 
 void dg__save_warn(dg__save_node_t *n, json_t *entry, const char *event, const char *fmt, ...) {

@@ -55,10 +55,11 @@ static int earlier_row(dg__sqlite_run_t *run, sqlite3_stmt *st, void *data) {
   const char *outcome = text_at(st, 4);
   json_t *parsed = outcome ? json_loads(outcome, 0, NULL) : NULL;
   e->result =
-      json_pack("{s:s,s:s,s:b,s:s,s:o,s:o,s:b,s:o}", "submissionId", text_at(st, 0), "id",
+      json_pack("{s:s,s:s,s:b,s:s,s:o,s:o,s:o,s:o,s:b,s:o}", "submissionId", text_at(st, 0), "id",
                 text_at(st, 1), "created", strcmp(text_at(st, 2), "Create") == 0, "status",
                 text_at(st, 3), "failedAction", text_or_null(st, 8), "reason", text_or_null(st, 9),
-                "replayed", 1, "outcome", parsed ? parsed : json_null());
+                "endpoint", text_or_null(st, 10), "system", text_or_null(st, 11), "replayed", 1,
+                "outcome", parsed ? parsed : json_null());
   dg_strlcpy(e->fingerprint, text_at(st, 5) ? text_at(st, 5) : "", sizeof(e->fingerprint));
   snprintf(e->what, sizeof(e->what), "%s of %s %s at %s", text_at(st, 2), text_at(st, 6),
            text_at(st, 1), text_at(st, 7));
@@ -69,9 +70,10 @@ static int earlier_row(dg__sqlite_run_t *run, sqlite3_stmt *st, void *data) {
 static int find_earlier(dg__sqlite_run_t *run, const dg_store_submit_t *s, earlier_t *e) {
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_sqlite);
-  dg__sql_put(&sql, "SELECT id, entity_id, operation, status, outcome, fingerprint, model, "
-                    "created_at, failed_action, reason FROM \"_dg_submissions\" WHERE "
-                    "principal = ");
+  dg__sql_put(&sql,
+              "SELECT id, entity_id, operation, status, outcome, fingerprint, model, "
+              "created_at, failed_action, reason, endpoint, system FROM \"_dg_submissions\" WHERE "
+              "principal = ");
   dg__sql_bind_text(&sql, s->principal);
   dg__sql_put(&sql, " AND idempotency_key = ");
   dg__sql_bind_text(&sql, s->idempotency_key);

@@ -106,33 +106,44 @@ static const char *message(const json_t *r) {
          "changes. Fix the cause and submit again with a new idempotency key.";
 }
 
-/* The common part of every answer. */
-static json_t *answer(submission_t *s, const char *status) {
-  json_t *r =
-      json_pack("{s:s,s:s,s:O,s:O,s:s?,s:s,s:b,s:s?}", "submissionId", s->sub.submission_id,
-                "dataModelId", s->model->id, "id", json_object_get(s->head, "id"), "created",
-                json_object_get(s->head, "created"), "system", s->sub.system, "status", status,
-                "replayed", 0, "endpoint", s->endpoint ? s->endpoint->name : NULL);
-  if (r != NULL && s->lines.nlists > 0)
-    json_object_set_new(r, "childLists", dg__tools_lines_json(&s->lines));
-  if (r != NULL && s->endpoint == NULL)
+/* The common part of every answer: of the submission, or of the first one
+ * with the same idempotency key (a replay rebuilds it from what was stored). */
+static json_t *answer_of(submission_t *s, const char *submission_id, const char *system,
+                         const char *endpoint, const char *status) {
+  json_t *r = json_pack("{s:s,s:s,s:O,s:O,s:s?,s:s,s:b,s:s?}", "submissionId", submission_id,
+                        "dataModelId", s->model->id, "id", json_object_get(s->head, "id"),
+                        "created", json_object_get(s->head, "created"), "system", system, "status",
+                        status, "replayed", 0, "endpoint", endpoint);
+  if (r != NULL && endpoint == NULL)
     json_object_set_new(r, "message", json_string(message(r)));
   return r;
 }
 
-/* A repeated idempotency key: the first outcome, marked as replayed. */
+static json_t *answer(submission_t *s, const char *status) {
+  json_t *r = answer_of(s, s->sub.submission_id, s->sub.system,
+                        s->endpoint ? s->endpoint->name : NULL, status);
+  if (r != NULL && s->lines.nlists > 0)
+    json_object_set_new(r, "childLists", dg__tools_lines_json(&s->lines));
+  return r;
+}
+
+/* A repeated idempotency key: the first answer as it was given, marked as
+ * replayed. A submission without a save tree stored no answer; it is built
+ * again from the stored row, in the same form. One whose tree has not
+ * recorded an outcome (still running, or interrupted) says so. */
 static json_t *replay(submission_t *s) {
-  json_t *outcome = json_object_get(s->head, "outcome");
+  const json_t *h = s->head;
+  json_t *outcome = json_object_get(h, "outcome");
   json_t *r = json_is_object(outcome) ? json_deep_copy(outcome) : NULL;
-  if (r == NULL) {
-    r = json_pack("{s:O,s:s,s:O,s:O,s:O,s:O,s:O}", "submissionId",
-                  json_object_get(s->head, "submissionId"), "dataModelId", s->model->id, "id",
-                  json_object_get(s->head, "id"), "created", json_object_get(s->head, "created"),
-                  "status", json_object_get(s->head, "status"), "failedAction",
-                  json_object_get(s->head, "failedAction"), "reason",
-                  json_object_get(s->head, "reason"));
-    if (r != NULL)
-      json_object_set_new(r, "message", json_string(message(r)));
+  const char *endpoint = json_string_value(json_object_get(h, "endpoint"));
+  if (r == NULL)
+    r = answer_of(s, json_string_value(json_object_get(h, "submissionId")),
+                  json_string_value(json_object_get(h, "system")), endpoint,
+                  json_string_value(json_object_get(h, "status")));
+  if (r != NULL && !json_is_object(outcome) && endpoint != NULL) {
+    json_object_set(r, "failedAction", json_object_get(h, "failedAction"));
+    json_object_set(r, "reason", json_object_get(h, "reason"));
+    json_object_set_new(r, "message", json_string(message(r)));
   }
   if (r != NULL)
     json_object_set_new(r, "replayed", json_true());

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { Gateway, makeConfig, readJson, TOKENS, CONF_DIR } from './lib/gateway.mjs';
 import { startMock } from './lib/upstream.mjs';
 import {
-  call, checkCard, CREDS, CUSTOMERS, entity, ENV, errorText, ORDER_LINES, ORDERS, pointAt, sampleData,
+  assertReplayOf, call, checkCard, CREDS, CUSTOMERS, entity, ENV, errorText, ORDER_LINES, ORDERS, pointAt, sampleData,
   structured, values, withClient,
 } from './lib/forms.mjs';
 
@@ -182,6 +182,16 @@ describe('submit_data_entry_form', () => {
     assert.equal(e2.name, name);
     assert.equal(e2.region, 'APAC');
     assert.equal(e2.creditLimit, null);
+  });
+
+  it('a replay of a create without a save tree is the first answer, marked as a replay', async () => {
+    const key = `k-${randomUUID()}`;
+    const args = { dataModelId: CUSTOMERS, system: 'Copilot', idempotencyKey: key, formValues: values({ Name: `Replay ${key}` }) };
+    const first = await submit(args);
+    const again = await submit(args);
+    assertReplayOf(again, first);
+    assert.equal(structured(again).system, 'Copilot');
+    assert.equal(structured(again).endpoint, null);
   });
 
   it('a repeated idempotency key returns the first outcome; the key for another request is refused', async () => {

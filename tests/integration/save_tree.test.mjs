@@ -3,10 +3,13 @@
 // edit over REST (begin, the calculated order id and per-line session
 // values, child saves in order, the commit) and over GraphQL (Multiple
 // Lists), with the exact URLs and bodies the upstream received and the
-// values written back to the records; lists of unequal length; a failure
-// in each phase stopping the tree; a create the tree does not run for;
-// and a gateway killed in the middle of a tree, whose record shows the
-// failure after a restart.
+// values written back to the records (the line saves read the calculated
+// order id of the parent's run as {SESSION:Order.CalculatedOrderId}); lists
+// of unequal length; a failure in each phase stopping the tree; 2xx
+// answers that are not JSON failing the action that got them; values an
+// earlier run extracted never read; a replay that is the first answer; a
+// create the tree does not run for; and a gateway killed in the middle of
+// a tree, whose record shows the failure after a restart.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
@@ -15,7 +18,7 @@ import { after, before, describe, it } from 'node:test';
 import { Gateway, makeConfig, readJson, TOKENS, writeJson } from './lib/gateway.mjs';
 import { requestsTo, startMock } from './lib/upstream.mjs';
 import {
-  call, CREDS, entity, ENV, ORDER_LINES, ORDERS, pointAt, sampleData, structured, values,
+  assertReplayOf, call, CREDS, entity, ENV, ORDER_LINES, ORDERS, pointAt, sampleData, structured, values,
 } from './lib/forms.mjs';
 
 let mock;
@@ -130,6 +133,18 @@ describe('the REST order edit', () => {
       assert.match((await entity(gw, ORDER_LINES, l.id)).lineItemId, /^cli-1-\d+$/);
   });
 
+  it('a replay of a tree run is the first answer, marked as a replay, and sends nothing', async () => {
+    mock.upstream.control({ reset: true });
+    const { order } = sampleOrder('SO-1004');
+    const key = `replay-${randomUUID()}`;
+    const first = await submitOrder(gw, order.id, values({ Status: 'Open' }), { idempotencyKey: key });
+    assert.equal(structured(first).status, 'succeeded');
+    const sent = mock.upstream.log.length;
+    const again = await submitOrder(gw, order.id, values({ Status: 'Open' }), { idempotencyKey: key });
+    assertReplayOf(again, first);
+    assert.equal(mock.upstream.log.length, sent);
+  });
+
   it('does not run the tree when a form creates an order (the edit is for existing orders)', async () => {
     mock.upstream.control({ reset: true });
     const r = structured(await call(gw, 'submit_data_entry_form', { dataModelId: ORDERS,
@@ -189,6 +204,167 @@ describe('the REST order edit', () => {
       assert.deepEqual(statuses(r), ['succeeded', 'succeeded', 'succeeded', 'failed']);
       assert.equal(mock.upstream.log.length, lines.length + 2);
     });
+  });
+});
+
+// OrderEdit with an inner pre-child save whose answer an extraction reads,
+// and OrderEditGraphql's commit without response mappings, accepting any
+// answer.
+function withReservation(dir) {
+  const file = path.join(dir, 'endpoints.json');
+  const doc = readJson(file);
+  doc.endpoints[0].save.actions.splice(1, 0, {
+    type: 'EndpointSave', title: 'Reserve Stock',
+    request: { method: 'POST', path: '/orders/{OrderNumber}/reservations.json' },
+    actions: [{ type: 'GetSessionValues', title: 'Read Reservation',
+      extractions: [{ modelProperty: 'WarehouseId', connectorProperty: 'reservation.warehouse' }] }],
+  });
+  writeJson(file, doc);
+}
+
+describe('a 2xx answer that is not JSON', () => {
+  let gw;
+  before(async () => {
+    gw = await gateway(withReservation);
+  });
+  const { order, lines } = sampleOrder('SO-1019');
+  const begin = erp('/orders/SO-1019/edits/begin.json');
+  const reserve = erp('/orders/SO-1019/reservations.json');
+  const commit = erp('/orders/SO-1019/edits/calc-1/commit.json');
+  const html = '<html><body>Service temporarily moved</body></html>';
+  const reservation = { status: 200, json: { reservation: { warehouse: randomUUID() } } };
+  const url = (p) => `http://127\\.0\\.0\\.1:\\d+${p.replaceAll('.', '\\.')}`;
+
+  it('fails the root that answered it, not the first child', async () => {
+    mock.upstream.control({ reset: true, script: { path: begin,
+      responses: [{ status: 200, body: html, headers: { 'Content-Type': 'text/html; charset=utf-8' } }] } });
+    const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    assert.equal(r.status, 'failed');
+    assert.equal(r.failedAction, 'Begin Order Edit (/endpoints/0/save)');
+    assert.match(r.reason, new RegExp(`^the answer of Begin Order Edit \\(/endpoints/0/save\\) is not JSON: upstream 'SampleErp' POST ${url(begin)} answered 200 with Content-Type text/html; charset=utf-8 and ${html.length} bytes, starting '<html><body>Service`));
+    assert.ok(!r.reason.includes(CREDS.erpToken));
+    assert.equal(r.actions[0].status, 'failed');
+    assert.equal(r.actions[0].upstream.contentType, 'text/html; charset=utf-8');
+    assert.equal(r.actions[0].upstream.excerpt, html);
+    assert.deepEqual(r.actions.slice(1).map((a) => a.status), Array(5).fill('skipped'));
+    assert.deepEqual(mock.upstream.log.map((q) => q.path), [begin]);
+  });
+
+  it('fails the root when a large answer does not parse (read off the loop)', async () => {
+    const big = `{"calculatedOrder": {"id": "calc-1", "note": "${'x'.repeat(70000)}`;
+    mock.upstream.control({ reset: true, script: { path: begin, responses: [{ status: 200, body: big }] } });
+    const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    assert.equal(r.failedAction, 'Begin Order Edit (/endpoints/0/save)');
+    assert.match(r.reason, new RegExp(`is not JSON: .* answered 200 with Content-Type application/json and ${big.length} bytes, starting '\\{"calculatedOrder"`));
+    assert.deepEqual(mock.upstream.log.map((q) => q.path), [begin]);
+  });
+
+  it('fails an inner save whose answer an extraction reads', async () => {
+    mock.upstream.control({ reset: true, script: { path: reserve, responses: [{ malformed: true }] } });
+    const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    assert.equal(r.status, 'failed');
+    assert.equal(r.failedAction, 'Reserve Stock (/endpoints/0/save/actions/1)');
+    assert.match(r.reason, new RegExp(`^the answer of Reserve Stock \\(/endpoints/0/save/actions/1\\) is not JSON: upstream 'SampleErp' POST ${url(reserve)} answered 200 with Content-Type application/json and \\d+ bytes, starting '\\{"order"`));
+    assert.deepEqual(r.actions.map((a) => [a.title ?? a.type, a.status]), [['Begin Order Edit', 'succeeded'],
+      ['Extract Edit Session', 'succeeded'], ['Reserve Stock', 'failed'], ['Read Reservation', 'skipped'],
+      ['ChildSaves', 'skipped'], ['Save Line Changes', 'skipped']]);
+    assert.deepEqual(mock.upstream.log.map((q) => q.path), [begin, reserve]);
+  });
+
+  it('fails a post-child action whose answer its response mappings read', async () => {
+    mock.upstream.control({ reset: true, script: { path: commit,
+      responses: [{ status: 200, body: 'OK', headers: { 'Content-Type': 'text/plain' } }] } });
+    mock.upstream.control({ script: { path: reserve, responses: [reservation] } });
+    const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    assert.equal(r.status, 'failed');
+    assert.equal(r.failedAction, 'Save Line Changes (/endpoints/0/save/actions/2)');
+    assert.match(r.reason, new RegExp(`^the answer of Save Line Changes \\(/endpoints/0/save/actions/2\\) is not JSON: upstream 'SampleErp' POST ${url(commit)} answered 200 with Content-Type text/plain and 2 bytes, starting 'OK'$`));
+    assert.equal(r.actions.at(-1).upstream.excerpt, 'OK');
+    assert.equal(mock.upstream.log.length, lines.length + 3);
+  });
+});
+
+describe('an action that accepts any answer', () => {
+  // OrderEditGraphql for forms, its commit a notice without response
+  // mappings; with expect given, it accepts any answer.
+  const notifying = (expect) => (dir) => {
+    const file = path.join(dir, 'endpoints.json');
+    const doc = readJson(file);
+    for (const e of doc.endpoints) e.formSubmit = e.name === 'OrderEditGraphql';
+    const commitAction = doc.endpoints[2].save.actions[1];
+    delete commitAction.responseMappings;
+    commitAction.request = { method: 'POST', path: '/orders/{OrderNumber}/edits/commit-notice' };
+    if (expect) commitAction.expect = expect;
+    writeJson(file, doc);
+  };
+  const { order } = sampleOrder('SO-1003');
+  const notice = erp('/orders/SO-1003/edits/commit-notice');
+  const answer = { status: 200, body: 'accepted', headers: { 'Content-Type': 'text/plain' } };
+
+  it('succeeds on a 2xx that is not JSON with "expect": "any"', async () => {
+    const gw = await gateway(notifying('any'));
+    mock.upstream.control({ reset: true, script: { path: notice, responses: [answer] } });
+    const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    assert.equal(r.status, 'succeeded', JSON.stringify(r));
+    assert.equal(r.actions.at(-1).upstream.status, 200);
+    assert.equal(requestsTo(mock, notice).length, 1);
+  });
+
+  it('fails on the same answer by default', async () => {
+    const gw = await gateway(notifying(null));
+    mock.upstream.control({ reset: true, script: { path: notice, responses: [answer] } });
+    const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    assert.equal(r.status, 'failed');
+    assert.equal(r.failedAction, 'Save Line Changes (/endpoints/2/save/actions/1)');
+    assert.match(r.reason, /is not JSON: .* answered 200 with Content-Type text\/plain and 8 bytes, starting 'accepted'$/);
+  });
+});
+
+describe('values extracted in an earlier run', () => {
+  let gw;
+  before(async () => {
+    gw = await gateway();
+  });
+  const noValue = 'CalculatedOrderId has no value in this run: the extraction at /endpoints/0/save/actions/0/extractions/0 found nothing at calculatedOrder.id';
+
+  it('are never read by a child: a begin answer without the id sends nothing more', async () => {
+    mock.upstream.control({ reset: true });
+    const { order, lines } = sampleOrder('SO-1002');
+    const begin = erp('/orders/SO-1002/edits/begin.json');
+    const firstRun = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    assert.equal(firstRun.status, 'succeeded', JSON.stringify(firstRun));
+    assert.equal((await entity(gw, ORDERS, order.id)).calculatedOrderId, 'calc-1');
+    // The second begin answers lines but no calculated order id.
+    const lineItems = lines.map((l, k) => ({ id: `cli-9-${k + 1}`, sku: l.SKU, quantity: l.Quantity }));
+    mock.upstream.control({ reset: true, script: { path: begin, responses: [{ status: 200, json: { calculatedOrder: { lineItems } } }] } });
+    const r = structured(await submitOrder(gw, order.id, values({ Status: 'Open' })));
+    assert.equal(r.status, 'failed');
+    assert.equal(r.failedAction, 'Set Line Quantity (/endpoints/1/save)');
+    assert.ok(r.reason.startsWith(noValue), r.reason);
+    assert.deepEqual(mock.upstream.log.map((q) => q.path), [begin]);
+    assert.deepEqual(r.actions.map((a) => a.status), ['succeeded', 'succeeded', 'failed', 'skipped']);
+  });
+
+  it('are never read by the same tree: the commit is not sent', async () => {
+    // A new order has no lines; the commerce system's answers are scripted.
+    const number = `SO-9${randomUUID().slice(0, 6)}`;
+    const created = structured(await call(gw, 'submit_data_entry_form', { dataModelId: ORDERS,
+      formValues: values({ OrderNumber: number }) }));
+    const begin = erp(`/orders/${number}/edits/begin.json`);
+    mock.upstream.control({ reset: true, script: { path: begin,
+      responses: [{ status: 200, json: { calculatedOrder: { id: 'calc-old', lineItems: [] } } }] } });
+    mock.upstream.control({ script: { path: erp(`/orders/${number}/edits/calc-old/commit.json`),
+      responses: [{ status: 200, json: { order: { total: { amount: 1 } } } }] } });
+    const firstRun = structured(await submitOrder(gw, created.id, values({ Status: 'Open' })));
+    assert.equal(firstRun.status, 'succeeded', JSON.stringify(firstRun));
+    assert.equal((await entity(gw, ORDERS, created.id)).calculatedOrderId, 'calc-old');
+    mock.upstream.control({ reset: true, script: { path: begin,
+      responses: [{ status: 200, json: { calculatedOrder: { lineItems: [] } } }] } });
+    const r = structured(await submitOrder(gw, created.id, values({ Status: 'Open' })));
+    assert.equal(r.status, 'failed');
+    assert.equal(r.failedAction, 'Save Line Changes (/endpoints/0/save/actions/1)');
+    assert.ok(r.reason.startsWith(noValue), r.reason);
+    assert.deepEqual(mock.upstream.log.map((q) => q.path), [begin]);
   });
 });
 

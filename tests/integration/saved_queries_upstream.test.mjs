@@ -1,8 +1,9 @@
 // The connector client's rules seen through execute_saved_query: the W3C
 // traceparent carries the tool call's request id, a POST marked retryUnsafe
-// is retried, redirects stop at the connector's limit and never go from
-// https to http, a connector without authentication sends no credentials,
-// the concurrency limit queues and then refuses calls, and a name that does
+// is retried, a GET reports as many attempts as it sent requests, redirects
+// stop at the connector's limit and never go from https to http, a
+// connector without authentication sends no credentials, the concurrency
+// limit queues and then refuses calls, and a name that does
 // not resolve is reported as a DNS failure (against a local name server
 // that answers NXDOMAIN, so the test needs no network).
 import assert from 'node:assert/strict';
@@ -87,6 +88,7 @@ function editConfig(dir) {
   const search = queries.savedQueries.find((q) => q.name === 'SearchOrders');
   queries.savedQueries.push(
     orderQuery('TraceOrder', 'TraceErp'),
+    orderQuery('RetryOrder', 'RetryErp'),
     orderQuery('HttpsOrder', 'HttpsErp'),
     orderQuery('ShortRedirectOrder', 'ShortRedirectErp'),
     orderQuery('OpenOrder', 'OpenErp'),
@@ -178,6 +180,19 @@ describe('connector client rules through execute_saved_query', () => {
     mock.upstream.control({ reset: true, script });
     assert.match(errorText(await execute('OnceSearch', { MinAmount: '1100' })), /answered 503/);
     assert.equal(requestsTo(mock, '/erp/orders/search', 'POST').length, 1);
+  });
+
+  it('a GET retried after connection resets reports as many attempts as requests were sent', async () => {
+    mock.upstream.control({ reset: true });
+    // The first call leaves a keep-alive connection in the pool; the next
+    // call's first request goes out on it and is reset like the later ones.
+    structured(await execute('RetryOrder', { OrderNumber: 'SO-1060' }));
+    const resets = Array.from({ length: 4 }, () => ({ reset: true }));
+    mock.upstream.control({ script: { path: '/erp/orders/SO-1061', responses: resets } });
+    const text = errorText(await execute('RetryOrder', { OrderNumber: 'SO-1061' }));
+    const sent = requestsTo(mock, '/erp/orders/SO-1061').length;
+    assert.equal(sent, 3, 'retry.maxAttempts is 3');
+    assert.match(text, new RegExp(`\\(after ${sent} attempts\\)`));
   });
 
   it('a redirect from https to http is refused', async () => {

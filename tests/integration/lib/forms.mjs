@@ -65,6 +65,18 @@ export function structured(result) {
   return parsed;
 }
 
+// A replay is the first answer byte for byte, but for its marker.
+export function assertReplayOf(again, first) {
+  const a = structured(again);
+  const f = structured(first);
+  assert.equal(f.replayed, false);
+  assert.equal(a.replayed, true);
+  const marker = '"replayed":true';
+  assert.equal(again.content[0].text.split(marker).length, 2, 'one replay marker');
+  assert.equal(again.content[0].text.replace(marker, '"replayed":false'), first.content[0].text);
+  assert.deepEqual({ ...again.structuredContent, replayed: false }, first.structuredContent);
+}
+
 export function errorText(result) {
   assert.equal(result.isError, true, `expected a tool error, got ${JSON.stringify(result.structuredContent)}`);
   return result.content[0].text;

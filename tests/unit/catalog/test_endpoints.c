@@ -178,6 +178,7 @@ static void test_sample_graphql_tree(void **state) {
   assert_string_equal(dg_jsonpath_text(x->connector_property), "calculated.node.id");
   const dg_template_t *vars = e->children[0].endpoint->root->request.graphql_variables;
   assert_string_equal(dg_template_var(vars, 0)->name, "Order.CalculatedOrderId");
+  assert_true(dg_template_var(vars, 0)->session);
   assert_true(dg_template_var(vars, 1)->session);
   dg_catalog_unref(cat);
 }
@@ -222,6 +223,73 @@ static void test_child_scope(void **state) {
          "its list 'OrderLines' (available here: LineItemId)");
 }
 
+/* A property this run extracts has no value before its extraction: a
+ * placeholder that reads it earlier is refused. A child reads what its
+ * parent's run extracted with {SESSION:Reference.Name}. */
+static void test_run_values_and_parent_session(void **state) {
+  (void)state;
+  json_t *doc = sample_doc();
+  set(doc, "/endpoints/0/save/request/path",
+      json_string("/orders/{OrderNumber}/edits/{CalculatedOrderId}/begin.json"));
+  set(doc, "/endpoints/1/save/request/path",
+      json_string("/o/{SESSION:Order.CalculatedOrderId}/{SESSION:Order.Amount}/"
+                  "{SESSION:Product.Name}"));
+  EXPECT(doc,
+         "endpoints.json: /endpoints/0/save/request/path: {CalculatedOrderId}: when 'OrderEdit' "
+         "runs on its own, 'CalculatedOrderId' has no value yet: this run sets it only later, by "
+         "'Extract Edit Session' (/endpoints/0/save/actions/0), and a value an earlier run "
+         "stored is never read",
+         "endpoints.json: /endpoints/1/save/request/path: {SESSION:Order.Amount}: when "
+         "'OrderEdit' saves each record of its list 'OrderLines', no action of 'OrderEdit' "
+         "extracts 'Amount' as a header value; {SESSION:Reference.Name} reads what the parent's "
+         "run extracted",
+         "endpoints.json: /endpoints/1/save/request/path: {SESSION:Product.Name}: when 'OrderEdit' "
+         "saves "
+         "each record of its list 'OrderLines', the parent record is reached through 'Order', "
+         "not 'Product'");
+  /* The parent's extraction after its child saves is too late. */
+  doc = sample_doc();
+  set(doc, "/endpoints/0/save/actions/0/afterChildConfigs", json_true());
+  json_t *actions = json_object_get(
+      json_object_get(json_array_get(json_object_get(doc, "endpoints"), 0), "save"), "actions");
+  json_array_remove(json_object_get(json_array_get(actions, 0), "extractions"), 1);
+  set(doc, "/endpoints/1/save/request/path", json_string("/o/{SESSION:Order.CalculatedOrderId}"));
+  EXPECT(doc,
+         "endpoints.json: /endpoints/1/save/request/path: {SESSION:Order.CalculatedOrderId}: "
+         "when 'OrderEdit' saves each record of its list 'OrderLines', 'CalculatedOrderId' is "
+         "extracted by 'Extract Edit Session' (/endpoints/0/save/actions/0), which runs after "
+         "the child saves; a child can read only what its parent extracted before them",
+         "endpoints.json: /endpoints/4/save/request/path: {SESSION:Order.CalculatedOrderId}: "
+         "when 'OrderEdit' saves each record of its list 'OrderLines', 'CalculatedOrderId' is "
+         "extracted by 'Extract Edit Session' (/endpoints/0/save/actions/0), which runs after "
+         "the child saves; a child can read only what its parent extracted before them");
+}
+
+/* "expect": "any" only where nothing reads the answer. */
+static void test_expect(void **state) {
+  (void)state;
+  json_t *doc = sample_doc();
+  set(doc, "/endpoints/0/save/expect", json_string("any"));
+  set(doc, "/endpoints/0/save/actions/1/expect", json_string("any"));
+  set(doc, "/endpoints/0/save/actions/0/expect", json_string("any"));
+  set(doc, "/endpoints/2/save/actions/1/responseMappings", NULL);
+  set(doc, "/endpoints/2/save/actions/1/expect", json_string("any"));
+  set(doc, "/endpoints/1/save/expect", json_string("xml"));
+  EXPECT(doc,
+         "endpoints.json: /endpoints/0/save/actions/0/expect: only an EndpointSave action gets "
+         "an answer to expect",
+         "endpoints.json: /endpoints/0/save/actions/1/expect: 'any' is for an action whose "
+         "answer nothing reads, and its responseMappings read it; leave 'expect' out (an answer "
+         "that is read must be JSON)",
+         "endpoints.json: /endpoints/0/save/expect: 'any' is for an action whose answer nothing "
+         "reads, and its GetSessionValues actions read it; leave 'expect' out (an answer that is "
+         "read must be JSON)",
+         "endpoints.json: /endpoints/1/save/expect: unknown value 'xml' (allowed: json, any)",
+         "endpoints.json: /endpoints/2/save/actions/1/expect: 'any' is for an action whose "
+         "answer nothing reads, and a GraphQL answer is checked for 'errors'; leave 'expect' out "
+         "(an answer that is read must be JSON)");
+}
+
 /* The three problems of the sample's OrderLineEdit (/endpoints/1) once it
  * also runs on its own: the parent's values and the session value the
  * parent extracts are missing there. */
@@ -230,10 +298,10 @@ static void test_child_scope(void **state) {
   "'Order' is at hand only in child saves, where it is the parent; 'OrderLineEdit' also "          \
   "runs on its own (formSubmit, or no parent saves it as a child), where the value would "         \
   "be missing",                                                                                    \
-      "endpoints.json: /endpoints/1/save/request/path: {Order.CalculatedOrderId}: the record "     \
-      "of 'Order' is at hand only in child saves, where it is the parent; 'OrderLineEdit' also "   \
-      "runs on its own (formSubmit, or no parent saves it as a child), where the value would "     \
-      "be missing",                                                                                \
+      "endpoints.json: /endpoints/1/save/request/path: {SESSION:Order.CalculatedOrderId}: the "    \
+      "record of 'Order' is at hand only in child saves, where it is the parent; "                 \
+      "'OrderLineEdit' also runs on its own (formSubmit, or no parent saves it as a child), "      \
+      "where the value would be missing",                                                          \
       "endpoints.json: /endpoints/1/save/request/path: {SESSION:LineItemId}: no earlier "          \
       "action produces this session value when 'OrderLineEdit' runs on its own (available "        \
       "here: none)"
@@ -272,7 +340,15 @@ static void test_properties_that_do_not_exist(void **state) {
          "endpoints.json: /endpoints/1/save/request/mappings/0/value: model 'Orders' has no "
          "property 'Nope' (properties: OrderNumber, Customer, SalesRep, OrderDate, DueDate, "
          "Status, Amount, Quantity, WarehouseId, CalculatedOrderId, OrderLines, Payments, "
-         "Files)");
+         "Files)",
+         "endpoints.json: /endpoints/1/save/request/path: {SESSION:Order.CalculatedOrderId}: when "
+         "'OrderEdit' saves each record of its list 'OrderLines', no action of 'OrderEdit' "
+         "extracts 'CalculatedOrderId' as a header value; {SESSION:Reference.Name} reads what "
+         "the parent's run extracted",
+         "endpoints.json: /endpoints/4/save/request/path: {SESSION:Order.CalculatedOrderId}: when "
+         "'OrderEdit' saves each record of its list 'OrderLines', no action of 'OrderEdit' "
+         "extracts 'CalculatedOrderId' as a header value; {SESSION:Reference.Name} reads what "
+         "the parent's run extracted");
 }
 
 /* ---- Shapes -------------------------------------------------------------------------- */
@@ -423,8 +499,9 @@ static void test_child_configurations(void **state) {
          "endpoints.json: /endpoints/0/childConfigs/0/endpoint: endpoint 'OrderEdit' saves "
          "'Orders', but list 'OrderLines' holds 'OrderLines'",
          LINE_EDIT_ON_ITS_OWN,
-         "endpoints.json: /endpoints/3/save/request/graphql/variables: {Order.CalculatedOrderId}: "
-         "the record of 'Order' is at hand only in child saves, where it is the parent; "
+         "endpoints.json: /endpoints/3/save/request/graphql/variables: "
+         "{SESSION:Order.CalculatedOrderId}: the record of 'Order' is at hand only in child saves, "
+         "where it is the parent; "
          "'OrderLineEditGraphql' also runs on its own (formSubmit, or no parent saves it as a "
          "child), where the value would be missing",
          "endpoints.json: /endpoints/3/save/request/graphql/variables: "
@@ -476,7 +553,8 @@ static void test_line_changes(void **state) {
          "'Order' is at hand only in child saves, where it is the parent; 'OrderLineAdd' also "
          "runs on its own (formSubmit, or no parent saves it as a child), where the value would "
          "be missing",
-         "endpoints.json: /endpoints/4/save/request/path: {Order.CalculatedOrderId}: the record "
+         "endpoints.json: /endpoints/4/save/request/path: {SESSION:Order.CalculatedOrderId}: the "
+         "record "
          "of 'Order' is at hand only in child saves, where it is the parent; 'OrderLineAdd' also "
          "runs on its own (formSubmit, or no parent saves it as a child), where the value would "
          "be missing");
@@ -550,6 +628,37 @@ static void test_explain(void **state) {
   assert_non_null(commit_values);
   assert_true(begin < extract && extract < sep && sep < child && child < commit);
   assert_true(commit < commit_values);
+  /* Where each placeholder's value comes from. */
+  const char *begin_reads =
+      strstr(text, "     reads: {OrderNumber} from the stored record, {Status} from the stored "
+                   "record\n");
+  const char *child_reads = strstr(
+      text, "reads: {Order.OrderNumber} from the parent's stored record, "
+            "{SESSION:Order.CalculatedOrderId} from the parent's run "
+            "(/endpoints/0/save/actions/0/extractions/0), {SESSION:LineItemId} from the parent's "
+            "run (/endpoints/0/save/actions/0/extractions/1), {Quantity} from the stored record\n");
+  const char *commit_reads =
+      strstr(text, "     reads: {OrderNumber} from the stored record, {CalculatedOrderId} from "
+                   "this run (/endpoints/0/save/actions/0/extractions/0)\n");
+  assert_non_null(begin_reads);
+  assert_non_null(child_reads);
+  assert_non_null(commit_reads);
+  assert_true(begin < begin_reads && begin_reads < extract && child < child_reads &&
+              commit < commit_reads);
+  assert_non_null(strstr(begin, "     answer: JSON, read by the tree (a 2xx answer that is not "
+                                "JSON fails)\n"));
+  free(text);
+  dg_catalog_unref(cat);
+  /* An action whose answer nothing reads may accept any answer. */
+  json_t *doc = sample_doc();
+  set(doc, "/endpoints/0/save/actions/1/responseMappings", NULL);
+  set(doc, "/endpoints/0/save/actions/1/expect", json_string("any"));
+  cat = load_with(doc, NULL, 0);
+  text = explain(cat, "OrderEdit", &rc);
+  commit = strstr(text, "3. Save Line Changes");
+  assert_non_null(commit);
+  assert_non_null(
+      strstr(commit, "answer: any (expect any: a 2xx answer that is not JSON is accepted)\n"));
   free(text);
   text = explain(cat, "OrderLineEdit", &rc);
   assert_non_null(strstr(text, "session values: none\n"));
@@ -570,6 +679,8 @@ int main(void) {
       cmocka_unit_test(test_session_value_no_earlier_action),
       cmocka_unit_test(test_child_scope),
       cmocka_unit_test(test_child_endpoint_on_its_own),
+      cmocka_unit_test(test_run_values_and_parent_session),
+      cmocka_unit_test(test_expect),
       cmocka_unit_test(test_properties_that_do_not_exist),
       cmocka_unit_test(test_action_shapes),
       cmocka_unit_test(test_filters_and_operations),

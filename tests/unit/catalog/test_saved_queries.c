@@ -184,8 +184,8 @@ static void test_template_problems(void **state) {
               "saved_queries.json: /savedQueries/0/request/path: {SESSION:X}: session values exist "
               "only in save action trees",
               "saved_queries.json: /savedQueries/0/request/query/q: placeholder at offset 0 is not "
-              "closed by '}' right after its name (a placeholder is {Name}, {Reference.Name} or "
-              "{SESSION:Name}; write {{ for a literal '{')",
+              "closed by '}' right after its name (a placeholder is {Name}, {Reference.Name}, "
+              "{SESSION:Name} or {SESSION:Reference.Name}; write {{ for a literal '{')",
               "saved_queries.json: /savedQueries/0/request/query/n: must be a template string",
               "saved_queries.json: /savedQueries/0/request/headers/X-Id: placeholder {Idd} names "
               "no declared input (declared: Id, Limit)");

@@ -572,10 +572,12 @@ static void test_stale_keep_alive(void **state) {
   assert_int_equal(raw_start(&t->srv, serve_then_drop, NULL), 0);
   assert_int_equal(ctx_client(t), 0);
   assert_int_equal(call_once(t, "GET", at(t, "/"), &t->out[0]), 200);
-  /* A GET on the dead pooled connection goes again on a fresh one. */
+  /* A GET on the dead pooled connection goes again on a fresh one; both
+   * requests were sent, and both count. */
   assert_int_equal(call_once(t, "GET", at(t, "/"), &t->out[1]), 200);
-  assert_int_equal(t->out[1].attempts, 1);
+  assert_int_equal(t->out[1].attempts, 2);
   assert_int_equal(t->srv.accepted, 2);
+  assert_int_equal(t->srv.requests, 3);
   assert_int_equal(ctx_close(t), 0);
   /* A POST is not sent twice. */
   t = ctx_new();
@@ -586,6 +588,38 @@ static void test_stale_keep_alive(void **state) {
   assert_int_equal(t->out[1].failure, DG_HTTP_FAIL_CONNECT);
   assert_non_null(strstr(t->out[1].msg, "closed before a response"));
   assert_int_equal(t->srv.accepted, 1);
+  assert_int_equal(ctx_close(t), 0);
+}
+
+/* The first connection answers once and resets the next request it reads;
+ * every later connection resets its request. */
+static void serve_ok_then_reset(raw_conn_t *c) {
+  if (raw_read_request(c) <= 0)
+    return;
+  if (c->index == 0) {
+    raw_send(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    if (raw_read_request(c) <= 0)
+      return;
+  }
+  raw_reset(c);
+}
+
+/* The attempts reported equal the requests the server saw when the first
+ * one went out on a pooled connection, and they stay within max_retries + 1. */
+static void test_stale_then_resets_counted(void **state) {
+  ctx_t *t = ctx_new();
+  assert_int_equal(raw_start(&t->srv, serve_ok_then_reset, NULL), 0);
+  assert_int_equal(ctx_client(t), 0);
+  assert_int_equal(call_once(t, "GET", at(t, "/"), &t->out[0]), 200);
+  dg_http_client_request_t r;
+  req_init(&r, "GET", at(t, "/"), &t->out[1]);
+  r.max_retries = 2;
+  assert_non_null(start(t, &r));
+  assert_true(run_until(t, &t->out[1], 1));
+  assert_int_equal(t->out[1].failure, DG_HTTP_FAIL_CONNECT);
+  assert_int_equal(t->srv.requests, 1 + 3);
+  assert_int_equal(t->out[1].attempts, 3);
+  assert_non_null(strstr(t->out[1].msg, "after 3 attempts"));
   assert_int_equal(ctx_close(t), 0);
 }
 
@@ -1107,6 +1141,7 @@ int main(void) {
       cmocka_unit_test(test_long_retry_after_not_waited),
       cmocka_unit_test(test_retry_after_honoured),
       cmocka_unit_test(test_stale_keep_alive),
+      cmocka_unit_test(test_stale_then_resets_counted),
       cmocka_unit_test(test_redirects_followed),
       cmocka_unit_test(test_redirect_limit),
       cmocka_unit_test(test_redirect_method_rules),

@@ -122,6 +122,10 @@ static void test_reference_placeholder(void **state) {
   assert_string_equal(dg_template_var(t, 0)->name, "Order.OrderNumber");
   assert_false(dg_template_var(t, 0)->session);
   assert_string_equal(dg_template_var(t, 1)->name, "Id");
+  t = compile("/edits/{SESSION:Order.CalculatedOrderId}");
+  assert_int_equal(dg_template_nvars(t), 1);
+  assert_string_equal(dg_template_var(t, 0)->name, "Order.CalculatedOrderId");
+  assert_true(dg_template_var(t, 0)->session);
 }
 
 static void test_literal_braces(void **state) {
@@ -137,10 +141,11 @@ static void test_compile_errors(void **state) {
   expect_compile_error("/orders/{Order Id}", "offset 8");
   expect_compile_error("/orders/{Id", "not closed");
   expect_compile_error("{SESSION:}", "offset 0");
-  expect_compile_error("{Id-2}", "{Name}, {Reference.Name} or {SESSION:Name}");
+  expect_compile_error("{Id-2}", "{Name}, {Reference.Name}, {SESSION:Name} or");
   expect_compile_error("{Order.}", "offset 0");
   expect_compile_error("{Order.Number.X}", "offset 0");
-  expect_compile_error("{SESSION:Order.Number}", "offset 0");
+  expect_compile_error("{SESSION:Order.}", "offset 0");
+  expect_compile_error("{SESSION:Order.Number.X}", "offset 0");
   char big[DG_TEMPLATE_MAX_LEN + 2];
   memset(big, 'a', sizeof(big) - 1);
   big[sizeof(big) - 1] = '\0';

@@ -421,13 +421,87 @@ static void test_too_many_children(void **state) {
   dg_catalog_unref(cat);
 }
 
+/* ---- Values of this run only, answers that are not JSON ------------------------------------ */
+
+static tt_answer_t answer_no_id(tt_fake_t *f, const tt_call_t *c) {
+  if (strcmp(c->path, "/orders/SO-1002/edits/begin.json") == 0)
+    return tt_reply(200, "{\"calculatedOrder\": {\"lineItems\": [{\"id\": \"cli-1\", \"sku\": "
+                         "\"A-1\"}, {\"id\": \"cli-2\", \"sku\": \"B-2\"}, {\"id\": \"cli-3\", "
+                         "\"sku\": \"C-3\"}]}}");
+  return answer_rest(f, c);
+}
+
+/* The order and its lines hold what an earlier run stored; this run's
+ * begin answer has no calculated order id: nothing more is sent. */
+static void test_earlier_run_values_never_read(void **state) {
+  (void)state;
+  dg_catalog_t *cat = tt_sample();
+  tt_fake_t *f = tt_fake(answer_no_id);
+  tt_children(f, ORDER, "OrderLines",
+              "[{\"id\": \"l-a\", \"values\": {\"SKU\": \"A-1\", \"Quantity\": 2, "
+              "\"LineItemId\": \"cli-old\"}}]");
+  tt_run(f, cat, "OrderEdit", ORDER, false,
+         "{\"OrderNumber\": \"SO-1002\", \"CalculatedOrderId\": \"calc-old\"}");
+  assert_false(f->succeeded);
+  assert_int_equal(f->ncalls, 1);
+  assert_string_equal(f->failed_action, "Set Line Quantity (/endpoints/1/save)");
+  assert_string_equal(f->reason,
+                      "CalculatedOrderId has no value in this run: the extraction at "
+                      "/endpoints/0/save/actions/0/extractions/0 found nothing at "
+                      "calculatedOrder.id (read as {SESSION:Order.CalculatedOrderId}); this "
+                      "action sent nothing");
+  /* The line got this run's value; the order's stale one is not written back. */
+  assert_string_equal(tt_str(tt_changed(f, "l-a"), "LineItemId"), "cli-1");
+  assert_null(json_object_get(tt_changed(f, ORDER), "CalculatedOrderId"));
+  tt_free(f);
+  dg_catalog_unref(cat);
+}
+
+static tt_answer_t answer_html(tt_fake_t *f, const tt_call_t *c) {
+  const char *path = f->user;
+  if (strcmp(c->path, path) == 0)
+    return tt_reply(200, "<html>moved</html>");
+  return answer_rest(f, c);
+}
+
+static void test_answer_not_json(void **state) {
+  (void)state;
+  dg_catalog_t *cat = tt_sample();
+  static const char *const paths[] = {"/orders/SO-1002/edits/begin.json",
+                                      "/orders/SO-1002/edits/calc-1/commit.json"};
+  static const char *const failing[] = {"Begin Order Edit (/endpoints/0/save)",
+                                        "Save Line Changes (/endpoints/0/save/actions/1)"};
+  static const size_t calls[] = {1, 5};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(paths); i++) {
+    tt_fake_t *f = tt_fake(answer_html);
+    f->user = (void *)paths[i];
+    tt_children(f, ORDER, "OrderLines", lines);
+    tt_run(f, cat, "OrderEdit", ORDER, false, "{\"OrderNumber\": \"SO-1002\"}");
+    assert_false(f->succeeded);
+    assert_int_equal(f->ncalls, calls[i]);
+    assert_string_equal(f->failed_action, failing[i]);
+    assert_non_null(strstr(f->reason, "is not JSON: upstream 'SampleErp' POST "
+                                      "http://127.0.0.1:8091/erp"));
+    assert_non_null(strstr(f->reason, "answered 200 with Content-Type"));
+    assert_non_null(strstr(f->reason, "and 18 bytes, starting '<html>moved</html>'"));
+    tt_free(f);
+  }
+  dg_catalog_unref(cat);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_rest_order_edit),        cmocka_unit_test(test_graphql_multiple_lists),
-      cmocka_unit_test(test_unequal_lists),          cmocka_unit_test(test_execution_order),
-      cmocka_unit_test(test_filters_and_operations), cmocka_unit_test(test_failure_in_each_phase),
-      cmocka_unit_test(test_graphql_errors),         cmocka_unit_test(test_cancel),
+      cmocka_unit_test(test_rest_order_edit),
+      cmocka_unit_test(test_graphql_multiple_lists),
+      cmocka_unit_test(test_unequal_lists),
+      cmocka_unit_test(test_execution_order),
+      cmocka_unit_test(test_filters_and_operations),
+      cmocka_unit_test(test_failure_in_each_phase),
+      cmocka_unit_test(test_graphql_errors),
+      cmocka_unit_test(test_cancel),
       cmocka_unit_test(test_too_many_children),
+      cmocka_unit_test(test_earlier_run_values_never_read),
+      cmocka_unit_test(test_answer_not_json),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
