@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 
@@ -34,6 +35,32 @@ describe('command line', () => {
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, /--help/);
       assert.equal(r.stdout, '');
+    }
+  });
+});
+
+describe('--extract', () => {
+  it('exits 2 on a usage error, 1 when the document cannot be read, as docs/extract.md says', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'datagate-extract-'));
+    const file = path.join(dir, 'hello.txt');
+    fs.writeFileSync(file, 'hello\n');
+    try {
+      const doc = fs.readFileSync(path.join(SOURCE_DIR, 'docs/extract.md'), 'utf8');
+      assert.match(doc, /1 when the document cannot\s+be extracted \(the reason on standard error\), 2 for a usage error/);
+      const usage = [[], [file, 'extra'], [file, '--bogus'], [file, '--offset'], [file, '--offset', '-1'], [file, '--chunk-chars', '1'],
+        [file, '--chunk-chars', '0'], [file, '--chunk-chars', '1000001'], [file, '--offset', '999']];
+      for (const args of usage) {
+        const r = await runBinary(['--extract', ...args]);
+        assert.equal(r.code, 2, `--extract ${args.join(' ')}: ${r.stderr}`);
+        assert.equal(r.stdout, '');
+      }
+      const missing = await runBinary(['--extract', path.join(dir, 'missing.txt')]);
+      assert.equal(missing.code, 1, missing.stderr);
+      const ok = await runBinary(['--extract', file, '--chunk-chars', '16']);
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.match(ok.stdout, /^hello\n/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });
