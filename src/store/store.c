@@ -179,7 +179,7 @@ static void unlink_req(dg_store_req_t *r) {
 static void log_done(const dg_store_req_t *r) {
   if (!dg_log_enabled(DG_LOG_DEBUG))
     return;
-  double ms = (double)(dg_now_ns() - r->start_ns) / 1e6;
+  double ms = dg_log_ms(dg_now_ns() - r->start_ns);
   dg_log_json(DG_LOG_DEBUG, "store_request",
               json_pack("{s:s,s:s,s:i,s:f,s:s}", "kind", kind_names[r->kind], "status",
                         r->status ? dg_err_name(r->status) : "ok", "rows", (int)r->rows,

@@ -181,6 +181,35 @@ describe('SIGTERM', () => {
     }
   });
 
+  it('/readyz answers 200 while serving and 503 once draining; /healthz stays 200', async () => {
+    const gw = await Gateway.start();
+    try {
+      const before = await RawConn.connect(gw.port);
+      await before.write(request('GET', '/readyz'));
+      const ready = await before.readResponse();
+      assert.equal(ready.status, 200, ready.text);
+      assert.deepEqual(json(ready), { status: 'ready' });
+      // Requests whose heads are not complete when the drain starts.
+      const probes = [];
+      for (const p of ['/readyz', '/healthz']) {
+        const conn = await RawConn.connect(gw.port);
+        const head = request('GET', p);
+        await conn.write(head.subarray(0, head.length - 2));
+        probes.push([conn, head.subarray(head.length - 2)]);
+      }
+      gw.signal('SIGTERM');
+      await gw.waitForLog((l) => l.event === 'draining');
+      const statuses = [];
+      for (const [conn, rest] of probes) {
+        await conn.write(rest);
+        statuses.push((await conn.readResponse()).status);
+      }
+      assert.deepEqual(statuses, [503, 200]);
+    } finally {
+      await gw.stop();
+    }
+  });
+
   it('a second SIGTERM during the drain changes nothing', async () => {
     const gw = await Gateway.start();
     const busy = await RawConn.connect(gw.port);
