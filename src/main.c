@@ -1135,7 +1135,7 @@ int main(int argc, char **argv) {
   if (args != ARGS_RUN)
     return args == ARGS_EXIT_OK ? 0 : EXIT_USAGE;
   if (opt.check_config)
-    return dg_catalog_check(opt.config_dir, stdout);
+    return dg_catalog_check(opt.config_dir, dg_store_check_sample, stdout);
   if (opt.explain_endpoint != NULL)
     return explain_endpoint(&opt);
   /* Seeded once, before any thread exists, as jansson asks. */

@@ -53,6 +53,18 @@ static char *sample_dir_of(const dg_catalog_t *cat, const dg_store_options_t *o)
   return dir;
 }
 
+int dg_store_check_sample(const dg_catalog_t *cat, dg_errctx_t *err) {
+  char *dir = sample_dir_of(cat, NULL);
+  dg_arena_t *arena = dir != NULL ? dg_arena_new(64 * 1024) : NULL;
+  dg_store_write_t *writes = NULL;
+  size_t n = 0;
+  int rc = arena != NULL ? dg__store_sample_read(cat, dir, arena, &writes, &n, err)
+                         : dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+  dg_arena_destroy(arena);
+  free(dir);
+  return rc;
+}
+
 static void store_free(dg_store_t *s) {
   json_decref(s->open_notes);
   dg_catalog_unref(s->cat);

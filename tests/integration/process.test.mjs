@@ -95,6 +95,56 @@ describe('--check-config', () => {
     }
   });
 
+  it('checks the sample data of data/ as start-up loads it', async () => {
+    const cfg = makeConfig({ edit: (dir) => {
+      const file = path.join(dir, 'data', 'Orders.json');
+      const doc = readJson(file);
+      doc.entities[1].Amount = 'lots';
+      writeJson(file, doc);
+    } });
+    try {
+      const r = await runBinary(['--check-config', cfg.dir]);
+      assert.equal(r.code, 1, r.stdout);
+      const lines = r.stdout.trim().split('\n');
+      assert.equal(lines.length, 2, r.stdout);
+      assert.match(lines[0], /^data\/Orders\.json: .*'entities\[1\]\.Amount': got "lots"; Amount is Decimal/);
+      assert.equal(lines[1], `${cfg.dir}: 1 problem found`);
+      // Start-up refuses the same file for the same reason.
+      const start = await runBinary(['--config', cfg.dir, '--listen', '127.0.0.1:0', '--database', path.join(cfg.dir, 'new.db')]);
+      assert.notEqual(start.code, 0);
+      assert.ok(start.stderr.includes("'entities[1].Amount': got \\\"lots\\\""), start.stderr);
+    } finally {
+      cfg.remove();
+    }
+  });
+
+  it('prints the cause of a renamed or duplicated model first, without follow-on errors', async () => {
+    const cases = {
+      renamed: (m) => (m.models.find((x) => x.name === 'Customers').name = 'Clients'),
+      duplicated: (m) => m.models.unshift({ ...m.models.find((x) => x.name === 'Orders'), id: '11111111-2222-4333-8444-555555555555' }),
+    };
+    for (const [what, change] of Object.entries(cases)) {
+      const cfg = makeConfig({ edit: (dir) => {
+        const m = readJson(path.join(dir, 'models.json'));
+        change(m);
+        writeJson(path.join(dir, 'models.json'), m);
+      } });
+      try {
+        const r = await runBinary(['--check-config', cfg.dir]);
+        assert.equal(r.code, 1, r.stdout);
+        const lines = r.stdout.trim().split('\n').slice(0, -1);
+        const cause = what === 'renamed' ? /^models\.json: \/models\/\d+\/properties\/\d+\/reference\/target: unknown model 'Customers'/
+          : /^models\.json: \/models\/\d+\/name: duplicate model name 'Orders'/;
+        assert.match(lines[0], cause, `${what}:\n${r.stdout}`);
+        assert.ok(!r.stdout.includes('does not point back'), `${what}: no follow-on error:\n${r.stdout}`);
+        if (what === 'duplicated') assert.equal(lines.length, 1, r.stdout);
+        else for (const l of lines) assert.match(l, /unknown model 'Customers'/);
+      } finally {
+        cfg.remove();
+      }
+    }
+  });
+
   it('refuses to start on a broken configuration', async () => {
     let broken;
     const cfg = makeConfig({ edit: (dir) => (broken = breakModels(dir)) });
