@@ -2,11 +2,15 @@
  * buffer and written with one write(2) per loop turn, from a uv_check
  * handle that runs after the turn's I/O callbacks. A busy turn that fills
  * the buffer writes it at once; no request costs a system call of its own.
- * Lines are shorter than PIPE_BUF only by chance, so workers sharing a
- * descriptor rely on O_APPEND (files) or on writing whole lines at once. */
+ * Workers share the descriptor: a file is opened with O_APPEND, so that
+ * each write lands whole after the others; to a pipe or socket (standard
+ * error) a write is whole only up to PIPE_BUF bytes, so there the lines
+ * go out in pieces of whole lines no longer than that. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "net/internal.h"
@@ -21,9 +25,23 @@ struct dg_access_log {
   int fd;            /* -1: off */
   bool owns_fd;      /* a file opened here, not standard error */
   bool stderr_level; /* "-": the line is an info line of the event log */
+  bool pieces;       /* not a regular file: writes of at most PIPE_BUF */
   bool flushing;     /* the check handle is started */
   dg_buf_t buf;
 };
+
+/* How much of p[0..n) one write takes: all of it to a file; to a pipe the
+ * whole lines that fit in PIPE_BUF (or one longer line by itself). */
+DG_TESTABLE size_t dg__access_log_piece(bool pieces, const char *p, size_t n) {
+  if (!pieces || n <= PIPE_BUF)
+    return n;
+  for (size_t i = PIPE_BUF; i > 0; i--) {
+    if (p[i - 1] == '\n')
+      return i;
+  }
+  const char *nl = memchr(p, '\n', n);
+  return nl != NULL ? (size_t)(nl - p) + 1 : n;
+}
 
 /* Writes what is gathered; a failed write drops it (logging must never
  * take the process down, nor grow without bound). */
@@ -31,7 +49,7 @@ static void flush(dg_access_log_t *log) {
   const char *p = log->buf.data;
   size_t n = log->buf.len;
   while (n > 0 && log->fd >= 0) {
-    ssize_t w = write(log->fd, p, n);
+    ssize_t w = write(log->fd, p, dg__access_log_piece(log->pieces, p, n));
     if (w < 0 && errno == EINTR)
       continue;
     if (w <= 0)
@@ -66,11 +84,13 @@ static int open_target(const char *target, int *fd, dg_errctx_t *err) {
 }
 
 static void use_target(dg_access_log_t *log, const char *target, int fd) {
+  struct stat st;
   if (log->owns_fd)
     close(log->fd);
   log->fd = fd;
   log->owns_fd = fd > 2;
   log->stderr_level = target != NULL && strcmp(target, "-") == 0;
+  log->pieces = fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode));
 }
 
 int dg_access_log_open(uv_loop_t *loop, const char *target, dg_access_log_t **out,

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <limits.h>
 
 #include "net/net_test.h"
 
@@ -700,6 +701,32 @@ static void test_access_log(void **state) {
   assert_int_equal(lines, 2);
 }
 
+/* Reached through DG_TESTABLE: how much of the gathered lines one write takes. */
+size_t dg__access_log_piece(bool pieces, const char *p, size_t n);
+
+/* To a pipe, writes hold whole lines and at most PIPE_BUF bytes (a longer
+ * line goes alone), so that lines of workers sharing it never mix. */
+static void test_access_log_pieces(void **state) {
+  (void)state;
+  static char text[3 * PIPE_BUF];
+  size_t line = 1000, n = 0;
+  while (n + line <= sizeof(text)) {
+    memset(text + n, 'x', line - 1);
+    text[n + line - 1] = '\n';
+    n += line;
+  }
+  assert_int_equal(dg__access_log_piece(false, text, n), n);
+  size_t first = dg__access_log_piece(true, text, n);
+  assert_true(first <= PIPE_BUF);
+  assert_int_equal(first % line, 0);
+  assert_int_equal(first, (PIPE_BUF / line) * line);
+  assert_int_equal(dg__access_log_piece(true, text, 500), 500);
+  /* One line longer than PIPE_BUF goes alone, whole. */
+  memset(text, 'y', sizeof(text));
+  text[PIPE_BUF + 9] = '\n';
+  assert_int_equal(dg__access_log_piece(true, text, sizeof(text)), PIPE_BUF + 10);
+}
+
 /* null turns the access log off: the server writes nothing anywhere. */
 static void test_access_log_off(void **state) {
   test_ctx_t *t = *state;
@@ -747,6 +774,7 @@ int main(void) {
       T(test_head_and_reuse_port),
       T(test_access_log),
       T(test_access_log_off),
+      cmocka_unit_test(test_access_log_pieces),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
