@@ -311,7 +311,8 @@ typedef struct app {
   dg_catalog_t *boot; /* the settings the process started with; one reference */
   dg_mcp_server_t *mcp;
   dg_http_server_t *http;
-  dg_tools_env_t env; /* what tools reach: store, connector client */
+  dg_access_log_t *access_log; /* server.accessLog; NULL with --stdio */
+  dg_tools_env_t env;          /* what tools reach: store, connector client */
   /* The session key and table, shared with the other workers. */
   dg_mcp_shared_t *shared;
   uv_signal_t sig_term;
@@ -407,6 +408,8 @@ static void app_finish(app_t *app) {
     dg_mcp_server_attach_http(app->mcp, NULL);
   dg_http_server_close(app->http);
   app->http = NULL;
+  dg_access_log_close(app->access_log);
+  app->access_log = NULL;
   if (app->mcp != NULL)
     dg_mcp_server_free(app->mcp);
   app->mcp = NULL;
@@ -459,6 +462,7 @@ static void app_stop(app_t *app, const char *why) {
     return;
   uint64_t timeout = app->cat->server.drain_timeout_ms;
   app->deadline_ms = dg_now_ms() + timeout;
+  dg_mcp_server_set_ready(app->mcp, false);
   dg_log_json(DG_LOG_INFO, "draining",
               json_pack("{s:s,s:I,s:i,s:i}", "reason", why, "timeout_ms", (json_int_t)timeout,
                         "connections", app->http ? (int)dg_http_server_connections(app->http) : 0,
@@ -524,6 +528,17 @@ static void configure_connectors(app_t *app, const dg_catalog_t *cat) {
                 json_pack("{s:s,s:s}", "param", err.param, "msg", err.message));
 }
 
+/* The access log is opened anew on every SIGHUP, whether the reload
+ * succeeded or not, so that logrotate can move the file away. */
+static void reopen_access_log(app_t *app) {
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  if (app->access_log != NULL &&
+      dg_access_log_reopen(app->access_log, app->cat->server.access_log, &err) != 0)
+    dg_log_json(DG_LOG_ERROR, "access_log_failed",
+                json_pack("{s:s,s:s}", "param", err.param, "msg", err.message));
+}
+
 /* A bad configuration never replaces a good one: the old snapshot stays. */
 static void app_reload(app_t *app) {
   dg_config_errors_t errors = {0};
@@ -532,6 +547,7 @@ static void app_reload(app_t *app) {
   if (rc != 0) {
     log_config_errors("reload_failed", &errors);
     dg_config_errors_free(&errors);
+    reopen_access_log(app);
     return;
   }
   dg_config_errors_free(&errors);
@@ -546,6 +562,7 @@ static void app_reload(app_t *app) {
   dg_catalog_unref(app->cat);
   app->cat = next;
   apply_log_level(app->opt, next);
+  reopen_access_log(app);
   dg_log_json(DG_LOG_INFO, "reloaded",
               json_pack("{s:s,s:i,s:i,s:i}", "config", app->opt->config_dir, "models",
                         (int)next->nmodels, "roles", (int)next->nroles, "users",
@@ -607,7 +624,11 @@ static int start_http(app_t *app, dg_errctx_t *err) {
       .data = app->mcp,
   };
   limits_from_settings(&app->cat->server, &config.limits);
-  int rc = dg_http_server_start(&app->loop, &config, &app->http, err);
+  int rc = dg_access_log_open(&app->loop, app->cat->server.access_log, &app->access_log, err);
+  if (rc != 0)
+    return rc;
+  config.access_log = app->access_log;
+  rc = dg_http_server_start(&app->loop, &config, &app->http, err);
   if (rc != 0) {
     app->http = NULL;
     return rc;
@@ -679,6 +700,8 @@ static int app_start(app_t *app) {
   start_signal(app, &app->sig_term, SIGTERM);
   start_signal(app, &app->sig_int, SIGINT);
   start_signal(app, &app->sig_hup, SIGHUP);
+  /* The store is open and the catalog loaded: /readyz answers 200. */
+  dg_mcp_server_set_ready(app->mcp, true);
   return 0;
 }
 
@@ -1112,7 +1135,7 @@ int main(int argc, char **argv) {
   if (args != ARGS_RUN)
     return args == ARGS_EXIT_OK ? 0 : EXIT_USAGE;
   if (opt.check_config)
-    return dg_catalog_check(opt.config_dir, stdout);
+    return dg_catalog_check(opt.config_dir, dg_store_check_sample, stdout);
   if (opt.explain_endpoint != NULL)
     return explain_endpoint(&opt);
   /* Seeded once, before any thread exists, as jansson asks. */

@@ -227,6 +227,12 @@ void dg_log_json(dg_log_level_t level, const char *event, json_t *fields);
 void dg_logf(dg_log_level_t level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 dg_log_level_t dg_log_level_parse(const char *name, bool *ok);
+/* A duration in nanoseconds as milliseconds rounded to the microsecond,
+ * for the duration_ms fields (written with three decimals at most). */
+double dg_log_ms(uint64_t ns);
+/* Appends the common fields as ",\"name\":value" pairs, for lines written
+ * by another writer (the access log); 0 or DG_E2BIG. */
+int dg_log_write_common(dg_buf_t *out);
 
 /* ---- Metrics -----------------------------------------------------------
  * Per-process counters, gauges and latency histograms rendered in the
@@ -236,10 +242,16 @@ dg_log_level_t dg_log_level_parse(const char *name, bool *ok);
 void dg_metrics_counter_add(const char *name, const char *labels, double value);
 void dg_metrics_gauge_add(const char *name, const char *labels, double delta);
 void dg_metrics_gauge_set(const char *name, const char *labels, double value);
+/* Sets a counter kept elsewhere (the process's CPU time). */
+void dg_metrics_counter_set(const char *name, const char *labels, double value);
 void dg_metrics_observe(const char *name, const char *labels, double seconds);
 /* Help text shown for a metric name (optional). */
 void dg_metrics_describe(const char *name, const char *help);
 int dg_metrics_render(dg_buf_t *out);
+/* Sets the process_* metrics of the Prometheus conventions (resident
+ * memory, open descriptors, CPU seconds, start time) from /proc; called
+ * before a scrape is rendered. */
+void dg_metrics_update_process(void);
 void dg_metrics_reset(void);
 
 /* ---- GUIDs, time, strings ---------------------------------------------- */

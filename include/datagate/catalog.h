@@ -596,9 +596,14 @@ const char *dg_saved_input_value_hint(dg_data_type_t type);
  * message) when the endpoint is unknown. */
 int dg_catalog_explain_endpoint(const dg_catalog_t *cat, const char *name, FILE *out);
 
-/* For `datagate --check-config`: loads dir, prints every problem line and
- * then a one-line summary ("conf: 6 models, 3 roles, 3 users: OK") to out.
- * Returns 0 when the configuration is valid, 1 otherwise. */
-int dg_catalog_check(const char *dir, FILE *out);
+/* A check of what start-up reads besides the configuration files (the
+ * sample data), run on a valid catalog: 0 or a problem in err. */
+typedef int (*dg_catalog_check_fn)(const dg_catalog_t *cat, dg_errctx_t *err);
+
+/* For `datagate --check-config`: loads dir, prints every problem line,
+ * runs more (may be NULL) when the files are valid and prints its problem
+ * (with dir's path taken off), then a one-line summary ("conf: 6 models,
+ * 3 roles, 3 users: OK") to out. Returns 0 when all is valid, 1 otherwise. */
+int dg_catalog_check(const char *dir, dg_catalog_check_fn more, FILE *out);
 
 #endif

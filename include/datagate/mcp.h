@@ -55,6 +55,9 @@ uv_loop_t *dg_tool_call_loop(const dg_tool_call_t *call);
 /* Arena released when the call has ended and its result was sent. */
 dg_arena_t *dg_tool_call_arena(const dg_tool_call_t *call);
 const char *dg_tool_call_request_id(const dg_tool_call_t *call);
+/* The trace id (32 hex digits) of the traceparent the request came with,
+ * for the upstream calls it makes; NULL when it came with none. */
+const char *dg_tool_call_trace_id(const dg_tool_call_t *call);
 const char *dg_tool_call_transport(const dg_tool_call_t *call); /* "http", "ws", "stdio" */
 /* Opaque per-tool-module context given in dg_mcp_config_t.tool_context. */
 void *dg_tool_call_context(const dg_tool_call_t *call);
@@ -149,9 +152,14 @@ unsigned dg_mcp_server_inflight(const dg_mcp_server_t *server);
  * connections this module holds (WebSockets and SSE streams). */
 void dg_mcp_server_attach_http(dg_mcp_server_t *server, dg_http_server_t *http);
 
+/* Whether /readyz answers 200: the owner says so once the store is open
+ * and the catalog loaded, and takes it back when it starts to drain. A new
+ * server is not ready. */
+void dg_mcp_server_set_ready(dg_mcp_server_t *server, bool ready);
+
 /* The HTTP handler for a dg_http_server whose data is the dg_mcp_server_t:
- * /mcp (POST, GET, DELETE, WebSocket upgrade), /healthz, /metrics,
- * /.well-known/oauth-protected-resource[/mcp]; 404 otherwise. */
+ * /mcp (POST, GET, DELETE, WebSocket upgrade), /healthz, /readyz,
+ * /metrics, /.well-known/oauth-protected-resource[/mcp]; 404 otherwise. */
 void dg_mcp_http_handler(dg_http_request_t *req);
 
 /* MCP over newline-delimited JSON on in_fd/out_fd as the configured stdio

@@ -61,6 +61,9 @@ const char *dg_http_request_header(const dg_http_request_t *req, const char *nam
 const char *dg_http_request_body(const dg_http_request_t *req, size_t *len);
 /* A request id: the client's X-Request-Id when it is sane, else a new GUID. */
 const char *dg_http_request_id(const dg_http_request_t *req);
+/* The trace id (32 hex digits) of a valid W3C traceparent header, which
+ * the request's upstream calls continue; NULL without one. */
+const char *dg_http_request_trace_id(const dg_http_request_t *req);
 const char *dg_http_request_peer(const dg_http_request_t *req); /* "127.0.0.1:5123" */
 bool dg_http_request_is_tls(const dg_http_request_t *req);
 /* Per-request arena, released after the response is fully written. */
@@ -110,6 +113,22 @@ void dg_http_request_watch(dg_http_request_t *req, const dg_http_request_events_
 /* ---- Server ------------------------------------------------------------ */
 typedef void (*dg_http_handler_fn)(dg_http_request_t *req);
 
+/* The access log (server.accessLog): a JSON line per HTTP response,
+ * gathered per loop turn and written with one write(2) per turn. */
+typedef struct dg_access_log dg_access_log_t;
+
+/* target: a file (appended to, created with mode 0640), "-" for standard
+ * error (the lines then follow the log level, as info lines), NULL for
+ * none. On failure *err names accessLog and the reason. */
+int dg_access_log_open(uv_loop_t *loop, const char *target, dg_access_log_t **out,
+                       dg_errctx_t *err);
+/* Writes what is gathered and switches to target, opened anew (SIGHUP:
+ * after logrotate moved the file, lines go to a new one). On failure the
+ * old target stays. */
+int dg_access_log_reopen(dg_access_log_t *log, const char *target, dg_errctx_t *err);
+/* Writes what is gathered and closes; the memory goes on a later turn. */
+void dg_access_log_close(dg_access_log_t *log);
+
 typedef struct dg_http_server_config {
   const char *host; /* "127.0.0.1", "::", ... */
   int port;         /* 0 picks a free port (see dg_http_server_port) */
@@ -118,6 +137,8 @@ typedef struct dg_http_server_config {
   const dg_tls_server_config_t *tls; /* NULL: plain HTTP */
   dg_http_handler_fn handler;
   void *data; /* returned by dg_http_request_server_data */
+  /* Borrowed, may be NULL (no access lines); it must outlive the server. */
+  dg_access_log_t *access_log;
 } dg_http_server_config_t;
 
 typedef struct dg_http_server dg_http_server_t;
@@ -432,6 +453,8 @@ typedef struct dg_http_client_request {
   size_t body_len;
   const char *connector;              /* connector name; NULL or "" means "default" */
   const char *request_id;             /* the tool call's request id, for traceparent */
+  const char *trace_id;               /* a trace continued (32 hex digits), or NULL: the
+                                         trace id then comes from request_id */
   dg_http_timeouts_t timeouts;        /* 0 fields take the client's */
   size_t max_body_bytes;              /* 0 takes the client's */
   unsigned max_retries;               /* retries after the first attempt (init: 2) */

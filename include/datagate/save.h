@@ -186,6 +186,7 @@ typedef struct dg_connector_request {
   size_t body_len;
   bool retry_unsafe;                   /* a POST or PATCH that may be retried anyway */
   const char *request_id;              /* the tool call's, for traceparent (may be NULL) */
+  const char *trace_id;                /* a trace continued, or NULL (from request_id) */
   const dg_connector_stream_t *stream; /* a download; NULL for an ordinary call */
 } dg_connector_request_t;
 
@@ -296,6 +297,7 @@ typedef struct dg_save_options {
   dg_save_upstream_t upstream;
   dg_save_loader_t loader;
   const char *request_id; /* for traceparent and logs; may be NULL */
+  const char *trace_id;   /* a trace continued, or NULL (from request_id) */
 } dg_save_options_t;
 
 typedef struct dg_save_outcome {

@@ -337,6 +337,11 @@ typedef void (*dg_store_open_cb)(dg_store_t *store, int status, const dg_errctx_
 int dg_store_open(uv_loop_t *loop, dg_catalog_t *cat, const dg_store_options_t *options,
                   dg_store_open_cb cb, void *data);
 
+/* Reads the sample data of cat (the .json files of "<cat->dir>/data") as a new store
+ * would load it, and stores nothing: for --check-config. 0, or the first
+ * problem in err ("<dir>/data/<file>: <path>: <message>"). Blocking. */
+int dg_store_check_sample(const dg_catalog_t *cat, dg_errctx_t *err);
+
 /* Closes the store: operations not started end with DG_ECANCELED, running
  * ones are interrupted; when all have ended, the connections are closed on
  * the threadpool, then cb (may be NULL) runs on the loop and the store is

@@ -66,7 +66,9 @@ void dg_log_json(dg_log_level_t level, const char *event, json_t *fields) {
   if (fields != NULL)
     json_object_update(line, fields);
   json_decref(fields);
-  char *text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  /* 15 significant digits: a duration rounded to the microsecond prints
+   * as 0.656, not 0.65600000000000003. */
+  char *text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
   json_decref(line);
   if (text == NULL)
     return;
@@ -75,6 +77,23 @@ void dg_log_json(dg_log_level_t level, const char *event, json_t *fields) {
   write_all(text, n + 1);
   text[n] = '\0';
   free(text);
+}
+
+int dg_log_write_common(dg_buf_t *out) {
+  const char *key;
+  json_t *value;
+  int rc = 0;
+  json_object_foreach(log_common, key, value) {
+    rc = rc ? rc : dg_buf_append(out, ",", 1);
+    rc = rc ? rc : dg_json_write_string(out, key, strlen(key));
+    rc = rc ? rc : dg_buf_append(out, ":", 1);
+    rc = rc ? rc : dg_json_write(value, out);
+  }
+  return rc;
+}
+
+double dg_log_ms(uint64_t ns) {
+  return (double)((ns + 500) / 1000) / 1000.0;
 }
 
 void dg_logf(dg_log_level_t level, const char *event, const char *fmt, ...) {

@@ -78,6 +78,12 @@ void dg_metrics_counter_add(const char *name, const char *labels, double value) 
     s->value += value;
 }
 
+void dg_metrics_counter_set(const char *name, const char *labels, double value) {
+  series_t *s = lookup(name, labels, KIND_COUNTER);
+  if (s != NULL)
+    s->value = value;
+}
+
 void dg_metrics_gauge_add(const char *name, const char *labels, double delta) {
   series_t *s = lookup(name, labels, KIND_GAUGE);
   if (s != NULL)

@@ -243,18 +243,34 @@ const dg_user_t *dg_catalog_user(const dg_catalog_t *cat, const char *name) {
 
 /* ---- --check-config ------------------------------------------------------------ */
 
-int dg_catalog_check(const char *dir, FILE *out) {
+/* A problem as "data/Orders.json: ...", like the files' "models.json: ...". */
+static void print_relative(FILE *out, const char *dir, const char *message) {
+  size_t n = strlen(dir);
+  if (strncmp(message, dir, n) == 0 && message[n] == '/')
+    message += n + 1;
+  fprintf(out, "%s\n", message);
+}
+
+int dg_catalog_check(const char *dir, dg_catalog_check_fn more, FILE *out) {
   dg_config_errors_t errors = {0};
   dg_catalog_t *cat = NULL;
   int rc = dg_catalog_load(dir, &cat, &errors);
   for (size_t i = 0; i < errors.count; i++)
     fprintf(out, "%s\n", errors.lines[i]);
+  size_t problems = errors.count;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  if (rc == 0 && more != NULL && more(cat, &err) != 0) {
+    print_relative(out, dir, err.message[0] ? err.message : dg_strerror(err.code));
+    problems++;
+    rc = DG_ECONFIG;
+  }
   if (rc == 0) {
     dg__catalog_print_reads(cat, out);
     fprintf(out, "%s: %zu models, %zu roles, %zu users: OK\n", dir, cat->nmodels, cat->nroles,
             cat->nusers);
   } else {
-    fprintf(out, "%s: %zu problem%s found\n", dir, errors.count, errors.count == 1 ? "" : "s");
+    fprintf(out, "%s: %zu problem%s found\n", dir, problems, problems == 1 ? "" : "s");
   }
   dg_catalog_unref(cat);
   dg_config_errors_free(&errors);

@@ -384,15 +384,25 @@ static void check_inverse(dg__cfg_t *cfg, const dg_model_t *m, ref_raw_t *raw, c
     dg__cfg_error(cfg, at, "'%s.%s' is not an Outbound reference", t->name, inv->name);
     return;
   }
+  /* An unknown target there is reported where it is written: saying
+   * here that it does not point back would only repeat it, and first. */
   const char *back = ((const ref_raw_t *)r)->target;
+  if (back != NULL && r->target == NULL)
+    return;
+  /* So is a model whose name an earlier model has: the duplicate is the
+   * cause, and references to the name find the first. */
+  if (r->target != m && r->target != NULL && strcasecmp(r->target->name, m->name) == 0)
+    return;
   if (back == NULL || dg__catalog_find_model(cfg->cat, back) != m)
     dg__cfg_error(cfg, at, "'%s.%s' does not point back at model '%s'", t->name, inv->name,
                   m->name);
   raw->ref.inverse_property = inv->name;
 }
 
+/* Pass 1 resolves every target, pass 2 checks the Inbound references
+ * against them: an unknown target is reported before what follows from it. */
 static void resolve_model_references(dg__cfg_t *cfg, const dg_model_t *m, const json_t *mjson,
-                                     const char *path) {
+                                     const char *path, int pass) {
   const json_t *props = json_object_get(mjson, "properties");
   for (size_t i = 0; i < m->nproperties; i++) {
     const dg_property_t *p = &m->properties[i];
@@ -404,9 +414,10 @@ static void resolve_model_references(dg__cfg_t *cfg, const dg_model_t *m, const 
     const json_t *rjson = json_object_get(json_array_get(props, i), "reference");
     dg__cfg_path_key(at, at, "reference");
     ref_raw_t *raw = (ref_raw_t *)p->reference;
-    resolve_target(cfg, raw, at);
-    check_direction(cfg, raw, rjson, at);
-    if (raw->ref.direction == DG_REF_INBOUND) {
+    if (pass == 1) {
+      resolve_target(cfg, raw, at);
+      check_direction(cfg, raw, rjson, at);
+    } else if (raw->ref.direction == DG_REF_INBOUND) {
       check_inverse(cfg, m, raw, at);
       if (p->required)
         dg__cfg_error(cfg, at, "an Inbound reference cannot be required");
@@ -473,9 +484,11 @@ void dg__catalog_parse_models(dg__cfg_t *cfg, const json_t *root) {
                        cfg->cat);
   check_unique_models(cfg, cfg->cat);
   const json_t *list = json_object_get(root, "models");
-  for (size_t i = 0; i < cfg->cat->nmodels; i++) {
-    char at[DG__CFG_PATH_MAX];
-    dg__cfg_path_index(at, "/models", i);
-    resolve_model_references(cfg, &cfg->cat->models[i], json_array_get(list, i), at);
+  for (int pass = 1; pass <= 2; pass++) {
+    for (size_t i = 0; i < cfg->cat->nmodels; i++) {
+      char at[DG__CFG_PATH_MAX];
+      dg__cfg_path_index(at, "/models", i);
+      resolve_model_references(cfg, &cfg->cat->models[i], json_array_get(list, i), at, pass);
+    }
   }
 }

@@ -9,6 +9,10 @@
 
 #define READ_PIECE 65536
 
+/* The exit statuses: a usage error is 2, by convention. */
+#define EXIT_FAILED 1
+#define EXIT_USAGE 2
+
 typedef struct cli {
   const char *path;
   dg_extract_request_t req;
@@ -16,6 +20,7 @@ typedef struct cli {
   FILE *out;
   FILE *err_out;
   int status;
+  bool usage; /* the failure is a bad argument, not the document */
   char message[1200];
   uint64_t chunks;
 } cli_t;
@@ -24,9 +29,10 @@ static int usage(FILE *err_out, const char *what) {
   fprintf(err_out,
           "datagate: %s\n"
           "Usage: datagate --extract FILE [--content-type TYPE] [--offset N] "
-          "[--chunk-chars N] [--json]\n",
-          what);
-  return 2;
+          "[--chunk-chars N] [--json]\n"
+          "  --chunk-chars: %d to %d; --offset: from 0 to the length of the text\n",
+          what, DG_EXTRACT_CHUNK_MIN, DG_EXTRACT_CHUNK_MAX);
+  return EXIT_USAGE;
 }
 
 static bool number(const char *s, int64_t max, uint64_t *out) {
@@ -48,7 +54,8 @@ static int parse(cli_t *c, int argc, char **argv) {
       c->req.content_type = argv[++i];
     } else if (strcmp(a, "--offset") == 0 && number(v, INT64_MAX, &c->req.offset)) {
       i++;
-    } else if (strcmp(a, "--chunk-chars") == 0 && number(v, DG_EXTRACT_CHUNK_MAX, &n)) {
+    } else if (strcmp(a, "--chunk-chars") == 0 && number(v, DG_EXTRACT_CHUNK_MAX, &n) &&
+               n >= DG_EXTRACT_CHUNK_MIN) {
       c->req.chunk_chars = (size_t)n;
       i++;
     } else if (a[0] != '-' && c->path == NULL) {
@@ -75,9 +82,17 @@ static void on_chunk(dg_extract_t *x, const dg_extract_chunk_t *chunk, void *dat
   json_decref(env);
 }
 
+/* An --offset past the end of the text is known only once the text is:
+ * it is still the command's argument that is wrong. */
+static bool names_argument(const dg_errctx_t *err) {
+  return err != NULL && err->code == DG_EINVAL &&
+         (strcmp(err->param, "offset") == 0 || strcmp(err->param, "chunkChars") == 0);
+}
+
 static void on_done(dg_extract_t *x, int status, const dg_errctx_t *err, void *data) {
   cli_t *c = data;
   c->status = status;
+  c->usage = names_argument(err);
   if (status != 0)
     snprintf(c->message, sizeof(c->message), "%s (%s)", err->message, dg_err_name(status));
   dg_extract_close(x);
@@ -109,6 +124,7 @@ static int run_loop(cli_t *c, FILE *f) {
     uv_run(&loop, UV_RUN_DEFAULT);
   } else {
     c->status = rc;
+    c->usage = names_argument(&err);
     snprintf(c->message, sizeof(c->message), "%s", err.message);
   }
   uv_loop_close(&loop);
@@ -126,7 +142,7 @@ int dg_extract_main(int argc, char **argv, FILE *out, FILE *err_out) {
   FILE *f = fopen(c.path, "rb");
   if (f == NULL) {
     fprintf(err_out, "datagate: %s: %s\n", c.path, strerror(errno));
-    return 1;
+    return EXIT_FAILED;
   }
   rc = run_loop(&c, f);
   fclose(f);
@@ -134,5 +150,7 @@ int dg_extract_main(int argc, char **argv, FILE *out, FILE *err_out) {
     fputc('\n', out);
   if (rc != 0)
     fprintf(err_out, "datagate: %s: %s\n", c.path, c.message);
-  return rc != 0 ? 1 : 0;
+  if (rc == 0)
+    return 0;
+  return c.usage ? EXIT_USAGE : EXIT_FAILED;
 }

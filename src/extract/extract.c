@@ -88,8 +88,20 @@ static void fail(dg_extract_t *x, int rc, const dg_errctx_t *err) {
     atomic_store(&x->run->canceled, true);
 }
 
+/* Described at the first extraction: a metric appears once touched. */
+static void describe_metrics(void) {
+  static bool described;
+  if (described)
+    return;
+  described = true;
+  dg_metrics_describe("datagate_extract_total", "Document extractions by format and result.");
+  dg_metrics_describe("datagate_extract_seconds",
+                      "Document extraction duration, from start to the last chunk.");
+}
+
 static void count_result(dg_extract_t *x, int status) {
   char labels[96];
+  describe_metrics();
   dg_extract_format_t f = x->run != NULL ? x->run->format : DG_EXTRACT_UNKNOWN;
   snprintf(labels, sizeof(labels), "format=\"%s\",result=\"%s\"", dg_extract_format_name(f),
            status == 0 ? "ok" : dg_err_name(status));

@@ -30,6 +30,7 @@ struct dg_tool_call {
   json_t *args;
   json_t *progress_token;
   const char *request_id;
+  const char *trace_id; /* NULL: the trace id comes from request_id */
   uint64_t start_ns;
   uint64_t timeout_ms;
   call_state_t state;
@@ -74,6 +75,10 @@ dg_arena_t *dg_tool_call_arena(const dg_tool_call_t *call) {
 
 const char *dg_tool_call_request_id(const dg_tool_call_t *call) {
   return call->request_id;
+}
+
+const char *dg_tool_call_trace_id(const dg_tool_call_t *call) {
+  return call->trace_id;
 }
 
 const char *dg_tool_call_transport(const dg_tool_call_t *call) {
@@ -181,7 +186,8 @@ static void on_timer_closed(uv_handle_t *handle) {
 static void record(const dg_tool_call_t *call, outcome_t outcome) {
   const char *transport = dg_tool_call_transport(call);
   const char *tool = call->tool->def->name;
-  double seconds = (double)(dg_now_ns() - call->start_ns) / 1e9;
+  uint64_t ns = dg_now_ns() - call->start_ns;
+  double seconds = (double)ns / 1e9;
   char labels[256];
   snprintf(labels, sizeof(labels), "tool=\"%s\",transport=\"%s\",outcome=\"%s\"", tool, transport,
            outcome_names[outcome]);
@@ -192,11 +198,13 @@ static void record(const dg_tool_call_t *call, outcome_t outcome) {
   const dg_principal_t *p = call->ex->principal;
   if (!dg_log_enabled(DG_LOG_INFO))
     return; /* the line would be dropped: spare building it */
-  dg_log_json(DG_LOG_INFO, "tool_call",
-              json_pack("{s:s,s:s%,s:s,s:s,s:s,s:f,s:s}", "request_id", call->request_id, "session",
-                        ss ? ss->id : "", (size_t)(ss ? 8 : 0), "tool", tool, "transport",
-                        transport, "outcome", outcome_names[outcome], "duration_ms",
-                        seconds * 1000.0, "principal", p ? dg_principal_name(p) : ""));
+  json_t *fields = json_pack(
+      "{s:s,s:s%,s:s,s:s,s:s,s:f,s:s}", "request_id", call->request_id, "session", ss ? ss->id : "",
+      (size_t)(ss ? 8 : 0), "tool", tool, "transport", transport, "outcome", outcome_names[outcome],
+      "duration_ms", dg_log_ms(ns), "principal", p ? dg_principal_name(p) : "");
+  if (fields != NULL && call->trace_id != NULL)
+    json_object_set_new(fields, "trace_id", json_string(call->trace_id));
+  dg_log_json(DG_LOG_INFO, "tool_call", fields);
 }
 
 static void call_finish(dg_tool_call_t *call, outcome_t outcome, json_t *tool_result) {
@@ -379,6 +387,7 @@ static dg_tool_call_t *call_new(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot,
   if (ex->request_id == NULL)
     dg_uuid_v4(uuid);
   call->request_id = dg_arena_strdup(arena, ex->request_id ? ex->request_id : uuid);
+  call->trace_id = ex->trace_id != NULL ? dg_arena_strdup(arena, ex->trace_id) : NULL;
   call->arena = arena;
   call->ex = ex;
   dg__mcp_exchange_ref(ex);

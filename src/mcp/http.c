@@ -351,6 +351,8 @@ static void http_post(dg_mcp_server_t *s, dg_http_request_t *req) {
     return;
   }
   ex->request_id = dg_arena_strdup(ex->arena, dg_http_request_id(req));
+  const char *trace = dg_http_request_trace_id(req);
+  ex->trace_id = trace != NULL ? dg_arena_strdup(ex->arena, trace) : NULL;
   json_t *msg = NULL;
   dg__mcp_session_t *ss = NULL;
   bool created = false;

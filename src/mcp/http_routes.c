@@ -1,5 +1,5 @@
-/* The HTTP entry point and the gateway's small routes: /healthz, /metrics
- * and the OAuth 2.0 protected-resource metadata (RFC 9728) that a 401
+/* The HTTP entry point and the gateway's small routes: /healthz, /readyz,
+ * /metrics and the OAuth 2.0 protected-resource metadata (RFC 9728) that a 401
  * points clients at. Also the helpers the /mcp transports share: Origin
  * checks, the public base URL and JSON error bodies. */
 #include <stdio.h>
@@ -93,8 +93,29 @@ static void healthz(dg_mcp_server_t *s, dg_http_request_t *req) {
   respond_json(req, 200, headers, DG_ARRAY_SIZE(headers), body);
 }
 
-static void metrics(dg_http_request_t *req) {
+/* Ready for traffic: the store is open and the catalog loaded, and the
+ * process is not draining. Unlike /healthz, a load balancer takes a 503
+ * here as "send nothing new" without counting the process as dead. */
+static void readyz(dg_mcp_server_t *s, dg_http_request_t *req) {
+  bool ready = atomic_load_explicit(&s->ready, memory_order_relaxed) && !s->closing;
+  dg_http_header_t headers[] = {ct_json, {"Cache-Control", "no-store"}};
+  respond_json(req, ready ? 200 : 503, headers, DG_ARRAY_SIZE(headers),
+               json_pack("{s:s}", "status", ready ? "ready" : "not_ready"));
+}
+
+/* Metrics that are read rather than counted: the process's and the build's. */
+static void update_metrics(const dg_mcp_server_t *s) {
+  char labels[96];
+  dg_metrics_update_process();
+  dg_metrics_describe("datagate_build_info", "Always 1; the version label is the build's.");
+  snprintf(labels, sizeof(labels), "version=\"%.64s\"",
+           s->config.server_version ? s->config.server_version : "0");
+  dg_metrics_gauge_set("datagate_build_info", labels, 1);
+}
+
+static void metrics(dg_mcp_server_t *s, dg_http_request_t *req) {
   dg_buf_t out;
+  update_metrics(s);
   dg_buf_init(&out, METRICS_MAX);
   if (dg_metrics_render(&out) != 0) {
     dg_buf_free(&out);
@@ -126,9 +147,10 @@ static bool is_get(const dg_http_request_t *req) {
 bool dg__mcp_http_route(dg_mcp_server_t *s, dg_http_request_t *req) {
   const char *path = dg_http_request_path(req);
   bool health = strcmp(path, "/healthz") == 0, metric = strcmp(path, "/metrics") == 0;
+  bool ready = strcmp(path, "/readyz") == 0;
   bool meta = strcmp(path, "/.well-known/oauth-protected-resource") == 0 ||
               strcmp(path, "/.well-known/oauth-protected-resource/mcp") == 0;
-  if (!health && !metric && !meta)
+  if (!health && !metric && !ready && !meta)
     return false;
   if (!is_get(req)) {
     dg_http_header_t headers[] = {ct_json, {"Allow", "GET, HEAD"}};
@@ -136,8 +158,10 @@ bool dg__mcp_http_route(dg_mcp_server_t *s, dg_http_request_t *req) {
                  json_pack("{s:s}", "error", "method not allowed; use GET"));
   } else if (health) {
     healthz(s, req);
+  } else if (ready) {
+    readyz(s, req);
   } else if (metric) {
-    metrics(req);
+    metrics(s, req);
   } else {
     oauth_metadata(s, req);
   }

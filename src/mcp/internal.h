@@ -16,6 +16,8 @@
 #ifndef DATAGATE_MCP_INTERNAL_H
 #define DATAGATE_MCP_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "datagate/mcp.h"
 
 /* JSON-RPC error codes. */
@@ -150,6 +152,9 @@ struct dg_mcp_server {
   dg_http_server_t *http;
   unsigned refs; /* the owner, sessions, closing handles */
   bool closing;
+  /* Set by the owner (store open, catalog loaded; not draining); atomic
+   * because tests set it from another thread. */
+  atomic_bool ready;
   unsigned inflight;      /* tool calls not yet ended */
   unsigned nhttp;         /* open HTTP sessions (bounded by max_sessions) */
   unsigned nsessions;     /* open sessions of every transport */
@@ -241,6 +246,7 @@ struct dg__mcp_exchange {
   dg_catalog_t *cat; /* the snapshot this message runs on; one reference */
   const dg_principal_t *principal;
   const char *request_id; /* the HTTP request id, or NULL */
+  const char *trace_id;   /* a trace the HTTP request continues, or NULL */
   json_t *msg;
   dg__mcp_slot_t *slots;
   size_t nslots;

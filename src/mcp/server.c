@@ -22,6 +22,10 @@ static void describe_metrics(void) {
   dg_metrics_describe("dg_mcp_messages_total", "JSON-RPC messages received by method.");
 }
 
+void dg_mcp_server_set_ready(dg_mcp_server_t *server, bool ready) {
+  atomic_store_explicit(&server->ready, ready, memory_order_relaxed);
+}
+
 static void free_tools(dg_mcp_server_t *s) {
   for (size_t i = 0; i < s->ntools; i++) {
     json_decref(s->tools[i].input_schema);

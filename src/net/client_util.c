@@ -292,6 +292,35 @@ void dg__trace_id(const char *request_id, char out[33]) {
     out[31] = '1';
 }
 
+/* Lower-case hexadecimal only, as W3C Trace Context writes it. */
+static bool lower_hex(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+      return false;
+  }
+  return true;
+}
+
+/* "00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>"; a later version
+ * may append fields after a '-', version ff is invalid, and neither id may
+ * be all zeros. */
+bool dg__traceparent_trace_id(const char *value, char out[33]) {
+  size_t n = value != NULL ? strlen(value) : 0;
+  if (n < 55 || value[2] != '-' || value[35] != '-' || value[52] != '-')
+    return false;
+  if (!lower_hex(value, 2) || strncmp(value, "ff", 2) == 0 || !lower_hex(value + 3, 32) ||
+      !lower_hex(value + 36, 16) || !lower_hex(value + 53, 2))
+    return false;
+  bool v00 = strncmp(value, "00", 2) == 0;
+  if ((v00 && n != 55) || (!v00 && n > 55 && value[55] != '-'))
+    return false;
+  if (strspn(value + 3, "0") >= 32 || strspn(value + 36, "0") >= 16)
+    return false;
+  memcpy(out, value + 3, 32);
+  out[32] = '\0';
+  return true;
+}
+
 /* ---- Retry-After --------------------------------------------------------- */
 
 bool dg__retry_after_ms(const char *value, int64_t now_sec, uint64_t *out) {

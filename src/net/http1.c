@@ -112,14 +112,8 @@ static void access_log(const dg_http_request_t *req) {
   char labels[32];
   snprintf(labels, sizeof(labels), "status=\"%d\"", req->status);
   dg_metrics_counter_add("dg_http_responses_total", labels, 1);
-  if (!dg_log_enabled(DG_LOG_INFO))
-    return;
-  double ms = (double)(dg_now_ns() - req->start_ns) / 1e6;
-  dg_log_json(DG_LOG_INFO, "access",
-              json_pack("{s:s,s:s,s:s,s:i,s:I,s:f,s:s,s:s}", "request_id", req->id, "method",
-                        req->method, "path", req->path, "status", req->status, "bytes",
-                        (json_int_t)req->bytes_out, "duration_ms", ms, "peer", req->peer,
-                        "transport", req->tls ? "https" : "http"));
+  if (req->conn != NULL)
+    dg__access_log_request(req->conn->server->access_log, req);
 }
 
 static void queue_push(dg__http1_t *h, dg_http_request_t *req) {
@@ -346,6 +340,8 @@ static void finish_head(dg__http1_t *h, dg_http_request_t *req) {
     dg_strlcpy(req->id, id, sizeof(req->id));
   else
     dg_uuid_v4(req->id);
+  if (!dg__traceparent_trace_id(dg_http_request_header(req, "traceparent"), req->trace_id))
+    req->trace_id[0] = '\0';
   const char *expect = dg_http_request_header(req, "Expect");
   req->expect_continue =
       expect != NULL && req->http_minor >= 1 && dg_strieq_n(expect, strlen(expect), "100-continue");
@@ -678,6 +674,10 @@ const char *dg_http_request_body(const dg_http_request_t *req, size_t *len) {
 
 const char *dg_http_request_id(const dg_http_request_t *req) {
   return req->id;
+}
+
+const char *dg_http_request_trace_id(const dg_http_request_t *req) {
+  return req->trace_id[0] != '\0' ? req->trace_id : NULL;
 }
 
 const char *dg_http_request_peer(const dg_http_request_t *req) {

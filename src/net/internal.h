@@ -99,6 +99,7 @@ struct dg_http_server {
   dg_http_limits_t limits;
   dg_http_handler_fn handler;
   void *data;
+  dg_access_log_t *access_log; /* borrowed; NULL: none */
   dg__tls_server_t *tls;
   dg__conn_t *conns;
   unsigned nconns;  /* connections counted against max_connections */
@@ -113,6 +114,10 @@ struct dg_http_server {
   bool rbuf_busy;
   char rbuf[DG__READ_BUF_SIZE];
 };
+
+/* ---- access_log.c ---- */
+/* Gathers req's access line (status, bytes and duration as they are now). */
+void dg__access_log_request(dg_access_log_t *log, const dg_http_request_t *req);
 
 /* ---- server.c ---- */
 /* A server without a listener, for driving connections in tests and the
@@ -234,6 +239,7 @@ struct dg_http_request {
   bool expect_continue;
   bool chunked_out;
   char id[65];
+  char trace_id[33]; /* from a valid traceparent header, else "" */
   char peer[64];
 };
 
@@ -289,6 +295,9 @@ char *dg__url_full(dg_arena_t *arena, const dg__url_t *url);
  * already 32 hex digits), else the first half of its SHA-256; random when
  * absent. */
 void dg__trace_id(const char *request_id, char out[33]);
+/* The trace id of a W3C traceparent header value (version 00, or a later
+ * version read as 00 says); false for an invalid value, which is ignored. */
+bool dg__traceparent_trace_id(const char *value, char out[33]);
 /* Retry-After as a delay from now: delta-seconds or an HTTP date. */
 bool dg__retry_after_ms(const char *value, int64_t now_sec, uint64_t *out);
 bool dg__method_idempotent(const char *method);

@@ -80,6 +80,7 @@ int dg__server_new(uv_loop_t *loop, const dg_http_server_config_t *config, dg_ht
   s->limits = config->limits;
   s->handler = config->handler;
   s->data = config->data;
+  s->access_log = config->access_log;
   if (config->tls != NULL) {
     int rc = dg__tls_server_new(config->tls, &s->tls, err);
     if (rc != 0) {

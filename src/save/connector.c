@@ -279,6 +279,7 @@ void dg__save_call_send(dg_connector_call_t *call) {
   r.body = call->req.body;
   r.body_len = call->req.body_len;
   r.request_id = call->req.request_id;
+  r.trace_id = call->req.trace_id;
   r.retry_unsafe = call->req.retry_unsafe;
   r.done = on_http_done;
   r.user = call;
@@ -387,6 +388,7 @@ static int copy_request(dg_connector_call_t *call, const dg_connector_request_t 
   call->req = *req;
   call->req.method = dg_arena_strdup(a, req->method);
   call->req.request_id = req->request_id ? dg_arena_strdup(a, req->request_id) : NULL;
+  call->req.trace_id = req->trace_id ? dg_arena_strdup(a, req->trace_id) : NULL;
   call->req.body = req->body_len ? dg_arena_strndup(a, req->body, req->body_len) : NULL;
   call->url = dg_arena_sprintf(a, "%s%s", call->conn->base_url, req->path);
   call->req.path = NULL;

@@ -345,6 +345,7 @@ static int start_fetch(dg__save_token_t *t, dg_connector_call_t *call, dg_errctx
   r.body = form.data;
   r.body_len = form.len;
   r.request_id = call->req.request_id;
+  r.trace_id = call->req.trace_id;
   r.retry_unsafe = true; /* asking for a token again changes nothing */
   r.done = on_fetch_done;
   r.user = t;

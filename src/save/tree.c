@@ -462,6 +462,7 @@ static bool start_call(dg__save_node_t *n, const dg_action_t *a) {
   n->call_start_ms = dg_now_ms();
   if (rc == 0) {
     req.request_id = run->opt.request_id;
+    req.trace_id = run->opt.trace_id;
     n->path = strdup(req.path);
     rc = n->path == NULL ? dg_errctx_set(&err, DG_ENOMEM, "", "out of memory")
                          : run->opt.upstream.start(run->opt.upstream.data, a->connector, &req,

@@ -105,18 +105,25 @@ static bool type_matches(const dg_model_t *m, const char *type, const char *sub)
          (sub == NULL || same(m->entity_sub_type, sub));
 }
 
-/* The distinct entity types (or sub-types of type) of readable models. */
-static void list_types(const dg_store_parse_t *ps, const char *type, char *out, size_t size) {
+/* The name a listing of types or of sub-types shows for a model. */
+static const char *type_name(const dg_model_t *m, bool subs) {
+  return subs ? m->entity_sub_type : m->entity_type;
+}
+
+/* The distinct entity types, or with subs the sub-types (of type, when not
+ * NULL), of readable models. */
+static void list_types(const dg_store_parse_t *ps, const char *type, bool subs, char *out,
+                       size_t size) {
   size_t len = 0;
   out[0] = '\0';
   for (size_t i = 0; i < ps->cat->nmodels; i++) {
     const dg_model_t *m = &ps->cat->models[i];
-    const char *name = type == NULL ? m->entity_type : m->entity_sub_type;
+    const char *name = type_name(m, subs);
     bool dup = false;
     for (size_t j = 0; j < i && !dup; j++) {
       const dg_model_t *o = &ps->cat->models[j];
       dup = dg_auth_can_read_model(ps->principal, o) && type_matches(o, type, NULL) &&
-            same(type == NULL ? o->entity_type : o->entity_sub_type, name);
+            same(type_name(o, subs), name);
     }
     if (name == NULL || dup || !dg_auth_can_read_model(ps->principal, m) ||
         !type_matches(m, type, NULL) || len >= size - 1)
@@ -161,13 +168,13 @@ static int choose_models(const dg_store_parse_t *ps, const char *type, const cha
   }
   char list[LIST_MAX];
   if (rc == 0 && matched == 0 && type != NULL && sub == NULL) {
-    list_types(ps, NULL, list, sizeof(list));
+    list_types(ps, NULL, false, list, sizeof(list));
     return dg__store_invalid(ps->err, "entityType",
                              "no Data Model you can read has entityType '%.64s'; allowed: %s.",
                              type, list);
   }
   if (rc == 0 && matched == 0 && sub != NULL) {
-    list_types(ps, type, list, sizeof(list));
+    list_types(ps, type, true, list, sizeof(list));
     return dg__store_invalid(ps->err, "entitySubType",
                              "no Data Model you can read has entitySubType '%.64s'%s%.64s; "
                              "allowed: %s.",

@@ -53,6 +53,18 @@ static char *sample_dir_of(const dg_catalog_t *cat, const dg_store_options_t *o)
   return dir;
 }
 
+int dg_store_check_sample(const dg_catalog_t *cat, dg_errctx_t *err) {
+  char *dir = sample_dir_of(cat, NULL);
+  dg_arena_t *arena = dir != NULL ? dg_arena_new(64 * 1024) : NULL;
+  dg_store_write_t *writes = NULL;
+  size_t n = 0;
+  int rc = arena != NULL ? dg__store_sample_read(cat, dir, arena, &writes, &n, err)
+                         : dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
+  dg_arena_destroy(arena);
+  free(dir);
+  return rc;
+}
+
 static void store_free(dg_store_t *s) {
   json_decref(s->open_notes);
   dg_catalog_unref(s->cat);
@@ -179,7 +191,7 @@ static void unlink_req(dg_store_req_t *r) {
 static void log_done(const dg_store_req_t *r) {
   if (!dg_log_enabled(DG_LOG_DEBUG))
     return;
-  double ms = (double)(dg_now_ns() - r->start_ns) / 1e6;
+  double ms = dg_log_ms(dg_now_ns() - r->start_ns);
   dg_log_json(DG_LOG_DEBUG, "store_request",
               json_pack("{s:s,s:s,s:i,s:f,s:s}", "kind", kind_names[r->kind], "status",
                         r->status ? dg_err_name(r->status) : "ok", "rows", (int)r->rows,

@@ -208,6 +208,7 @@ static int start(exec_t *x, dg_connectors_t *cs, dg_errctx_t *err) {
   if (rc != 0)
     return rc;
   req.request_id = dg_tool_call_request_id(x->call);
+  req.trace_id = dg_tool_call_trace_id(x->call);
   x->max_bytes = entity_budget(dg_tool_call_catalog(x->call));
   x->result_limit = dg_tool_call_result_limit(x->call);
   rc = dg_connectors_call(cs, x->q->connector, &req, on_upstream, x, &x->upstream, err);

@@ -24,6 +24,7 @@ struct dg__tools_fetch {
   const dg__tools_fetch_ops_t *ops;
   void *user;
   const char *request_id;
+  const char *trace_id;
   dg_http_url_t url; /* this hop */
   const dg_file_source_t *source;
   const char *etag; /* validators sent, or NULL */
@@ -250,6 +251,7 @@ static int send_connector(dg__tools_fetch_t *f, const dg_http_header_t *h, size_
                                 .headers = h,
                                 .nheaders = n,
                                 .request_id = f->request_id,
+                                .trace_id = f->trace_id,
                                 .stream = &st};
   if (f->env->connectors == NULL)
     return dg_errctx_set(err, DG_ENOTSUP, "url",
@@ -270,6 +272,7 @@ static int send_client(dg__tools_fetch_t *f, const dg_http_header_t *h, size_t n
   r.nheaders = n;
   r.connector = f->source->name;
   r.request_id = f->request_id;
+  r.trace_id = f->trace_id;
   r.timeouts.total_ms = f->cfg->download_timeout_ms;
   r.max_body_bytes = f->cfg->max_download_bytes;
   r.max_redirects = 0;
@@ -314,6 +317,7 @@ int dg__tools_fetch_start(const dg__tools_fetch_req_t *req, dg__tools_fetch_t **
                            .ops = req->ops,
                            .user = req->user,
                            .request_id = req->request_id,
+                           .trace_id = req->trace_id,
                            .url = *req->url,
                            .source = req->source,
                            .etag = req->etag,

@@ -299,6 +299,7 @@ static int start_fetch(ft_t *t) {
                                .cfg = t->cfg,
                                .arena = dg_tool_call_arena(t->call),
                                .request_id = dg_tool_call_request_id(t->call),
+                               .trace_id = dg_tool_call_trace_id(t->call),
                                .url = &t->url,
                                .source = t->source,
                                .etag = t->etag_sent,

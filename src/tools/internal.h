@@ -243,6 +243,7 @@ typedef struct dg__tools_fetch_req {
   const dg_file_settings_t *cfg;
   dg_arena_t *arena; /* where the fetch lives */
   const char *request_id;
+  const char *trace_id;     /* a trace continued, or NULL */
   const dg_http_url_t *url; /* already checked, under source */
   const dg_file_source_t *source;
   const char *etag; /* validators of a cached copy (may be NULL): a conditional request */

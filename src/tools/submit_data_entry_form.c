@@ -445,7 +445,8 @@ static void start_tree(submission_t *s, const json_t *values) {
                          .values = values,
                          .upstream = dg_save_upstream_connectors(env->connectors),
                          .loader = {.load = load_children, .data = s},
-                         .request_id = dg_tool_call_request_id(s->call)};
+                         .request_id = dg_tool_call_request_id(s->call),
+                         .trace_id = dg_tool_call_trace_id(s->call)};
   dg_errctx_t err;
   dg_errctx_clear(&err);
   /* The caller left before the record was read back: nothing was sent. */

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 
@@ -38,6 +39,32 @@ describe('command line', () => {
   });
 });
 
+describe('--extract', () => {
+  it('exits 2 on a usage error, 1 when the document cannot be read, as docs/extract.md says', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'datagate-extract-'));
+    const file = path.join(dir, 'hello.txt');
+    fs.writeFileSync(file, 'hello\n');
+    try {
+      const doc = fs.readFileSync(path.join(SOURCE_DIR, 'docs/extract.md'), 'utf8');
+      assert.match(doc, /1 when the document cannot\s+be extracted \(the reason on standard error\), 2 for a usage error/);
+      const usage = [[], [file, 'extra'], [file, '--bogus'], [file, '--offset'], [file, '--offset', '-1'], [file, '--chunk-chars', '1'],
+        [file, '--chunk-chars', '0'], [file, '--chunk-chars', '1000001'], [file, '--offset', '999']];
+      for (const args of usage) {
+        const r = await runBinary(['--extract', ...args]);
+        assert.equal(r.code, 2, `--extract ${args.join(' ')}: ${r.stderr}`);
+        assert.equal(r.stdout, '');
+      }
+      const missing = await runBinary(['--extract', path.join(dir, 'missing.txt')]);
+      assert.equal(missing.code, 1, missing.stderr);
+      const ok = await runBinary(['--extract', file, '--chunk-chars', '16']);
+      assert.equal(ok.code, 0, ok.stderr);
+      assert.match(ok.stdout, /^hello\n/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('--check-config', () => {
   it('accepts conf/ and counts what it holds', async () => {
     const r = await runBinary(['--check-config', CONF_DIR]);
@@ -65,6 +92,56 @@ describe('--check-config', () => {
       assert.match(lines.find((l) => l.includes('maxBodyByte')), /maxBodyBytes/, 'suggests the right name');
     } finally {
       cfg.remove();
+    }
+  });
+
+  it('checks the sample data of data/ as start-up loads it', async () => {
+    const cfg = makeConfig({ edit: (dir) => {
+      const file = path.join(dir, 'data', 'Orders.json');
+      const doc = readJson(file);
+      doc.entities[1].Amount = 'lots';
+      writeJson(file, doc);
+    } });
+    try {
+      const r = await runBinary(['--check-config', cfg.dir]);
+      assert.equal(r.code, 1, r.stdout);
+      const lines = r.stdout.trim().split('\n');
+      assert.equal(lines.length, 2, r.stdout);
+      assert.match(lines[0], /^data\/Orders\.json: .*'entities\[1\]\.Amount': got "lots"; Amount is Decimal/);
+      assert.equal(lines[1], `${cfg.dir}: 1 problem found`);
+      // Start-up refuses the same file for the same reason.
+      const start = await runBinary(['--config', cfg.dir, '--listen', '127.0.0.1:0', '--database', path.join(cfg.dir, 'new.db')]);
+      assert.notEqual(start.code, 0);
+      assert.ok(start.stderr.includes("'entities[1].Amount': got \\\"lots\\\""), start.stderr);
+    } finally {
+      cfg.remove();
+    }
+  });
+
+  it('prints the cause of a renamed or duplicated model first, without follow-on errors', async () => {
+    const cases = {
+      renamed: (m) => (m.models.find((x) => x.name === 'Customers').name = 'Clients'),
+      duplicated: (m) => m.models.unshift({ ...m.models.find((x) => x.name === 'Orders'), id: '11111111-2222-4333-8444-555555555555' }),
+    };
+    for (const [what, change] of Object.entries(cases)) {
+      const cfg = makeConfig({ edit: (dir) => {
+        const m = readJson(path.join(dir, 'models.json'));
+        change(m);
+        writeJson(path.join(dir, 'models.json'), m);
+      } });
+      try {
+        const r = await runBinary(['--check-config', cfg.dir]);
+        assert.equal(r.code, 1, r.stdout);
+        const lines = r.stdout.trim().split('\n').slice(0, -1);
+        const cause = what === 'renamed' ? /^models\.json: \/models\/\d+\/properties\/\d+\/reference\/target: unknown model 'Customers'/
+          : /^models\.json: \/models\/\d+\/name: duplicate model name 'Orders'/;
+        assert.match(lines[0], cause, `${what}:\n${r.stdout}`);
+        assert.ok(!r.stdout.includes('does not point back'), `${what}: no follow-on error:\n${r.stdout}`);
+        if (what === 'duplicated') assert.equal(lines.length, 1, r.stdout);
+        else for (const l of lines) assert.match(l, /unknown model 'Customers'/);
+      } finally {
+        cfg.remove();
+      }
     }
   });
 
@@ -149,6 +226,35 @@ describe('SIGTERM', () => {
 
       const stopped = await gw.waitForLog((l) => l.event === 'stopped');
       assert.equal(stopped.canceled_calls, 0);
+    } finally {
+      await gw.stop();
+    }
+  });
+
+  it('/readyz answers 200 while serving and 503 once draining; /healthz stays 200', async () => {
+    const gw = await Gateway.start();
+    try {
+      const before = await RawConn.connect(gw.port);
+      await before.write(request('GET', '/readyz'));
+      const ready = await before.readResponse();
+      assert.equal(ready.status, 200, ready.text);
+      assert.deepEqual(json(ready), { status: 'ready' });
+      // Requests whose heads are not complete when the drain starts.
+      const probes = [];
+      for (const p of ['/readyz', '/healthz']) {
+        const conn = await RawConn.connect(gw.port);
+        const head = request('GET', p);
+        await conn.write(head.subarray(0, head.length - 2));
+        probes.push([conn, head.subarray(head.length - 2)]);
+      }
+      gw.signal('SIGTERM');
+      await gw.waitForLog((l) => l.event === 'draining');
+      const statuses = [];
+      for (const [conn, rest] of probes) {
+        await conn.write(rest);
+        statuses.push((await conn.readResponse()).status);
+      }
+      assert.deepEqual(statuses, [503, 200]);
     } finally {
       await gw.stop();
     }

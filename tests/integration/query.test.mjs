@@ -4,10 +4,11 @@
 // a few customers added for the edge cases). Every expectation is computed
 // here from the data files; none is an answer copied from the gateway.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { Gateway, httpClient, makeConfig, readJson, TOKENS, writeJson } from './lib/gateway.mjs';
+import { Gateway, httpClient, makeConfig, readJson, SOURCE_DIR, TOKENS, writeJson } from './lib/gateway.mjs';
 import { compareBytes, EntityData, expectFetch, expectQuery, foldAscii } from './lib/entities.mjs';
 
 // Customers added to the sample data: LIKE wildcards and a backslash taken
@@ -612,6 +613,26 @@ describe('query_entities: bad arguments', () => {
     fails(await call('query_entities', { dataModelId: ID.Orders, queryParameterGroups: [{ andOrOperator: 'Xor', parameters: [] }] }), 'queryParameterGroups[0].andOrOperator');
     fails(await call('query_entities', { dataModelId: '00000000-0000-4000-8000-000000000000' }), 'dataModelId');
     fails(await call('query_entities', { dataModelId: 'Orders' }), 'dataModelId');
+  });
+  // The error texts docs/query.md quotes are the ones the gateway sends.
+  it('sends the errors docs/query.md quotes, word for word', async () => {
+    const doc = fs.readFileSync(path.join(SOURCE_DIR, 'docs/query.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('\n## Errors\n'));
+    const quoted = section.split('\n').filter((l) => l.startsWith('Invalid argument '));
+    const calls = {
+      'queryParameterGroups[0].parameters[1].operator': [{ dataModelId: ID.Orders, queryParameterGroups: oneGroup(
+        { operator: 'EqualTo', propertyName: 'Status', value: 'Open' }, { operator: 'Contains', propertyName: 'Amount', value: '1' }) }],
+      'properties[1]': [{ dataModelId: ID.Customers, properties: ['Name', 'CreditLimit'] }, 'sales'],
+      'expand[0].reference': [{ dataModelId: ID.Orders, expand: [{ reference: 'Payments' }] }, 'sales'],
+      'paging.pageSize': [{ dataModelId: ID.Orders, paging: { pageSize: 500 } }],
+    };
+    assert.deepEqual(quoted.map((l) => /^Invalid argument '([^']+)'/.exec(l)[1]).sort(), Object.keys(calls).sort());
+    for (const line of quoted) {
+      const [args, user] = calls[/^Invalid argument '([^']+)'/.exec(line)[1]];
+      const r = await call('query_entities', args, user);
+      assert.equal(r.isError, true, line);
+      assert.equal(r.content[0].text, line);
+    }
   });
 });
 

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { Gateway, makeConfig, readJson, TOKENS, writeJson } from './lib/gateway.mjs';
+import { Gateway, httpClient, makeConfig, readJson, TOKENS, writeJson } from './lib/gateway.mjs';
 import { requestsTo, startMock } from './lib/upstream.mjs';
 import {
   assertReplayOf, call, CREDS, entity, ENV, ORDER_LINES, ORDERS, pointAt, sampleData, structured, values,
@@ -116,6 +116,31 @@ describe('the REST order edit', () => {
     const f = structured(await call(gw, 'get_data_entry_form', { dataModelId: ORDERS, format: 'Json', id: order.id }));
     assert.equal(f.lastSubmission.status, 'succeeded');
     assert.equal(f.lastSubmission.endpoint, 'OrderEdit');
+  });
+
+  it('continues the traceparent of the request on every call of the tree, each with its own span id', async () => {
+    mock.upstream.control({ reset: true });
+    const { order } = sampleOrder('SO-1006');
+    const trace = '0af7651916cd43dd8448eb211c80319c';
+    const { client, transport } = await httpClient(gw, { headers: { traceparent: `00-${trace}-b7ad6b7169203331-01` } });
+    try {
+      const r = structured(await client.callTool({ name: 'submit_data_entry_form', arguments: {
+        dataModelId: ORDERS, id: order.id, system: 'Claude', formValues: values({ Status: 'Open' }) } }));
+      assert.equal(r.status, 'succeeded', JSON.stringify(r));
+    } finally {
+      await transport.terminateSession().catch(() => {});
+      await client.close();
+    }
+    const seen = mock.upstream.log.filter((q) => q.path.startsWith('/erp/orders/SO-1006/edits'));
+    assert.ok(seen.length >= 3, `begin, line changes and commit: ${seen.length}`);
+    const spans = seen.map((q) => {
+      const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(q.headers.traceparent);
+      assert.ok(m, q.headers.traceparent);
+      assert.equal(m[1], trace);
+      return m[2];
+    });
+    assert.equal(new Set(spans).size, spans.length, 'a new span id per call');
+    assert.ok(!spans.includes('b7ad6b7169203331'));
   });
 
   it('saves a long list of children (120 lines, read from the store off the loop)', async () => {

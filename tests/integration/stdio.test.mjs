@@ -3,9 +3,15 @@
 // stdout carries nothing but MCP messages and that EOF ends it cleanly.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { BINARY, expectedView, gatewayEnv, makeConfig, readJson, stdioClient } from './lib/gateway.mjs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+import { BINARY, CONF_DIR, expectedView, gatewayEnv, makeConfig, readJson, SOURCE_DIR, stdioClient } from './lib/gateway.mjs';
 
 let config;
 before(() => {
@@ -116,5 +122,47 @@ describe('the stdio process', () => {
   it('exits 0 on EOF with no input at all', async () => {
     const r = await runStdio([]);
     assert.deepEqual({ code: r.code, signal: r.signal, stdout: r.stdout }, { code: 0, signal: null, stdout: '' }, r.stderr);
+  });
+});
+
+// The Claude Desktop example of README.md, run as written: its command,
+// arguments and environment, with the paths it asks the reader to replace.
+describe('the README example for Claude Desktop', () => {
+  it('names every variable the sample uses, starts, answers, and writes its database where it says', async () => {
+    const readme = fs.readFileSync(path.join(SOURCE_DIR, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('**Claude Desktop**'));
+    const block = /```json\n([\s\S]*?)\n```/.exec(section)[1];
+    const server = JSON.parse(block).mcpServers.datagate;
+    // Every variable conf/ names, but the JWT secret of the disabled OAuth.
+    const named = new Set();
+    for (const f of fs.readdirSync(CONF_DIR).filter((n) => n.endsWith('.json')))
+      for (const m of fs.readFileSync(path.join(CONF_DIR, f), 'utf8').matchAll(/"\w*Env"\s*:\s*"(\w+)"/g)) named.add(m[1]);
+    assert.ok(named.has('DATAGATE_SAMPLE_ERP_TOKEN') && named.has('DATAGATE_TOKEN_ADMIN'));
+    named.delete('DATAGATE_JWT_SECRET');
+    assert.deepEqual(Object.keys(server.env).sort(), [...named].sort());
+
+    const data = fs.mkdtempSync(path.join(os.tmpdir(), 'datagate-readme-'));
+    const cfg = makeConfig();
+    const before = fs.readdirSync(cfg.dir).sort();
+    const replace = (a) => a.replace('/path/to/datagate/conf', cfg.dir).replace('/path/to/data', path.join(data, 'new'));
+    assert.equal(server.command, '/path/to/datagate/build/debug/datagate');
+    const transport = new StdioClientTransport({ command: BINARY, args: server.args.map(replace),
+      env: { PATH: process.env.PATH, ...server.env }, stderr: 'pipe' });
+    const client = new Client({ name: 'readme', version: '1.0.0' });
+    try {
+      await client.connect(transport);
+      const r = await client.callTool({ name: 'get_data_models', arguments: {} });
+      assert.notEqual(r.isError, true, JSON.stringify(r.content));
+      assert.ok(r.structuredContent.dataModels.length > 0);
+    } finally {
+      await client.close();
+    }
+    try {
+      assert.ok(fs.existsSync(path.join(data, 'new', 'datagate.db')), 'the database is in the data directory');
+      assert.deepEqual(fs.readdirSync(cfg.dir).sort(), before, 'nothing is written into the configuration directory');
+    } finally {
+      cfg.remove();
+      fs.rmSync(data, { recursive: true, force: true });
+    }
   });
 });

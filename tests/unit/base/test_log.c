@@ -146,6 +146,32 @@ static void test_level_parse(void **state) {
   assert_false(ok);
 }
 
+/* Durations are milliseconds rounded to the microsecond, written without
+ * the float noise of 17 significant digits. */
+static void test_duration_ms(void **state) {
+  assert_true(dg_log_ms(655597) == 0.656);
+  assert_true(dg_log_ms(655497) == 0.655);
+  assert_true(dg_log_ms(0) == 0);
+  assert_true(dg_log_ms(12345678901) == 12345.679);
+  dg_log_json(DG_LOG_INFO, "timed", json_pack("{s:f}", "duration_ms", dg_log_ms(655597)));
+  char text[512];
+  drain(text, sizeof(text));
+  assert_non_null(strstr(text, "\"duration_ms\":0.656}"));
+}
+
+static void test_write_common(void **state) {
+  dg_buf_t out;
+  dg_buf_init(&out, 256);
+  assert_int_equal(dg_log_write_common(&out), 0);
+  assert_int_equal(out.len, 0);
+  json_t *common = json_pack("{s:i,s:s}", "worker", 2, "role", "a\"b");
+  dg_log_set_common(common);
+  json_decref(common);
+  assert_int_equal(dg_log_write_common(&out), 0);
+  assert_string_equal(out.data, ",\"worker\":2,\"role\":\"a\\\"b\"");
+  dg_buf_free(&out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_line_fields, setup, teardown),
@@ -154,6 +180,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_common_fields, setup, teardown),
       cmocka_unit_test_setup_teardown(test_out_of_range_level, setup, teardown),
       cmocka_unit_test(test_level_parse),
+      cmocka_unit_test_setup_teardown(test_duration_ms, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_write_common, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

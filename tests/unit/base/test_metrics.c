@@ -4,7 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -131,6 +133,39 @@ static void test_reset(void **state) {
   assert_string_equal(render(), "# TYPE dg_gone counter\ndg_gone 1\n");
 }
 
+static void test_counter_set(void **state) {
+  dg_metrics_counter_set("dg_kept_total", NULL, 2.5);
+  dg_metrics_counter_set("dg_kept_total", NULL, 3.5);
+  assert_string_equal(render(), "# TYPE dg_kept_total counter\ndg_kept_total 3.5\n");
+}
+
+/* The value rendered for a series without labels. */
+static double value_of(const char *text, const char *name) {
+  char prefix[128];
+  snprintf(prefix, sizeof(prefix), "\n%s ", name);
+  const char *p = strstr(text, prefix);
+  if (p == NULL)
+    fail_msg("no %s in:\n%s", name, text);
+  return strtod(p + strlen(prefix), NULL);
+}
+
+static void test_process_metrics(void **state) {
+  FILE *f = fopen("/dev/null", "r"); /* one more descriptor must be counted */
+  assert_non_null(f);
+  dg_metrics_update_process();
+  const char *text = render();
+  double fds = value_of(text, "process_open_fds");
+  assert_true(value_of(text, "process_resident_memory_bytes") > 1024 * 1024);
+  assert_true(value_of(text, "process_cpu_seconds_total") > 0);
+  double start = value_of(text, "process_start_time_seconds");
+  double now = (double)time(NULL);
+  assert_true(start > now - 3600 && start <= now + 1);
+  fclose(f);
+  dg_metrics_update_process();
+  assert_true(value_of(render(), "process_open_fds") == fds - 1);
+  assert_non_null(strstr(render(), "# HELP process_cpu_seconds_total "));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_counter_and_help, setup, teardown),
@@ -141,6 +176,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_series_are_bounded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_render_reports_full_buffer, setup, teardown),
       cmocka_unit_test_setup_teardown(test_reset, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_counter_set, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_process_metrics, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

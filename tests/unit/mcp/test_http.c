@@ -75,6 +75,48 @@ static void test_healthz_metrics_metadata(void **state) {
   json_decref(e);
 }
 
+/* /readyz follows what the owner says, unlike /healthz, which stays 200. */
+static void test_readyz(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  get_path(t->port, "/readyz", &r);
+  assert_int_equal(r.status, 503);
+  json_t *b = hc_json(&r);
+  assert_string_equal(json_string_value(json_object_get(b, "status")), "not_ready");
+  json_decref(b);
+  dg_mcp_server_set_ready(t->mcp, true);
+  get_path(t->port, "/readyz", &r);
+  assert_int_equal(r.status, 200);
+  b = hc_json(&r);
+  assert_string_equal(json_string_value(json_object_get(b, "status")), "ready");
+  json_decref(b);
+  dg_mcp_server_set_ready(t->mcp, false);
+  get_path(t->port, "/readyz", &r);
+  assert_int_equal(r.status, 503);
+  get_path(t->port, "/healthz", &r);
+  assert_int_equal(r.status, 200);
+}
+
+/* The scrape carries the process's metrics and the build's version. */
+static void test_metrics_process(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  get_path(t->port, "/metrics", &r);
+  assert_int_equal(r.status, 200);
+  const char *want[] = {
+      "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes ",
+      "# TYPE process_open_fds gauge\nprocess_open_fds ",
+      "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total ",
+      "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds ",
+      "# TYPE datagate_build_info gauge\ndatagate_build_info{version=\"9.9.9\"} 1\n",
+      "# HELP process_open_fds ",
+  };
+  for (size_t i = 0; i < DG_ARRAY_SIZE(want); i++) {
+    if (strstr(r.body, want[i]) == NULL)
+      fail_msg("no '%s' in:\n%s", want[i], r.body);
+  }
+}
+
 static void test_unauthorized(void **state) {
   ht_t *t = *state;
   static hc_resp_t r;
@@ -281,6 +323,8 @@ static void test_shutdown_with_call_in_flight(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_healthz_metrics_metadata, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_readyz, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_metrics_process, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unauthorized, setup, teardown),
       cmocka_unit_test_setup_teardown(test_origin, setup, teardown),
       cmocka_unit_test_setup_teardown(test_content_type_and_version_header, setup, teardown),

@@ -30,6 +30,8 @@ typedef struct fixture {
   int port;
   int loop_close_rc;
   void *user;
+  const char *access_log_path; /* set before fixture_start: lines go there */
+  dg_access_log_t *access_log;
 } fixture_t;
 
 static inline void fixture_on_closed(uv_handle_t *h) {
@@ -39,6 +41,7 @@ static inline void fixture_on_closed(uv_handle_t *h) {
 static inline void fixture_on_stop(uv_async_t *a) {
   fixture_t *f = a->data;
   dg_http_server_close(f->server);
+  dg_access_log_close(f->access_log);
   uv_close((uv_handle_t *)&f->stop, fixture_on_closed);
   uv_close((uv_handle_t *)&f->call, fixture_on_closed);
 }
@@ -66,6 +69,10 @@ static inline int fixture_start(fixture_t *f, dg_http_server_config_t *cfg) {
   uv_async_init(&f->loop, &f->call, fixture_on_call);
   if (cfg->host == NULL)
     cfg->host = "127.0.0.1";
+  if (f->access_log_path != NULL &&
+      dg_access_log_open(&f->loop, f->access_log_path, &f->access_log, &err) != 0)
+    return -1;
+  cfg->access_log = f->access_log;
   int rc = dg_http_server_start(&f->loop, cfg, &f->server, &err);
   if (rc != 0) {
     fprintf(stderr, "server start failed: %s\n", err.message);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <limits.h>
 
 #include "net/net_test.h"
 
@@ -659,12 +660,17 @@ static void test_access_log(void **state) {
   char path[] = "/tmp/dg_access_XXXXXX";
   int fd = mkstemp(path);
   assert_true(fd >= 0);
-  dg_log_init(fd, DG_LOG_INFO);
+  t->f.access_log_path = path;
   start(t);
   assert_int_equal(http_once(t->f.port, "GET /hello?token=secret HTTP/1.1\r\n\r\n", &t->r), 200);
+  /* A valid traceparent's trace id goes into the line; a path's bytes that
+   * are not UTF-8 are replaced, so that the line stays JSON. */
+  http_once(t->f.port,
+            "GET /caf\xe9 HTTP/1.1\r\ntraceparent: "
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\n\r\n",
+            &t->r);
   assert_int_equal(fixture_stop(&t->f), 0);
   t->f.server = NULL;
-  dg_log_init(2, DG_LOG_WARN);
   char text[8192] = "";
   ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
   close(fd);
@@ -677,6 +683,66 @@ static void test_access_log(void **state) {
   assert_non_null(strstr(line, "\"transport\":\"http\""));
   assert_non_null(strstr(line, "\"bytes\":5"));
   assert_null(strstr(text, "secret"));
+  /* Every line is a JSON object of its own. */
+  int lines = 0;
+  for (char *p = text, *nl = strchr(p, '\n'); nl != NULL; p = nl + 1, nl = strchr(p, '\n')) {
+    json_error_t jerr;
+    json_t *v = json_loadb(p, (size_t)(nl - p), 0, &jerr);
+    if (!json_is_object(v))
+      fail_msg("not a JSON object (%s): %.*s", jerr.text, (int)(nl - p), p);
+    const char *tid = json_string_value(json_object_get(v, "trace_id"));
+    if (lines == 1)
+      assert_string_equal(tid, "4bf92f3577b34da6a3ce929d0e0e4736");
+    else
+      assert_null(tid);
+    json_decref(v);
+    lines++;
+  }
+  assert_int_equal(lines, 2);
+}
+
+/* Reached through DG_TESTABLE: how much of the gathered lines one write takes. */
+size_t dg__access_log_piece(bool pieces, const char *p, size_t n);
+
+/* To a pipe, writes hold whole lines and at most PIPE_BUF bytes (a longer
+ * line goes alone), so that lines of workers sharing it never mix. */
+static void test_access_log_pieces(void **state) {
+  (void)state;
+  static char text[3 * PIPE_BUF];
+  size_t line = 1000, n = 0;
+  while (n + line <= sizeof(text)) {
+    memset(text + n, 'x', line - 1);
+    text[n + line - 1] = '\n';
+    n += line;
+  }
+  assert_int_equal(dg__access_log_piece(false, text, n), n);
+  size_t first = dg__access_log_piece(true, text, n);
+  assert_true(first <= PIPE_BUF);
+  assert_int_equal(first % line, 0);
+  assert_int_equal(first, (PIPE_BUF / line) * line);
+  assert_int_equal(dg__access_log_piece(true, text, 500), 500);
+  /* One line longer than PIPE_BUF goes alone, whole. */
+  memset(text, 'y', sizeof(text));
+  text[PIPE_BUF + 9] = '\n';
+  assert_int_equal(dg__access_log_piece(true, text, sizeof(text)), PIPE_BUF + 10);
+}
+
+/* null turns the access log off: the server writes nothing anywhere. */
+static void test_access_log_off(void **state) {
+  test_ctx_t *t = *state;
+  dg_errctx_t err;
+  dg_access_log_t *log = NULL;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  assert_int_equal(dg_access_log_open(&loop, NULL, &log, &err), 0);
+  assert_non_null(log);
+  assert_int_equal(dg_access_log_open(&loop, "/nonexistent/dir/access.log", &log, &err), DG_EIO);
+  assert_string_equal(err.param, "accessLog");
+  assert_non_null(strstr(err.message, "/nonexistent/dir/access.log"));
+  dg_access_log_close(log);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  (void)t;
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -707,6 +773,8 @@ int main(void) {
       T(test_drain_deadline),
       T(test_head_and_reuse_port),
       T(test_access_log),
+      T(test_access_log_off),
+      cmocka_unit_test(test_access_log_pieces),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,6 +52,11 @@ static void test_lookup_errors(void **state) {
        "allowed: Customer, Product, Order, OrderLine, File."},
       {"admin", "{\"searchValue\": \"x\", \"entityType\": \"Order\", \"entitySubType\": \"Quote\"}",
        "entitySubType", "allowed: SalesOrder"},
+      /* Without entityType the sub-types are listed, not the entity types. */
+      {"admin", "{\"searchValue\": \"x\", \"entitySubType\": \"Quote\"}", "entitySubType",
+       "allowed: Account, Item, SalesOrder, Line, Document, Receipt."},
+      {"sales", "{\"searchValue\": \"x\", \"entitySubType\": \"Receipt\"}", "entitySubType",
+       "allowed: Account, Item, SalesOrder, Line, Document."},
       {"admin", "{\"searchValue\": \"x\", \"entityType\": 5}", "entityType", "got 5"},
   };
   for (size_t i = 0; i < DG_ARRAY_SIZE(cases); i++) {

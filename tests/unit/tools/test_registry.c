@@ -70,6 +70,11 @@ const char *dg_tool_call_request_id(const dg_tool_call_t *call) {
   return "test";
 }
 
+const char *dg_tool_call_trace_id(const dg_tool_call_t *call) {
+  (void)call;
+  return NULL;
+}
+
 void dg_tool_call_on_cancel(dg_tool_call_t *call, void (*fn)(dg_tool_call_t *call, void *data),
                             void *data) {
   (void)call;
