@@ -247,6 +247,12 @@ describe('SIGTERM', () => {
         await conn.write(head.subarray(0, head.length - 2));
         probes.push([conn, head.subarray(head.length - 2)]);
       }
+      // A request answered on a connection opened after those bytes were
+      // sent proves the loop has read them: it reads every ready socket of a
+      // turn before it accepts and answers a later connection.
+      const sync = await RawConn.connect(gw.port);
+      await sync.write(request('GET', '/healthz'));
+      assert.equal((await sync.readResponse()).status, 200);
       gw.signal('SIGTERM');
       await gw.waitForLog((l) => l.event === 'draining');
       const statuses = [];
