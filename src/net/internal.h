@@ -198,7 +198,8 @@ extern const dg__proto_t dg__ws_proto;
 /* ---- request (shared by http1.c and response.c) ---- */
 typedef struct dg__header {
   const char *name;
-  const char *value;
+  const char *value; /* the field lines of one name joined with ", " */
+  unsigned lines;    /* how many field lines had this name */
   struct dg__header *next;
 } dg__header_t;
 
@@ -220,6 +221,7 @@ struct dg_http_request {
   const char *path;
   const char *query;
   const char *url;
+  const char *host; /* the target's authority, or Host (RFC 9112 3.2.2, 7.2) */
   dg__header_t *headers, *headers_tail;
   dg_buf_t body;
   dg_http_request_events_t events;

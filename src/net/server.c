@@ -336,6 +336,7 @@ static const status_text_t status_texts[] = {
     {414, "URI Too Long"},
     {415, "Unsupported Media Type"},
     {417, "Expectation Failed"},
+    {421, "Misdirected Request"},
     {422, "Unprocessable Content"},
     {426, "Upgrade Required"},
     {429, "Too Many Requests"},
@@ -345,6 +346,7 @@ static const status_text_t status_texts[] = {
     {502, "Bad Gateway"},
     {503, "Service Unavailable"},
     {504, "Gateway Timeout"},
+    {505, "HTTP Version Not Supported"},
 };
 
 const char *dg_http_status_text(int status) {
