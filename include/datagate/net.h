@@ -74,6 +74,13 @@ dg_arena_t *dg_http_request_arena(dg_http_request_t *req);
 /* The server's user data given to dg_http_server_start. */
 void *dg_http_request_server_data(const dg_http_request_t *req);
 
+/* A header every response to req carries, whichever call gives it (CORS
+ * headers, say). Copied into the request's arena; call it before the
+ * answer. Returns DG_EINVAL for a name that is not a token or a value with
+ * CR/LF, DG_ENOMEM. */
+int dg_http_request_add_response_header(dg_http_request_t *req, const char *name,
+                                        const char *value);
+
 /* A complete response with a body (Content-Length). Returns 0, or an error if
  * the request was already answered or its connection is gone (the request
  * is still released). The server adds Date, Server, Content-Length,
@@ -136,6 +143,8 @@ typedef struct dg_http_server dg_http_server_t;
 int dg_http_server_start(uv_loop_t *loop, const dg_http_server_config_t *config,
                          dg_http_server_t **out, dg_errctx_t *err);
 int dg_http_server_port(const dg_http_server_t *server);
+/* The bound address, numeric ("127.0.0.1", "::"). */
+const char *dg_http_server_host(const dg_http_server_t *server);
 /* New limits apply to new requests (configuration reload). */
 void dg_http_server_set_limits(dg_http_server_t *server, const dg_http_limits_t *limits);
 unsigned dg_http_server_connections(const dg_http_server_t *server);

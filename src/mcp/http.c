@@ -76,7 +76,8 @@ static int authenticate(dg_mcp_server_t *s, dg_http_request_t *req, const dg_cat
   const char *authz = dg_http_request_header(req, "Authorization");
   int rc = dg_auth_authenticate(cat, authz, arena, out, &err);
   if (rc != 0)
-    dg__mcp_http_unauthorized(s, req, err.message[0] ? err.message : "authentication required");
+    dg__mcp_http_unauthorized(s, req, dg__mcp_bearer_given(authz),
+                              err.message[0] ? err.message : "authentication required");
   return rc;
 }
 
@@ -428,7 +429,7 @@ static void sse_open(dg_mcp_server_t *s, dg_http_request_t *req, dg__mcp_session
 static void http_get(dg_mcp_server_t *s, dg_http_request_t *req) {
   const char *accept = dg_http_request_header(req, "Accept");
   if (accept == NULL || !dg__mcp_lists_token(accept, "text/event-stream")) {
-    dg_http_header_t headers[] = {ct_json, {"Allow", "GET, POST, DELETE"}};
+    dg_http_header_t headers[] = {ct_json, {"Allow", "GET, POST, DELETE, OPTIONS"}};
     static const char body[] = "{\"error\":\"GET /mcp needs Accept: text/event-stream\"}";
     dg_http_respond(req, 405, headers, DG_ARRAY_SIZE(headers), body, sizeof(body) - 1);
     return;
@@ -484,7 +485,7 @@ void dg__mcp_http_mcp(dg_mcp_server_t *s, dg_http_request_t *req) {
   } else if (strcmp(method, "DELETE") == 0) {
     http_delete(s, req);
   } else {
-    dg_http_header_t headers[] = {ct_json, {"Allow", "GET, POST, DELETE"}};
+    dg_http_header_t headers[] = {ct_json, {"Allow", "GET, POST, DELETE, OPTIONS"}};
     static const char body[] = "{\"error\":\"method not allowed; use GET, POST or DELETE\"}";
     dg_http_respond(req, 405, headers, DG_ARRAY_SIZE(headers), body, sizeof(body) - 1);
   }

@@ -331,7 +331,12 @@ bool dg__mcp_lists_token(const char *header, const char *token);
 /* Checks the Origin header against server.allowed_origins. */
 bool dg__mcp_origin_allowed(const dg_catalog_t *cat, const char *origin);
 /* Answers 401 with WWW-Authenticate and {error: message}. */
-void dg__mcp_http_unauthorized(dg_mcp_server_t *s, dg_http_request_t *req, const char *message);
+/* 401 with the RFC 6750 challenge; token_given: a bearer token was sent
+ * and failed (error="invalid_token"). */
+void dg__mcp_http_unauthorized(dg_mcp_server_t *s, dg_http_request_t *req, bool token_given,
+                               const char *message);
+/* Whether an Authorization value carries a bearer token at all. */
+bool dg__mcp_bearer_given(const char *authorization);
 /* Answers a JSON body {error: message} with the given status. */
 void dg__mcp_http_error(dg_http_request_t *req, int status, const char *message);
 /* The server's public base URL ("https://host:port", no trailing slash). */

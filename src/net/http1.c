@@ -293,36 +293,6 @@ static bool target_ok(const char *url, unsigned method) {
   return strcmp(url, "*") == 0 && method == HTTP_OPTIONS;
 }
 
-static bool reg_name_char(unsigned char ch) {
-  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-         (ch != '\0' && strchr("-._~%!$&'()*+,;=", ch) != NULL);
-}
-
-/* uri-host [":" port] (RFC 9112 3.2, RFC 3986 3.2.2): no user info, path,
- * query or white space, and not empty. */
-static bool authority_ok(const char *s, size_t n) {
-  size_t i = 0;
-  if (n > 0 && s[0] == '[') {
-    for (i = 1; i < n && s[i] != ']'; i++) {
-      if (!reg_name_char((unsigned char)s[i]) && s[i] != ':')
-        return false;
-    }
-    if (i >= n || i == 1)
-      return false;
-    i++;
-  } else {
-    while (i < n && s[i] != ':' && reg_name_char((unsigned char)s[i]))
-      i++;
-    if (i == 0)
-      return false;
-  }
-  if (i < n && s[i] == ':') {
-    for (i++; i < n && s[i] >= '0' && s[i] <= '9';)
-      i++;
-  }
-  return i == n;
-}
-
 static const dg__header_t *header_find(const dg_http_request_t *req, const char *name) {
   for (const dg__header_t *hd = req->headers; hd != NULL; hd = hd->next) {
     if (strcasecmp(hd->name, name) == 0)
@@ -357,7 +327,7 @@ static int head_status(const llhttp_t *p, dg_http_request_t *req) {
     return 400; /* HTTP/0.9 has neither headers nor a status line to answer with */
   const dg__header_t *host = header_find(req, "Host");
   if (host == NULL ? p->http_minor >= 1
-                   : host->lines > 1 || !authority_ok(host->value, strlen(host->value)))
+                   : host->lines > 1 || !dg_authority_valid(host->value, false))
     return 400; /* RFC 9112 3.2 */
   const dg__header_t *te = header_find(req, "Transfer-Encoding");
   if (te != NULL && header_find(req, "Content-Length") != NULL)

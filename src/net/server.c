@@ -162,6 +162,10 @@ static int listen_on(dg_http_server_t *s, const dg_http_server_config_t *config,
   uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &blen);
   s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                               : ((struct sockaddr_in *)&bound)->sin_port);
+  if (bound.ss_family == AF_INET6)
+    uv_ip6_name((const struct sockaddr_in6 *)&bound, s->host, sizeof(s->host));
+  else
+    uv_ip4_name((const struct sockaddr_in *)&bound, s->host, sizeof(s->host));
   return 0;
 }
 
@@ -232,6 +236,10 @@ static void on_connection(uv_stream_t *listener, int status) {
 
 int dg_http_server_port(const dg_http_server_t *server) {
   return server->port;
+}
+
+const char *dg_http_server_host(const dg_http_server_t *server) {
+  return server->host;
 }
 
 void dg_http_server_set_limits(dg_http_server_t *server, const dg_http_limits_t *limits) {
