@@ -270,7 +270,7 @@ static bool post_checks(dg_http_request_t *req) {
   if (v != NULL && !version_supported(v)) {
     rpc_error(req, 400, DG__RPC_SERVER_BUSY,
               "Bad Request: unsupported MCP-Protocol-Version; supported: 2025-11-25, "
-              "2025-06-18, 2025-03-26");
+              "2025-06-18, 2025-03-26, 2024-11-05");
     return false;
   }
   return true;

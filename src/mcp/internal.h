@@ -28,7 +28,8 @@
 #define DG__RPC_UNAUTHORIZED (-32001)
 
 /* Protocol versions by index into DG_MCP_VERSIONS. */
-#define DG__MCP_NVERSIONS 3
+#define DG__MCP_NVERSIONS 4
+#define DG__MCP_V2024_11_05 "2024-11-05"
 #define DG__MCP_V2025_03_26 "2025-03-26"
 #define DG__MCP_V2025_06_18 "2025-06-18"
 
@@ -143,7 +144,7 @@ struct dg_mcp_server {
   /* The tools/list array without and with outputSchema, built on first use
    * and shared by every answer: the tools do not change while the server
    * lives. */
-  json_t *tool_list[2];
+  json_t *tool_list[3];    /* per tool_level (lifecycle.c) */
   dg_catalog_t *cat;       /* the snapshot new exchanges use; one reference */
   dg_mcp_shared_t *shared; /* config.shared, or the server's own */
   bool owns_shared;

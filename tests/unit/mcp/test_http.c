@@ -219,6 +219,22 @@ static void test_batch_2025_03_26(void **state) {
   json_decref(reply);
 }
 
+/* Batching came with 2025-03-26: a 2024-11-05 session sends one message
+ * at a time. */
+static void test_batch_2024_11_05(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  char sid[64];
+  hc_initialize(t->port, "2024-11-05", sid);
+  assert_int_equal(
+      hc_post(t->port, sid, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", &r), 400);
+  json_t *reply = hc_json(&r);
+  assert_int_equal(mt_error_code(reply), -32600);
+  json_decref(reply);
+  assert_int_equal(hc_post(t->port, sid, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", &r),
+                   200);
+}
+
 static void test_sse_response_with_progress(void **state) {
   ht_t *t = *state;
   static hc_resp_t r;
@@ -333,6 +349,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_content_type_and_version_header, setup, teardown),
       cmocka_unit_test_setup_teardown(test_json_flow, setup, teardown),
       cmocka_unit_test_setup_teardown(test_batch_2025_03_26, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_batch_2024_11_05, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sse_response_with_progress, setup, teardown),
       cmocka_unit_test_setup_teardown(test_get_stream_and_methods, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_disconnect_cancels, setup, teardown),
