@@ -173,10 +173,47 @@ static void respond_reply(dg__mcp_exchange_t *ex, http_ex_t *hx, const json_t *r
   dg_buf_free(&out);
 }
 
+static int begin_stream(dg__mcp_session_t *ss, dg_http_request_t *req);
+
+static bool holds_request(const dg__mcp_exchange_t *ex) {
+  for (size_t i = 0; i < ex->nslots; i++) {
+    if (ex->slots[i].id != NULL)
+      return true;
+  }
+  return false;
+}
+
+/* The POST of a request whose response will not come (the client sent
+ * notifications/cancelled for it): 202 is only for notifications and
+ * responses, and the cancelled request gets no response (MCP
+ * "Cancellation"), so a client that accepts SSE gets an event stream that
+ * ends with no event; one that takes JSON only gets a JSON-RPC error. */
+static void respond_cancelled(dg__mcp_exchange_t *ex, http_ex_t *hx) {
+  const char *accept = dg_http_request_header(hx->req, "Accept");
+  if (accept != NULL && dg__mcp_lists_token(accept, "text/event-stream") &&
+      begin_stream(ex->session, hx->req) == 0) {
+    dg_http_stream_end(hx->req);
+    return;
+  }
+  json_t *body = dg__mcp_error(ex->nslots == 1 ? ex->slots[0].id : NULL, DG__RPC_CANCELLED,
+                               "Request cancelled: the client sent notifications/cancelled");
+  dg_buf_t out;
+  dg_buf_init(&out, 4096);
+  dg__mcp_dump(body, &out);
+  json_decref(body);
+  dg_http_respond(hx->req, 200, &ct_json, 1, out.data, out.len);
+  dg_buf_free(&out);
+}
+
 static void http_reply(dg__mcp_exchange_t *ex, json_t *reply) {
   http_ex_t *hx = ex->data;
   if (hx->req == NULL)
     return;
+  if (reply == NULL && !hx->streaming && holds_request(ex)) {
+    respond_cancelled(ex, hx);
+    hx->req = NULL;
+    return;
+  }
   /* An initialize that failed leaves no session behind. */
   bool failed_init = hx->created_session && json_object_get(reply, "error") != NULL;
   if (hx->streaming)

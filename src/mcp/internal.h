@@ -26,6 +26,9 @@
 #define DG__RPC_INTERNAL (-32603)
 #define DG__RPC_SERVER_BUSY (-32000)
 #define DG__RPC_UNAUTHORIZED (-32001)
+/* A request the client cancelled, when an answer must still be given
+ * (the code LSP uses for it). */
+#define DG__RPC_CANCELLED (-32800)
 
 /* Protocol versions by index into DG_MCP_VERSIONS. */
 #define DG__MCP_NVERSIONS 4

@@ -323,6 +323,52 @@ static void test_client_disconnect_cancels(void **state) {
   assert_int_equal(mt_cancels, 1);
 }
 
+/* Starts the slow call on its own connection, cancels it from another
+ * and reads what the first POST gets. */
+static void cancelled_post(ht_t *t, const char *accept, hc_resp_t *r) {
+  char sid[64], req[1024];
+  hc_initialize(t->port, "2025-11-25", sid);
+  int before = mt_slow_runs;
+  int fd = hc_connect(t->port);
+  snprintf(req, sizeof(req),
+           "POST /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+           "Content-Type: application/json\r\nAccept: %s\r\n" HC_ALICE
+           "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
+           accept, sid, strlen(tools_call_slow), tools_call_slow);
+  hc_send(fd, req, strlen(req));
+  assert_true(ht_wait_for(&mt_slow_runs, before + 1));
+  static hc_resp_t note;
+  assert_int_equal(hc_post(t->port, sid,
+                           "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+                           "\"params\":{\"requestId\":2}}",
+                           &note),
+                   202);
+  hc_read_all(fd, r);
+  close(fd);
+}
+
+/* A cancelled request's POST is not a 202 (that is for notifications):
+ * an event stream with no event, or a JSON-RPC error for a JSON-only
+ * client. */
+static void test_cancelled_request_post(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  char type[64];
+  cancelled_post(t, "application/json, text/event-stream", &r);
+  assert_int_equal(r.status, 200);
+  assert_string_equal(hc_header(&r, "Content-Type", type, sizeof(type)), "text/event-stream");
+  assert_null(strstr(r.body, "data:"));
+  assert_int_equal(mt_cancels, 1);
+  cancelled_post(t, "application/json", &r);
+  assert_int_equal(r.status, 200);
+  assert_string_equal(hc_header(&r, "Content-Type", type, sizeof(type)), "application/json");
+  json_t *reply = hc_json(&r);
+  assert_int_equal(mt_error_code(reply), -32800);
+  assert_int_equal(json_integer_value(json_object_get(reply, "id")), 2);
+  json_decref(reply);
+  assert_int_equal(mt_cancels, 2);
+}
+
 static void test_shutdown_with_call_in_flight(void **state) {
   ht_t *t = *state;
   char sid[64], req[1024];
@@ -353,6 +399,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_sse_response_with_progress, setup, teardown),
       cmocka_unit_test_setup_teardown(test_get_stream_and_methods, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_disconnect_cancels, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cancelled_request_post, setup, teardown),
       cmocka_unit_test_setup_teardown(test_shutdown_with_call_in_flight, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
