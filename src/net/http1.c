@@ -330,8 +330,8 @@ static int head_status(const llhttp_t *p, dg_http_request_t *req) {
                    : host->lines > 1 || !dg_authority_valid(host->value, false))
     return 400; /* RFC 9112 3.2 */
   const dg__header_t *te = header_find(req, "Transfer-Encoding");
-  if (te != NULL && header_find(req, "Content-Length") != NULL)
-    return 400; /* both framings: how requests are smuggled (RFC 9112 6.3) */
+  if (te != NULL && (header_find(req, "Content-Length") != NULL || p->http_minor == 0))
+    return 400; /* both framings, or chunked in HTTP/1.0: faulty framing (RFC 9112 6.1, 6.3) */
   return te != NULL ? transfer_coding_status(te->value) : 0;
 }
 

@@ -257,6 +257,8 @@ describe('request line and header section (RFC 9112)', () => {
   it('refuses an obs-fold with 400', () => expectRefusal('GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A: 1\r\n 2\r\n\r\n', 400));
   it('refuses Content-Length with an empty Transfer-Encoding with 400 and closes', () =>
     expectRefusal('POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nTransfer-Encoding: \r\n\r\nhello', 400));
+  it('refuses Transfer-Encoding in an HTTP/1.0 request with 400', () =>
+    expectRefusal('POST /mcp HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400));
   it('refuses a transfer coding it does not implement with 501', () =>
     expectRefusal('POST /mcp HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip\r\n\r\n', 501));
   it('refuses a request-target over the limit with 414', () =>

@@ -455,6 +455,7 @@ static void test_grammar(void **state) {
       {"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: \r\n\r\nhello",
        400},
       {"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501},
+      {"POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
       {"FOO /hello HTTP/1.1\r\nHost: x\r\n\r\n", 501},
       {"PROPFIND /hello HTTP/1.1\r\nHost: x\r\n\r\n", 501},
       {"CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n", 501},
