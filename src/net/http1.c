@@ -283,13 +283,18 @@ static size_t absolute_prefix(const char *url) {
 }
 
 /* The request-target forms of RFC 9112 3.2: origin-form, absolute-form
- * (http and https), and asterisk-form for OPTIONS only; never a
- * fragment. */
+ * (http and https, with an authority that has no user info: RFC 9110
+ * 4.2.4), and asterisk-form for OPTIONS only; never a fragment. */
 static bool target_ok(const char *url, unsigned method) {
   if (strchr(url, '#') != NULL)
     return false;
-  if (url[0] == '/' || absolute_prefix(url) > 0)
+  if (url[0] == '/')
     return true;
+  size_t skip = absolute_prefix(url);
+  if (skip > 0) {
+    dg_authority_t a;
+    return dg_authority_parse(url + skip, strcspn(url + skip, "/?"), false, &a);
+  }
   return strcmp(url, "*") == 0 && method == HTTP_OPTIONS;
 }
 

@@ -464,6 +464,7 @@ static void test_grammar(void **state) {
       {"GET * HTTP/1.1\r\nHost: x\r\n\r\n", 400},
       {"GET hello HTTP/1.1\r\nHost: x\r\n\r\n", 400},
       {"GET /hello#f HTTP/1.1\r\nHost: x\r\n\r\n", 400},
+      {"GET http://u@x/hello HTTP/1.1\r\nHost: x\r\n\r\n", 400}, /* user info */
   };
   for (size_t i = 0; i < DG_ARRAY_SIZE(cases); i++) {
     expect_status_then_close(t, cases[i].text, strlen(cases[i].text), cases[i].status);
