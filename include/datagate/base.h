@@ -290,6 +290,19 @@ char *dg_camel_first(dg_arena_t *arena, const char *name);
 bool dg_strlcpy(char *dst, const char *src, size_t size);
 /* Case-insensitive ASCII comparison of a counted string with a C string. */
 bool dg_strieq_n(const char *a, size_t alen, const char *b);
+/* An authority "host[:port]" of RFC 3986 3.2.2 (a reg-name, an IPv4
+ * address or a bracketed IP literal), as in Host and in origins. host
+ * points into the text without brackets; port is "" when absent. */
+typedef struct dg_authority {
+  const char *host;
+  size_t host_len;
+  const char *port;
+  size_t port_len;
+} dg_authority_t;
+/* Splits s[0..n); port_wildcard lets the port be "*". False when s is not
+ * an authority (empty, user info, a path, white space, a bad port). */
+bool dg_authority_parse(const char *s, size_t n, bool port_wildcard, dg_authority_t *out);
+bool dg_authority_valid(const char *s, bool port_wildcard);
 /* Parses a whole decimal integer in [min, max]; false otherwise. */
 bool dg_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out);
 /* The value of a hexadecimal digit (either case), or -1. */

@@ -176,8 +176,13 @@ typedef struct dg_server_settings {
   size_t max_ws_message_bytes;
   uint64_t ws_ping_interval_ms;
   uint64_t drain_timeout_ms;
-  const char *const *allowed_origins; /* exact origins; "*" allows all */
+  /* Origins as scheme://host[:port], the port may be "*"; "*" allows all. */
+  const char *const *allowed_origins;
   size_t nallowed_origins;
+  /* Host values as host or host:port; "*" allows all. NULL: the loopback
+   * names and the listen address when bound to loopback, else any. */
+  const char *const *allowed_hosts;
+  size_t nallowed_hosts;
   unsigned max_sessions;
   uint64_t session_idle_timeout_ms;
   unsigned max_inflight_per_session;

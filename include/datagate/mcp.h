@@ -21,7 +21,7 @@
 
 /* Protocol versions, newest first; initialize negotiates among these. */
 #define DG_MCP_VERSIONS                                                                            \
-  { "2025-11-25", "2025-06-18", "2025-03-26" }
+  { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" }
 
 /* ---- Tools -------------------------------------------------------------- */
 typedef struct dg_tool_call dg_tool_call_t;

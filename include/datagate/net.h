@@ -18,16 +18,16 @@
  * Each is enforced per connection; over a limit the client gets the status
  * named and the connection is closed cleanly after the response. */
 typedef struct dg_http_limits {
-  size_t max_header_bytes;      /* request line + headers; 431 (default 16 KiB) */
-  unsigned max_headers;         /* header count; 431 (default 64) */
-  size_t max_body_bytes;        /* decoded body; 413 (default 1 MiB) */
-  unsigned max_connections;     /* open connections per process; 503 (default 10000) */
-  uint64_t header_timeout_ms;   /* first byte to end of headers; 408 (default 10 s) */
-  uint64_t request_timeout_ms;  /* end of headers to end of body; 408 (default 30 s) */
-  uint64_t idle_timeout_ms;     /* keep-alive idle; closed silently (default 75 s) */
-  size_t max_write_buffer;      /* queued output before reads pause (default 1 MiB) */
-  unsigned max_pipelined;       /* parsed requests waiting their turn; 503 (default 16) */
-  size_t max_ws_message_bytes;  /* reassembled WebSocket message; close 1009 (default 1 MiB) */
+  size_t max_header_bytes;     /* request line + headers; 431, a long target 414 (default 16 KiB) */
+  unsigned max_headers;        /* header count; 431 (default 64) */
+  size_t max_body_bytes;       /* decoded body; 413 (default 1 MiB) */
+  unsigned max_connections;    /* open connections per process; 503 (default 10000) */
+  uint64_t header_timeout_ms;  /* first byte to end of headers; 408 (default 10 s) */
+  uint64_t request_timeout_ms; /* end of headers to end of body; 408 (default 30 s) */
+  uint64_t idle_timeout_ms;    /* keep-alive idle; closed silently (default 75 s) */
+  size_t max_write_buffer;     /* queued output before reads pause (default 1 MiB) */
+  unsigned max_pipelined;      /* parsed requests waiting; then reads pause (default 16) */
+  size_t max_ws_message_bytes; /* reassembled WebSocket message; close 1009 (default 1 MiB) */
   uint64_t ws_ping_interval_ms; /* server pings an idle WebSocket (0 = never; default 30 s) */
 } dg_http_limits_t;
 
@@ -56,8 +56,14 @@ typedef struct dg_http_header {
 const char *dg_http_request_method(const dg_http_request_t *req); /* "GET" */
 const char *dg_http_request_path(const dg_http_request_t *req);   /* without query */
 const char *dg_http_request_query(const dg_http_request_t *req);  /* after '?', or "" */
-/* First header with this name (case-insensitive), or NULL. */
+/* The header with this name (case-insensitive), or NULL. Field lines with
+ * the same name come joined into one list with ", " (RFC 9110 5.3). */
 const char *dg_http_request_header(const dg_http_request_t *req, const char *name);
+/* How many field lines had this name (0 when absent). */
+unsigned dg_http_request_header_lines(const dg_http_request_t *req, const char *name);
+/* The authority the request is for: an absolute-form target's, else the
+ * Host field's ("" for an HTTP/1.0 request without Host). */
+const char *dg_http_request_host(const dg_http_request_t *req);
 const char *dg_http_request_body(const dg_http_request_t *req, size_t *len);
 /* A request id: the client's X-Request-Id when it is sane, else a new GUID. */
 const char *dg_http_request_id(const dg_http_request_t *req);
@@ -70,6 +76,13 @@ bool dg_http_request_is_tls(const dg_http_request_t *req);
 dg_arena_t *dg_http_request_arena(dg_http_request_t *req);
 /* The server's user data given to dg_http_server_start. */
 void *dg_http_request_server_data(const dg_http_request_t *req);
+
+/* A header every response to req carries, whichever call gives it (CORS
+ * headers, say). Copied into the request's arena; call it before the
+ * answer. Returns DG_EINVAL for a name that is not a token or a value with
+ * CR/LF, DG_ENOMEM. */
+int dg_http_request_add_response_header(dg_http_request_t *req, const char *name,
+                                        const char *value);
 
 /* A complete response with a body (Content-Length). Returns 0, or an error if
  * the request was already answered or its connection is gone (the request
@@ -151,6 +164,8 @@ typedef struct dg_http_server dg_http_server_t;
 int dg_http_server_start(uv_loop_t *loop, const dg_http_server_config_t *config,
                          dg_http_server_t **out, dg_errctx_t *err);
 int dg_http_server_port(const dg_http_server_t *server);
+/* The bound address, numeric ("127.0.0.1", "::"). */
+const char *dg_http_server_host(const dg_http_server_t *server);
 /* New limits apply to new requests (configuration reload). */
 void dg_http_server_set_limits(dg_http_server_t *server, const dg_http_limits_t *limits);
 unsigned dg_http_server_connections(const dg_http_server_t *server);

@@ -152,6 +152,59 @@ bool dg_strieq_n(const char *a, size_t alen, const char *b) {
   return true;
 }
 
+static bool reg_name_char(unsigned char ch) {
+  return isalnum(ch) || (ch != '\0' && strchr("-._~%!$&'()*+,;=", ch) != NULL);
+}
+
+/* The port after the host: empty, digits, or "*" when allowed. */
+static bool port_ok(const char *p, size_t n, bool wildcard) {
+  if (n == 1 && p[0] == '*')
+    return wildcard;
+  if (n > 5)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    if (!isdigit((unsigned char)p[i]))
+      return false;
+  }
+  return true;
+}
+
+bool dg_authority_parse(const char *s, size_t n, bool port_wildcard, dg_authority_t *out) {
+  size_t i = 0;
+  if (n > 0 && s[0] == '[') {
+    for (i = 1; i < n && s[i] != ']'; i++) {
+      if (!isxdigit((unsigned char)s[i]) && s[i] != ':' && s[i] != '.')
+        return false;
+    }
+    if (i >= n || i == 1)
+      return false;
+    out->host = s + 1;
+    out->host_len = i - 1;
+    i++;
+  } else {
+    while (i < n && s[i] != ':' && reg_name_char((unsigned char)s[i]))
+      i++;
+    out->host = s;
+    out->host_len = i;
+    if (i == 0)
+      return false;
+  }
+  out->port = s + n;
+  out->port_len = 0;
+  if (i == n)
+    return true;
+  if (s[i] != ':')
+    return false;
+  out->port = s + i + 1;
+  out->port_len = n - i - 1;
+  return port_ok(out->port, out->port_len, port_wildcard);
+}
+
+bool dg_authority_valid(const char *s, bool port_wildcard) {
+  dg_authority_t a;
+  return s != NULL && dg_authority_parse(s, strlen(s), port_wildcard, &a);
+}
+
 bool dg_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out) {
   if (s == NULL || *s == '\0' || isspace((unsigned char)*s))
     return false;

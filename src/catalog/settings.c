@@ -12,9 +12,15 @@
 #define HOUR_MS (3600LL * 1000LL)
 #define DAY_MS (24LL * HOUR_MS)
 
+/* Browsers on this machine, whatever port their page came from. */
 static const char *const default_origins[] = {
-    "http://localhost",  "http://127.0.0.1", "http://[::1]", "https://localhost",
-    "https://127.0.0.1", "https://[::1]",    NULL,
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+    NULL,
 };
 
 static void check_log_level(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
@@ -31,13 +37,29 @@ static void check_origins(dg__cfg_t *cfg, const json_t *v, void *obj, const char
     const char *o = s->allowed_origins[i];
     if (o == NULL || strcmp(o, "*") == 0)
       continue;
-    /* An origin is scheme://host[:port], without a path or trailing slash. */
+    /* An origin is scheme://host[:port], without a path or trailing slash;
+     * the port may be "*". */
     const char *rest = strstr(o, "://");
-    if (rest == NULL || rest[3] == '\0' || strchr(rest + 3, '/') != NULL) {
+    if (rest == NULL || rest[3] == '\0' || !dg_authority_valid(rest + 3, true)) {
       char p[DG__CFG_PATH_MAX];
       dg__cfg_path_index(p, path, i);
-      dg__cfg_error(cfg, p, "'%s' is not an origin (scheme://host[:port], no path)", o);
+      dg__cfg_error(cfg, p,
+                    "'%s' is not an origin (scheme://host[:port] or scheme://host:*, no path)", o);
     }
+  }
+}
+
+static void check_hosts(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
+  const dg_server_settings_t *s = obj;
+  if (s->allowed_hosts != NULL && s->nallowed_hosts == 0)
+    dg__cfg_error(cfg, path, "is empty; list host names, or [\"*\"] to accept any Host");
+  for (size_t i = 0; i < s->nallowed_hosts; i++) {
+    const char *h = s->allowed_hosts[i];
+    if (h == NULL || strcmp(h, "*") == 0 || dg_authority_valid(h, false))
+      continue;
+    char p[DG__CFG_PATH_MAX];
+    dg__cfg_path_index(p, path, i);
+    dg__cfg_error(cfg, p, "'%s' is not a host (host or host:port, no scheme or path)", h);
   }
 }
 
@@ -118,6 +140,8 @@ static const dg__cfg_field_t server_fields[] = {
      NULL},
     {"allowedOrigins", DG__CFG_STRINGS, false, NULL, 0, 0, 0, default_origins, S(allowed_origins),
      S(nallowed_origins), check_origins},
+    {"allowedHosts", DG__CFG_STRINGS, false, NULL, 0, 0, 0, NULL, S(allowed_hosts),
+     S(nallowed_hosts), check_hosts},
     {"maxSessions", DG__CFG_UINT, false, NULL, 10000, 1, 10000000, NULL, S(max_sessions), 0, NULL},
     {"sessionIdleTimeoutMs", DG__CFG_U64, false, NULL, 30 * 60000, 1000, 7 * DAY_MS, NULL,
      S(session_idle_timeout_ms), 0, NULL},

@@ -354,7 +354,9 @@ int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double tot
       json_pack("{s:O,s:f}", "progressToken", call->progress_token, "progress", progress);
   if (params != NULL && total >= 0)
     json_object_set_new(params, "total", json_real(total));
-  if (params != NULL && message != NULL)
+  /* The progress message came with 2025-03-26. */
+  if (params != NULL && message != NULL &&
+      dg__mcp_session_at_least(call->ex->session, DG__MCP_V2025_03_26))
     json_object_set_new(params, "message", json_string(message));
   if (params != NULL && meta != NULL)
     json_object_set(params, "_meta", meta);

@@ -76,7 +76,8 @@ static int authenticate(dg_mcp_server_t *s, dg_http_request_t *req, const dg_cat
   const char *authz = dg_http_request_header(req, "Authorization");
   int rc = dg_auth_authenticate(cat, authz, arena, out, &err);
   if (rc != 0)
-    dg__mcp_http_unauthorized(s, req, err.message[0] ? err.message : "authentication required");
+    dg__mcp_http_unauthorized(s, req, dg__mcp_bearer_given(authz),
+                              err.message[0] ? err.message : "authentication required");
   return rc;
 }
 
@@ -172,10 +173,47 @@ static void respond_reply(dg__mcp_exchange_t *ex, http_ex_t *hx, const json_t *r
   dg_buf_free(&out);
 }
 
+static int begin_stream(dg__mcp_session_t *ss, dg_http_request_t *req);
+
+static bool holds_request(const dg__mcp_exchange_t *ex) {
+  for (size_t i = 0; i < ex->nslots; i++) {
+    if (ex->slots[i].id != NULL)
+      return true;
+  }
+  return false;
+}
+
+/* The POST of a request whose response will not come (the client sent
+ * notifications/cancelled for it): 202 is only for notifications and
+ * responses, and the cancelled request gets no response (MCP
+ * "Cancellation"), so a client that accepts SSE gets an event stream that
+ * ends with no event; one that takes JSON only gets a JSON-RPC error. */
+static void respond_cancelled(dg__mcp_exchange_t *ex, http_ex_t *hx) {
+  const char *accept = dg_http_request_header(hx->req, "Accept");
+  if (accept != NULL && dg__mcp_lists_token(accept, "text/event-stream") &&
+      begin_stream(ex->session, hx->req) == 0) {
+    dg_http_stream_end(hx->req);
+    return;
+  }
+  json_t *body = dg__mcp_error(ex->nslots == 1 ? ex->slots[0].id : NULL, DG__RPC_CANCELLED,
+                               "Request cancelled: the client sent notifications/cancelled");
+  dg_buf_t out;
+  dg_buf_init(&out, 4096);
+  dg__mcp_dump(body, &out);
+  json_decref(body);
+  dg_http_respond(hx->req, 200, &ct_json, 1, out.data, out.len);
+  dg_buf_free(&out);
+}
+
 static void http_reply(dg__mcp_exchange_t *ex, json_t *reply) {
   http_ex_t *hx = ex->data;
   if (hx->req == NULL)
     return;
+  if (reply == NULL && !hx->streaming && holds_request(ex)) {
+    respond_cancelled(ex, hx);
+    hx->req = NULL;
+    return;
+  }
   /* An initialize that failed leaves no session behind. */
   bool failed_init = hx->created_session && json_object_get(reply, "error") != NULL;
   if (hx->streaming)
@@ -269,7 +307,7 @@ static bool post_checks(dg_http_request_t *req) {
   if (v != NULL && !version_supported(v)) {
     rpc_error(req, 400, DG__RPC_SERVER_BUSY,
               "Bad Request: unsupported MCP-Protocol-Version; supported: 2025-11-25, "
-              "2025-06-18, 2025-03-26");
+              "2025-06-18, 2025-03-26, 2024-11-05");
     return false;
   }
   return true;
@@ -430,7 +468,7 @@ static void sse_open(dg_mcp_server_t *s, dg_http_request_t *req, dg__mcp_session
 static void http_get(dg_mcp_server_t *s, dg_http_request_t *req) {
   const char *accept = dg_http_request_header(req, "Accept");
   if (accept == NULL || !dg__mcp_lists_token(accept, "text/event-stream")) {
-    dg_http_header_t headers[] = {ct_json, {"Allow", "GET, POST, DELETE"}};
+    dg_http_header_t headers[] = {ct_json, {"Allow", "GET, POST, DELETE, OPTIONS"}};
     static const char body[] = "{\"error\":\"GET /mcp needs Accept: text/event-stream\"}";
     dg_http_respond(req, 405, headers, DG_ARRAY_SIZE(headers), body, sizeof(body) - 1);
     return;
@@ -486,7 +524,7 @@ void dg__mcp_http_mcp(dg_mcp_server_t *s, dg_http_request_t *req) {
   } else if (strcmp(method, "DELETE") == 0) {
     http_delete(s, req);
   } else {
-    dg_http_header_t headers[] = {ct_json, {"Allow", "GET, POST, DELETE"}};
+    dg_http_header_t headers[] = {ct_json, {"Allow", "GET, POST, DELETE, OPTIONS"}};
     static const char body[] = "{\"error\":\"method not allowed; use GET, POST or DELETE\"}";
     dg_http_respond(req, 405, headers, DG_ARRAY_SIZE(headers), body, sizeof(body) - 1);
   }

@@ -28,9 +28,13 @@
 #define DG__RPC_INTERNAL (-32603)
 #define DG__RPC_SERVER_BUSY (-32000)
 #define DG__RPC_UNAUTHORIZED (-32001)
+/* A request the client cancelled, when an answer must still be given
+ * (the code LSP uses for it). */
+#define DG__RPC_CANCELLED (-32800)
 
 /* Protocol versions by index into DG_MCP_VERSIONS. */
-#define DG__MCP_NVERSIONS 3
+#define DG__MCP_NVERSIONS 4
+#define DG__MCP_V2024_11_05 "2024-11-05"
 #define DG__MCP_V2025_03_26 "2025-03-26"
 #define DG__MCP_V2025_06_18 "2025-06-18"
 
@@ -145,7 +149,7 @@ struct dg_mcp_server {
   /* The tools/list array without and with outputSchema, built on first use
    * and shared by every answer: the tools do not change while the server
    * lives. */
-  json_t *tool_list[2];
+  json_t *tool_list[3];    /* per tool_level (lifecycle.c) */
   dg_catalog_t *cat;       /* the snapshot new exchanges use; one reference */
   dg_mcp_shared_t *shared; /* config.shared, or the server's own */
   bool owns_shared;
@@ -337,7 +341,12 @@ bool dg__mcp_lists_token(const char *header, const char *token);
 /* Checks the Origin header against server.allowed_origins. */
 bool dg__mcp_origin_allowed(const dg_catalog_t *cat, const char *origin);
 /* Answers 401 with WWW-Authenticate and {error: message}. */
-void dg__mcp_http_unauthorized(dg_mcp_server_t *s, dg_http_request_t *req, const char *message);
+/* 401 with the RFC 6750 challenge; token_given: a bearer token was sent
+ * and failed (error="invalid_token"). */
+void dg__mcp_http_unauthorized(dg_mcp_server_t *s, dg_http_request_t *req, bool token_given,
+                               const char *message);
+/* Whether an Authorization value carries a bearer token at all. */
+bool dg__mcp_bearer_given(const char *authorization);
 /* Answers a JSON body {error: message} with the given status. */
 void dg__mcp_http_error(dg_http_request_t *req, int status, const char *message);
 /* The server's public base URL ("https://host:port", no trailing slash). */

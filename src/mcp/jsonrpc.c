@@ -351,6 +351,9 @@ static const char *batch_refusal(const dg__mcp_exchange_t *ex) {
   const char *v = ex->session ? ex->session->version : NULL;
   if (v == NULL)
     return "Invalid Request: a JSON-RPC batch cannot start a session; send initialize alone";
+  if (strcmp(v, DG__MCP_V2024_11_05) == 0)
+    return "Invalid Request: JSON-RPC batching came with protocol version 2025-03-26; "
+           "send one message at a time (batches are accepted only at 2025-03-26)";
   if (strcmp(v, DG__MCP_V2025_03_26) != 0)
     return "Invalid Request: JSON-RPC batching was removed in protocol version 2025-06-18; "
            "send one message at a time (batches are accepted only at 2025-03-26)";

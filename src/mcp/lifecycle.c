@@ -21,11 +21,14 @@ static const char *negotiate(const char *wanted) {
   return versions[0];
 }
 
-static json_t *server_info(const dg_mcp_config_t *c) {
+/* Implementation.title came with 2025-06-18. */
+static json_t *server_info(const dg_mcp_config_t *c, const dg__mcp_session_t *ss) {
   const char *name = c->server_name ? c->server_name : "datagate";
-  return json_pack("{s:s,s:s,s:s}", "name", name, "version",
-                   c->server_version ? c->server_version : "0", "title",
-                   "datagate data integration gateway");
+  json_t *info =
+      json_pack("{s:s,s:s}", "name", name, "version", c->server_version ? c->server_version : "0");
+  if (info != NULL && dg__mcp_session_at_least(ss, DG__MCP_V2025_06_18))
+    json_object_set_new(info, "title", json_string("datagate data integration gateway"));
+  return info;
 }
 
 static void do_initialize(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params) {
@@ -50,7 +53,7 @@ static void do_initialize(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *
   const dg_mcp_config_t *c = &ex->server->config;
   json_t *result =
       json_pack("{s:s,s:{s:{s:b}},s:o}", "protocolVersion", ss->version, "capabilities", "tools",
-                "listChanged", 0, "serverInfo", server_info(c));
+                "listChanged", 0, "serverInfo", server_info(c, ss));
   if (c->instructions != NULL)
     json_object_set_new(result, "instructions", json_string(c->instructions));
   dg__mcp_exchange_answer(ex, slot, dg__mcp_result(slot->id, result));
@@ -60,16 +63,32 @@ static void do_ping(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params
   dg__mcp_exchange_answer(ex, slot, dg__mcp_result(slot->id, json_object()));
 }
 
-static json_t *tool_entry(const dg__mcp_tool_t *t, bool with_output) {
+/* What a tool entry holds at each version: 2024-11-05 knows name,
+ * description and inputSchema; 2025-03-26 adds annotations; 2025-06-18
+ * adds title and outputSchema (with structuredContent in results). */
+enum { TOOLS_2024_11_05, TOOLS_2025_03_26, TOOLS_2025_06_18 };
+
+static int tool_level(const dg__mcp_session_t *ss) {
+  if (dg__mcp_session_at_least(ss, DG__MCP_V2025_06_18))
+    return TOOLS_2025_06_18;
+  return dg__mcp_session_at_least(ss, DG__MCP_V2025_03_26) ? TOOLS_2025_03_26 : TOOLS_2024_11_05;
+}
+
+static json_t *tool_entry(const dg__mcp_tool_t *t, int level) {
   const dg_tool_t *d = t->def;
   const char *title = d->title ? d->title : d->name;
-  json_t *annotations = json_pack("{s:s,s:b,s:b,s:b,s:b}", "title", title, "readOnlyHint",
-                                  d->read_only, "destructiveHint", d->destructive, "idempotentHint",
-                                  d->idempotent, "openWorldHint", d->open_world);
-  json_t *entry = json_pack("{s:s,s:s,s:s,s:O,s:o}", "name", d->name, "title", title, "description",
-                            d->description ? d->description : "", "inputSchema", t->input_schema,
-                            "annotations", annotations);
-  if (with_output && t->output_schema != NULL)
+  json_t *entry = json_pack("{s:s,s:s,s:O}", "name", d->name, "description",
+                            d->description ? d->description : "", "inputSchema", t->input_schema);
+  if (entry == NULL || level < TOOLS_2025_03_26)
+    return entry;
+  json_object_set_new(entry, "annotations",
+                      json_pack("{s:s,s:b,s:b,s:b,s:b}", "title", title, "readOnlyHint",
+                                d->read_only, "destructiveHint", d->destructive, "idempotentHint",
+                                d->idempotent, "openWorldHint", d->open_world));
+  if (level < TOOLS_2025_06_18)
+    return entry;
+  json_object_set_new(entry, "title", json_string(title));
+  if (t->output_schema != NULL)
     json_object_set(entry, "outputSchema", t->output_schema);
   return entry;
 }
@@ -77,13 +96,13 @@ static json_t *tool_entry(const dg__mcp_tool_t *t, bool with_output) {
 /* The list is built and written out as JSON text once per variant and
  * shared: an answer copies the text instead of serialising every schema
  * again (the list of twelve tools is about 20 KB). */
-static json_t *tool_list(dg_mcp_server_t *s, bool with_output) {
-  json_t **cached = &s->tool_list[with_output];
+static json_t *tool_list(dg_mcp_server_t *s, int level) {
+  json_t **cached = &s->tool_list[level];
   if (*cached != NULL)
     return *cached;
   json_t *tools = json_array();
   for (size_t i = 0; tools != NULL && i < s->ntools; i++)
-    json_array_append_new(tools, tool_entry(&s->tools[i], with_output));
+    json_array_append_new(tools, tool_entry(&s->tools[i], level));
   dg_buf_t text;
   dg_buf_init(&text, TOOLS_TEXT_MAX);
   if (tools != NULL && dg__mcp_dump(tools, &text) == 0)
@@ -95,8 +114,7 @@ static json_t *tool_list(dg_mcp_server_t *s, bool with_output) {
 
 /* A cursor is accepted and ignored: the whole list always fits one page. */
 static void do_tools_list(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params) {
-  bool with_output = dg__mcp_session_at_least(ex->session, DG__MCP_V2025_06_18);
-  json_t *tools = tool_list(ex->server, with_output);
+  json_t *tools = tool_list(ex->server, tool_level(ex->session));
   json_t *result = tools != NULL ? json_pack("{s:O}", "tools", tools) : NULL;
   /* An answer without the list would read as a server with no tools. */
   if (result == NULL) {

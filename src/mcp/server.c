@@ -32,8 +32,8 @@ static void free_tools(dg_mcp_server_t *s) {
     json_decref(s->tools[i].output_schema);
   }
   free(s->tools);
-  json_decref(s->tool_list[0]);
-  json_decref(s->tool_list[1]);
+  for (size_t i = 0; i < DG_ARRAY_SIZE(s->tool_list); i++)
+    json_decref(s->tool_list[i]);
 }
 
 static void server_destroy(dg_mcp_server_t *s) {

@@ -194,7 +194,8 @@ void dg__mcp_ws_upgrade(dg_mcp_server_t *s, dg_http_request_t *req) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   if (dg_auth_authenticate(s->cat, authz, arena, &p, &err) != 0) {
-    dg__mcp_http_unauthorized(s, req, err.message[0] ? err.message : "authentication required");
+    dg__mcp_http_unauthorized(s, req, dg__mcp_bearer_given(authz),
+                              err.message[0] ? err.message : "authentication required");
     return;
   }
   if (!offers_mcp(req)) {

@@ -1,15 +1,20 @@
-/* HTTP/1.1 requests with llhttp: parsing under limits, the pipeline of
- * complete requests handed to the handler one at a time, timeouts, and
- * the error responses that end a connection (400, 408, 413, 431, 503).
+/* HTTP/1.1 requests with llhttp: parsing under limits, the checks of
+ * RFC 9112 that llhttp 8.1 leaves to its user (Host, field names, obs-fold,
+ * request-target forms, methods, versions, Transfer-Encoding), the
+ * pipeline of complete requests handed to the handler one at a time,
+ * timeouts, and the error responses that end a connection (400, 408, 413,
+ * 414, 431, 501, 503, 505).
  *
- * Input is parsed eagerly; complete requests wait in a queue bounded by
- * max_pipelined. The handler is only ever called from a loop callback
- * (a read or the connection timer), never from inside a response call,
- * so an answer given synchronously does not recurse into the next
- * request. */
+ * Input is parsed eagerly until max_pipelined complete requests wait;
+ * then parsing pauses and the connection stops reading until the queue
+ * has room again, so a client that pipelines is slowed, never refused.
+ * The handler is only ever called from a loop callback (a read or the
+ * connection timer), never from inside a response call, so an answer
+ * given synchronously does not recurse into the next request. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "net/internal.h"
 
@@ -28,14 +33,18 @@ struct dg__http1 {
   phase_t phase;
   uint64_t phase_start_ms;
   uint64_t idle_since_ms;
-  int error_status; /* an error response owed once earlier requests are answered */
-  bool stopped;     /* nothing more is parsed: after an error or an upgrade */
+  int error_status;      /* an error response owed once earlier requests are answered */
+  bool stopped;          /* nothing more is parsed: after an error or an upgrade */
+  bool paused;           /* the queue is full: input waits in leftover, reads stop */
+  bool have_field;       /* a header name was read and its value not yet */
+  bool value_cut;        /* the value's last piece ended before the input did */
+  const char *input_end; /* end of the bytes llhttp_execute is parsing */
   bool dispatch_due;
   bool in_dispatch;
   bool detached; /* upgraded while the handler ran: freed when it returns */
   bool draining;
   bool fresh;        /* no request yet */
-  dg_buf_t leftover; /* bytes after an upgrade request */
+  dg_buf_t leftover; /* bytes after an upgrade request or a pause */
 };
 
 static dg__http1_t *http_of(dg__conn_t *c) {
@@ -51,6 +60,13 @@ static uint64_t remaining(uint64_t since, uint64_t timeout, uint64_t now) {
   return end > now ? end - now : 0;
 }
 
+/* Whether a paused connection may parse again: the same room
+ * on_message_complete gives, recomputed now. */
+static bool resume_due(dg__conn_t *c, const dg__http1_t *h) {
+  unsigned room = limits_of(c)->max_pipelined + (h->active == NULL ? 1u : 0u);
+  return h->paused && h->error_status == 0 && h->queued < room;
+}
+
 /* Arms the connection timer for whatever the connection waits on now. */
 static void http_arm(dg__conn_t *c) {
   dg__http1_t *h = http_of(c);
@@ -58,7 +74,7 @@ static void http_arm(dg__conn_t *c) {
     return;
   const dg_http_limits_t *l = limits_of(c);
   uint64_t now = dg_now_ms();
-  if (h->dispatch_due)
+  if (h->dispatch_due || resume_due(c, h))
     dg__conn_timer(c, 0);
   else if (h->phase == PHASE_HEADERS)
     dg__conn_timer(c, remaining(h->phase_start_ms, l->header_timeout_ms, now));
@@ -206,6 +222,135 @@ static int scratch_add(dg__conn_t *c, dg__http1_t *h, const char *at, size_t n) 
   return rc;
 }
 
+/* ---- RFC 9112 checks llhttp 8.1 leaves to us -------------------------- */
+
+/* tchar of RFC 9110 5.6.2. */
+static bool tchar(unsigned char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+         (ch != '\0' && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
+}
+
+static bool token_ok(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (!tchar((unsigned char)s[i]))
+      return false;
+  }
+  return n > 0;
+}
+
+/* A field value is VCHAR, obs-text, SP and HTAB (RFC 9110 5.5). */
+static bool value_ok(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+      return false;
+  }
+  return true;
+}
+
+/* Methods the gateway knows (RFC 9110 9.3 and PATCH); the others, CONNECT
+ * included, are not implemented (501). */
+static bool method_known(unsigned m) {
+  switch (m) {
+  case HTTP_GET:
+  case HTTP_HEAD:
+  case HTTP_POST:
+  case HTTP_PUT:
+  case HTTP_DELETE:
+  case HTTP_OPTIONS:
+  case HTTP_TRACE:
+  case HTTP_PATCH:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* The length of the scheme and "://" of an http(s) absolute-form target,
+ * else 0. */
+static size_t absolute_prefix(const char *url) {
+  if (strncasecmp(url, "http://", 7) == 0)
+    return 7;
+  if (strncasecmp(url, "https://", 8) == 0)
+    return 8;
+  return 0;
+}
+
+/* The request-target forms of RFC 9112 3.2: origin-form, absolute-form
+ * (http and https, with an authority that has no user info: RFC 9110
+ * 4.2.4), and asterisk-form for OPTIONS only; never a fragment. */
+static bool target_ok(const char *url, unsigned method) {
+  if (strchr(url, '#') != NULL)
+    return false;
+  if (url[0] == '/')
+    return true;
+  size_t skip = absolute_prefix(url);
+  if (skip > 0) {
+    dg_authority_t a;
+    return dg_authority_parse(url + skip, strcspn(url + skip, "/?"), false, &a);
+  }
+  return strcmp(url, "*") == 0 && method == HTTP_OPTIONS;
+}
+
+static const dg__header_t *header_find(const dg_http_request_t *req, const char *name) {
+  for (const dg__header_t *hd = req->headers; hd != NULL; hd = hd->next) {
+    if (strcasecmp(hd->name, name) == 0)
+      return hd;
+  }
+  return NULL;
+}
+
+/* Transfer-Encoding: only "chunked" is implemented (RFC 9112 6.1: 501 for
+ * a coding the server does not understand, 400 for a list that is not
+ * one). */
+static int transfer_coding_status(const char *v) {
+  size_t n = strlen(v);
+  if (dg_strieq_n(v, n, "chunked"))
+    return 0;
+  for (const char *p = v; *p != '\0';) {
+    p += strspn(p, " \t");
+    size_t len = strcspn(p, ",; \t");
+    if (!token_ok(p, len))
+      return 400;
+    p += len;
+    p += strcspn(p, ",");
+    if (*p == ',')
+      p++;
+  }
+  return n > 0 ? 501 : 400;
+}
+
+/* The status a complete header section is refused with, or 0. */
+static int head_status(const llhttp_t *p, dg_http_request_t *req) {
+  if (p->http_major == 0)
+    return 400; /* HTTP/0.9 has neither headers nor a status line to answer with */
+  const dg__header_t *host = header_find(req, "Host");
+  if (host == NULL ? p->http_minor >= 1
+                   : host->lines > 1 || !dg_authority_valid(host->value, false))
+    return 400; /* RFC 9112 3.2 */
+  const dg__header_t *te = header_find(req, "Transfer-Encoding");
+  if (te != NULL && (header_find(req, "Content-Length") != NULL || p->http_minor == 0))
+    return 400; /* both framings, or chunked in HTTP/1.0: faulty framing (RFC 9112 6.1, 6.3) */
+  return te != NULL ? transfer_coding_status(te->value) : 0;
+}
+
+/* The authority the request is for: an absolute-form target's, else the
+ * Host field's (RFC 9112 3.2.2). */
+static const char *request_host(dg_http_request_t *req) {
+  size_t skip = req->url != NULL ? absolute_prefix(req->url) : 0;
+  if (skip > 0)
+    return dg_arena_strndup(req->arena, req->url + skip, strcspn(req->url + skip, "/?"));
+  const char *host = dg_http_request_header(req, "Host");
+  return host != NULL ? host : "";
+}
+
+/* ---- llhttp callbacks, continued -------------------------------------- */
+
+static int refuse(dg__conn_t *c, int status) {
+  http_fail(c, status, NULL);
+  return HPE_USER;
+}
+
 static int on_message_begin(llhttp_t *p) {
   dg__conn_t *c = conn_of(p);
   dg__http1_t *h = http_of(c);
@@ -221,6 +366,8 @@ static int on_message_begin(llhttp_t *p) {
   h->phase_start_ms = dg_now_ms();
   h->header_bytes = 0;
   h->header_count = 0;
+  h->have_field = false;
+  h->value_cut = false;
   dg_buf_free(&h->scratch);
   dg_buf_init(&h->scratch, limits_of(c)->max_header_bytes + 1);
   http_arm(c);
@@ -232,13 +379,47 @@ static int on_text(llhttp_t *p, const char *at, size_t n) {
   return scratch_add(c, http_of(c), at, n);
 }
 
+/* A request-target longer than the header limit is 414 (RFC 9110 15.5.15). */
+static int on_target(llhttp_t *p, const char *at, size_t n) {
+  dg__conn_t *c = conn_of(p);
+  dg__http1_t *h = http_of(c);
+  if (h->header_bytes + n > limits_of(c)->max_header_bytes) {
+    http_fail(c, 414, LIMIT("target"));
+    return HPE_USER;
+  }
+  return scratch_add(c, h, at, n);
+}
+
+/* llhttp hands an obs-fold on as two pieces of one value, the first
+ * ending before the input does; a value cut by the end of a read is not a
+ * fold. A server must refuse or replace an obs-fold (RFC 9112 5.2). */
+static int on_value(llhttp_t *p, const char *at, size_t n) {
+  dg__conn_t *c = conn_of(p);
+  dg__http1_t *h = http_of(c);
+  if (h->value_cut)
+    return refuse(c, 400);
+  h->value_cut = at + n != h->input_end;
+  return scratch_add(c, h, at, n);
+}
+
+static int on_method_complete(llhttp_t *p) {
+  return method_known(p->method) ? 0 : refuse(conn_of(p), 501);
+}
+
 static int on_url_complete(llhttp_t *p) {
   dg__conn_t *c = conn_of(p);
   dg__http1_t *h = http_of(c);
   dg_http_request_t *req = h->parsing;
   req->url = dg_arena_strndup(req->arena, h->scratch.data ? h->scratch.data : "", h->scratch.len);
   dg_buf_reset(&h->scratch);
-  return req->url != NULL ? 0 : HPE_USER;
+  if (req->url == NULL)
+    return HPE_USER;
+  return target_ok(req->url, p->method) ? 0 : refuse(c, 400);
+}
+
+/* Only HTTP/1.x is spoken on this port (RFC 9110 15.6.6). */
+static int on_version_complete(llhttp_t *p) {
+  return p->http_major == 1 ? 0 : refuse(conn_of(p), 505);
 }
 
 static int on_counted(llhttp_t *p, const char *at, size_t n) {
@@ -246,22 +427,40 @@ static int on_counted(llhttp_t *p, const char *at, size_t n) {
   return count_bytes(c, http_of(c), n);
 }
 
+/* A field name is a token: no white space before the colon or inside, and
+ * not empty (RFC 9112 5.1); the body of such a request cannot be framed
+ * with certainty, so the connection ends with the 400. */
 static int on_header_field_complete(llhttp_t *p) {
   dg__conn_t *c = conn_of(p);
   dg__http1_t *h = http_of(c);
+  if (!token_ok(h->scratch.data, h->scratch.len))
+    return refuse(c, 400);
+  h->have_field = true;
   h->field_len = h->scratch.len;
   /* The name ends with a NUL inside the scratch buffer; the value follows. */
   return scratch_add(c, h, "", 1);
 }
 
+/* Field lines with the same name are one comma-separated list (RFC 9110
+ * 5.3); how many lines there were stays known for the fields that must
+ * occur once. */
 static void add_header(dg_http_request_t *req, const char *name, const char *value, size_t vlen) {
   while (vlen > 0 && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
     vlen--;
-  dg__header_t *hd = dg_arena_calloc(req->arena, 1, sizeof(*hd));
+  dg__header_t *hd = (dg__header_t *)header_find(req, name);
+  if (hd != NULL) {
+    const char *joined = dg_arena_sprintf(req->arena, "%s, %.*s", hd->value, (int)vlen, value);
+    if (joined != NULL)
+      hd->value = joined;
+    hd->lines++;
+    return;
+  }
+  hd = dg_arena_calloc(req->arena, 1, sizeof(*hd));
   if (hd == NULL)
     return;
   hd->name = dg_arena_strdup(req->arena, name);
   hd->value = dg_arena_strndup(req->arena, value, vlen);
+  hd->lines = 1;
   if (hd->name == NULL || hd->value == NULL)
     return;
   if (req->headers_tail != NULL)
@@ -284,6 +483,10 @@ static int on_header_value_complete(llhttp_t *p) {
   const char *base = h->scratch.data != NULL ? h->scratch.data : "";
   size_t vstart = h->field_len + 1;
   size_t vlen = h->scratch.len > vstart ? h->scratch.len - vstart : 0;
+  if (!h->have_field || !value_ok(base + vstart, vlen))
+    return refuse(c, 400); /* ": v" has no name, or a control byte */
+  h->have_field = false;
+  h->value_cut = false;
   add_header(h->parsing, base, vlen > 0 ? base + vstart : "", vlen);
   dg_buf_reset(&h->scratch);
   return 0;
@@ -325,6 +528,7 @@ static const char *origin_form(dg_arena_t *arena, const char *url) {
 
 static void finish_head(dg__http1_t *h, dg_http_request_t *req) {
   const char *url = origin_form(req->arena, req->url);
+  req->host = request_host(req);
   const char *q = strchr(url, '?');
   req->method = llhttp_method_name((llhttp_method_t)h->parser.method);
   req->path = q != NULL ? dg_arena_strndup(req->arena, url, (size_t)(q - url)) : url;
@@ -364,6 +568,9 @@ static int on_headers_complete(llhttp_t *p) {
   dg__conn_t *c = conn_of(p);
   dg__http1_t *h = http_of(c);
   dg_http_request_t *req = h->parsing;
+  int refusal = head_status(p, req);
+  if (refusal != 0)
+    return refuse(c, refusal);
   finish_head(h, req);
   dg_buf_free(&h->scratch);
   if ((p->flags & F_CONTENT_LENGTH) && p->content_length > limits_of(c)->max_body_bytes) {
@@ -396,23 +603,22 @@ static int on_message_complete(llhttp_t *p) {
   h->phase = PHASE_IDLE;
   h->idle_since_ms = dg_now_ms();
   req->expect_continue = false;
-  if (h->queued >= room) {
-    http_fail(c, 503, LIMIT("pipeline"));
-    return HPE_USER;
-  }
   h->parsing = NULL;
   queue_push(h, req);
-  return 0;
+  /* A full queue pauses the parser; an upgrade stops it anyway. */
+  return h->queued >= room && !p->upgrade ? HPE_PAUSED : 0;
 }
 
 static const llhttp_settings_t settings = {
     .on_message_begin = on_message_begin,
-    .on_url = on_text,
+    .on_url = on_target,
     .on_method = on_counted,
     .on_version = on_counted,
     .on_header_field = on_text,
-    .on_header_value = on_text,
+    .on_header_value = on_value,
+    .on_method_complete = on_method_complete,
     .on_url_complete = on_url_complete,
+    .on_version_complete = on_version_complete,
     .on_header_field_complete = on_header_field_complete,
     .on_header_value_complete = on_header_value_complete,
     .on_headers_complete = on_headers_complete,
@@ -459,31 +665,77 @@ static int stash_leftover(dg__conn_t *c, dg__http1_t *h, const char *data, size_
   return DG_E2BIG;
 }
 
-static void parse_error(dg__conn_t *c, llhttp_errno_t err) {
-  if (err == HPE_USER)
-    return; /* a limit already chose the status */
-  http_fail(c, 400, NULL);
+/* A method llhttp does not know is 501 when the rest is a request line
+ * (token SP target SP HTTP/d.d: an unknown method, RFC 9110 15.5.2 and
+ * 15.6.2), 400 otherwise (not a request line at all, or cut by the end of
+ * a read). */
+static int bad_method_status(const char *pos, const char *end) {
+  const char *p = pos;
+  while (p < end && tchar((unsigned char)*p))
+    p++;
+  if (p == pos || p >= end || *p++ != ' ')
+    return 400;
+  const char *target = p;
+  while (p < end && (unsigned char)*p > ' ' && *p != 0x7f)
+    p++;
+  if (p == target || end - p < 10 || memcmp(p, " HTTP/", 6) != 0)
+    return 400;
+  p += 6;
+  bool version = p[0] >= '0' && p[0] <= '9' && p[1] == '.' && p[2] >= '0' && p[2] <= '9';
+  return version && (p[3] == '\r' || p[3] == '\n') ? 501 : 400;
 }
 
-static void http_on_data(dg__conn_t *c, const char *data, size_t len) {
+static void parse_error(dg__conn_t *c, llhttp_errno_t err, const char *pos, const char *end) {
+  if (err == HPE_USER)
+    return; /* a check already chose the status */
+  http_fail(c, err == HPE_INVALID_METHOD && pos != NULL ? bad_method_status(pos, end) : 400, NULL);
+}
+
+/* Parses input; stops at an upgrade or a pause, keeping what follows. */
+static void parse_input(dg__conn_t *c, const char *data, size_t len) {
   dg__http1_t *h = http_of(c);
-  if (h->stopped) {
+  if (h->stopped || h->paused) {
     if (h->error_status == 0)
       stash_leftover(c, h, data, len);
     return;
   }
+  h->input_end = data + len;
   llhttp_errno_t err = llhttp_execute(&h->parser, data, len);
-  if (err == HPE_PAUSED_UPGRADE) {
-    const char *pos = llhttp_get_error_pos(&h->parser);
-    size_t used = pos != NULL && pos >= data && pos <= data + len ? (size_t)(pos - data) : len;
-    h->stopped = true;
+  const char *pos = llhttp_get_error_pos(&h->parser);
+  bool inside = pos != NULL && pos >= data && pos <= data + len;
+  if (err == HPE_PAUSED_UPGRADE || err == HPE_PAUSED) {
+    size_t used = inside ? (size_t)(pos - data) : len;
+    if (err == HPE_PAUSED_UPGRADE)
+      h->stopped = true;
+    else
+      h->paused = true;
     dg__conn_noread(c, DG__NOREAD_PROTO, true);
-    if (stash_leftover(c, h, data + used, len - used) != 0)
-      return;
+    stash_leftover(c, h, data + used, len - used);
   } else if (err != HPE_OK) {
-    parse_error(c, err);
+    parse_error(c, err, inside ? pos : NULL, data + len);
   }
-  if (http_dispatch(c))
+}
+
+/* The queue has room again: parse what waited, then read again unless
+ * the parser paused or stopped once more. */
+static void http_resume(dg__conn_t *c) {
+  dg__http1_t *h = http_of(c);
+  dg_buf_t early = h->leftover;
+  dg_buf_init(&h->leftover, early.max);
+  h->paused = false;
+  llhttp_resume(&h->parser);
+  if (early.len > 0)
+    parse_input(c, early.data, early.len);
+  dg_buf_free(&early);
+  if (!h->paused && !h->stopped)
+    dg__conn_noread(c, DG__NOREAD_PROTO, false);
+  if (h->active == NULL && h->queue_head != NULL)
+    h->dispatch_due = true;
+}
+
+static void http_on_data(dg__conn_t *c, const char *data, size_t len) {
+  parse_input(c, data, len);
+  if (dg__conn_is_open(c) && http_dispatch(c))
     http_arm(c);
 }
 
@@ -491,8 +743,10 @@ static void http_on_timer(dg__conn_t *c) {
   dg__http1_t *h = http_of(c);
   const dg_http_limits_t *l = limits_of(c);
   uint64_t now = dg_now_ms();
-  if (h->dispatch_due) {
-    if (http_dispatch(c))
+  if (resume_due(c, h))
+    http_resume(c);
+  if (h->dispatch_due || !dg__conn_is_open(c)) {
+    if (dg__conn_is_open(c) && http_dispatch(c))
       http_arm(c);
     return;
   }
@@ -588,7 +842,10 @@ int dg__http1_attach(dg__conn_t *c) {
   h->fresh = true;
   h->idle_since_ms = dg_now_ms();
   dg_buf_init(&h->scratch, 0);
-  dg_buf_init(&h->leftover, limits_of(c)->max_header_bytes);
+  /* Input that waits: after an upgrade, or after a pause (the rest of one
+   * read, and of one TLS record decrypted from it). */
+  dg_buf_init(&h->leftover,
+              limits_of(c)->max_header_bytes + DG__READ_BUF_SIZE + DG__TLS_PLAIN_SIZE);
   c->proto = &dg__http1_proto;
   c->proto_state = h;
   return 0;
@@ -659,11 +916,17 @@ const char *dg_http_request_query(const dg_http_request_t *req) {
 }
 
 const char *dg_http_request_header(const dg_http_request_t *req, const char *name) {
-  for (const dg__header_t *hd = req->headers; hd != NULL; hd = hd->next) {
-    if (strcasecmp(hd->name, name) == 0)
-      return hd->value;
-  }
-  return NULL;
+  const dg__header_t *hd = header_find(req, name);
+  return hd != NULL ? hd->value : NULL;
+}
+
+unsigned dg_http_request_header_lines(const dg_http_request_t *req, const char *name) {
+  const dg__header_t *hd = header_find(req, name);
+  return hd != NULL ? hd->lines : 0;
+}
+
+const char *dg_http_request_host(const dg_http_request_t *req) {
+  return req->host != NULL ? req->host : "";
 }
 
 const char *dg_http_request_body(const dg_http_request_t *req, size_t *len) {

@@ -105,6 +105,7 @@ struct dg_http_server {
   unsigned nconns;  /* connections counted against max_connections */
   unsigned handles; /* listener, drain timer and connections not yet freed */
   int port;
+  char host[64]; /* the bound address, numeric */
   bool listening;
   bool drain_pending;
   void (*drain_done)(dg_http_server_t *server, void *data);
@@ -203,7 +204,8 @@ extern const dg__proto_t dg__ws_proto;
 /* ---- request (shared by http1.c and response.c) ---- */
 typedef struct dg__header {
   const char *name;
-  const char *value;
+  const char *value; /* the field lines of one name joined with ", " */
+  unsigned lines;    /* how many field lines had this name */
   struct dg__header *next;
 } dg__header_t;
 
@@ -225,7 +227,9 @@ struct dg_http_request {
   const char *path;
   const char *query;
   const char *url;
+  const char *host; /* the target's authority, or Host (RFC 9112 3.2.2, 7.2) */
   dg__header_t *headers, *headers_tail;
+  dg__header_t *extra; /* response headers added before the answer */
   dg_buf_t body;
   dg_http_request_events_t events;
   uint64_t start_ns;

@@ -72,9 +72,30 @@ int dg__http1_head(dg_http_request_t *req, dg_buf_t *out, int status,
                           framing, conn, req->id);
   if (rc == 0)
     rc = append_headers(out, headers, nheaders);
+  for (const dg__header_t *hd = req->extra; hd != NULL && rc == 0; hd = hd->next)
+    rc = dg_buf_appendf(out, "%s: %s\r\n", hd->name, hd->value);
   if (rc == 0)
     rc = dg_buf_append(out, "\r\n", 2);
   return rc;
+}
+
+int dg_http_request_add_response_header(dg_http_request_t *req, const char *name,
+                                        const char *value) {
+  if (!name_ok(name) || !value_ok(value) || managed(name))
+    return DG_EINVAL;
+  dg__header_t *hd = dg_arena_calloc(req->arena, 1, sizeof(*hd));
+  if (hd == NULL)
+    return DG_ENOMEM;
+  hd->name = dg_arena_strdup(req->arena, name);
+  hd->value = dg_arena_strdup(req->arena, value);
+  if (hd->name == NULL || hd->value == NULL)
+    return DG_ENOMEM;
+  hd->lines = 1;
+  dg__header_t **tail = &req->extra;
+  while (*tail != NULL)
+    tail = &(*tail)->next;
+  *tail = hd;
+  return 0;
 }
 
 static bool status_has_body(int status) {

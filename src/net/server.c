@@ -163,6 +163,10 @@ static int listen_on(dg_http_server_t *s, const dg_http_server_config_t *config,
   uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &blen);
   s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
                                               : ((struct sockaddr_in *)&bound)->sin_port);
+  if (bound.ss_family == AF_INET6)
+    uv_ip6_name((const struct sockaddr_in6 *)&bound, s->host, sizeof(s->host));
+  else
+    uv_ip4_name((const struct sockaddr_in *)&bound, s->host, sizeof(s->host));
   return 0;
 }
 
@@ -233,6 +237,10 @@ static void on_connection(uv_stream_t *listener, int status) {
 
 int dg_http_server_port(const dg_http_server_t *server) {
   return server->port;
+}
+
+const char *dg_http_server_host(const dg_http_server_t *server) {
+  return server->host;
 }
 
 void dg_http_server_set_limits(dg_http_server_t *server, const dg_http_limits_t *limits) {
@@ -337,6 +345,7 @@ static const status_text_t status_texts[] = {
     {414, "URI Too Long"},
     {415, "Unsupported Media Type"},
     {417, "Expectation Failed"},
+    {421, "Misdirected Request"},
     {422, "Unprocessable Content"},
     {426, "Upgrade Required"},
     {429, "Too Many Requests"},
@@ -346,6 +355,7 @@ static const status_text_t status_texts[] = {
     {502, "Bad Gateway"},
     {503, "Service Unavailable"},
     {504, "Gateway Timeout"},
+    {505, "HTTP Version Not Supported"},
 };
 
 const char *dg_http_status_text(int status) {

@@ -129,12 +129,14 @@ static int deliver(dg_ws_t *ws, const unsigned char *data, size_t len) {
 static int data_frame(dg_ws_t *ws, const dg_ws_frame_t *f) {
   if (ws->state != WS_OPEN)
     return 0; /* after our close frame, data is ignored */
-  if (f->opcode == OP_BINARY) {
-    ws_fail(ws, CLOSE_UNSUPPORTED);
-    return DG_EPROTO;
-  }
+  /* A new message inside a fragmented one is a protocol error (RFC 6455
+   * 5.4), whatever its type; only a well-placed binary message is 1003. */
   if ((f->opcode == OP_CONT) != ws->in_message) {
     ws_fail(ws, CLOSE_PROTOCOL); /* a continuation out of place, or a new message too early */
+    return DG_EPROTO;
+  }
+  if (f->opcode == OP_BINARY) {
+    ws_fail(ws, CLOSE_UNSUPPORTED);
     return DG_EPROTO;
   }
   if (f->fin && !ws->in_message)
@@ -324,10 +326,13 @@ bool dg_ws_is_upgrade(const dg_http_request_t *req) {
   const char *upgrade = dg_http_request_header(req, "Upgrade");
   const char *connection = dg_http_request_header(req, "Connection");
   const char *key = dg_http_request_header(req, "Sec-WebSocket-Key");
+  /* One key on one line (RFC 6455 4.2.1) and a Host: the HTTP layer
+   * refuses an HTTP/1.1 request without one, and this says so again. */
   return strcmp(req->method, "GET") == 0 && req->http_minor >= 1 && upgrade != NULL &&
          has_token(upgrade, "websocket") && connection != NULL &&
          has_token(connection, "upgrade") && version_ok(req) && key != NULL &&
-         dg_ws_accept_key(key, accept) == 0;
+         dg_http_request_header_lines(req, "Sec-WebSocket-Key") == 1 &&
+         dg_http_request_header(req, "Host") != NULL && dg_ws_accept_key(key, accept) == 0;
 }
 
 static void refuse(dg_http_request_t *req) {

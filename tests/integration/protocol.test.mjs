@@ -8,7 +8,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 
 import { authHeaders, expectedView, Gateway, httpClient, readJson, TOKENS, wsClient } from './lib/gateway.mjs';
 
-const VERSIONS = ['2025-03-26', '2025-06-18', '2025-11-25'];
+const VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'];
 const NEWEST = '2025-11-25';
 
 let gw;
@@ -70,7 +70,7 @@ describe('initialize', () => {
   }
 
   it('answers an unknown version with the newest it speaks', async () => {
-    await withClient({ version: '1999-01-01' }, async (client, transport) => {
+    await withClient({ version: '2024-10-07' }, async (client, transport) => {
       assert.equal(transport.protocolVersion, NEWEST);
       await client.ping();
     });
@@ -105,11 +105,28 @@ describe('tools/list', () => {
     });
   });
 
-  it('leaves outputSchema out at 2025-03-26, which does not know it', async () => {
+  it('leaves outputSchema and titles out at 2025-03-26, which does not know them', async () => {
     await withClient({ version: '2025-03-26' }, async (client) => {
+      assert.equal(client.getServerVersion().title, undefined);
       const { tools } = await client.listTools();
       assert.ok(tools.length >= 2);
-      for (const t of tools) assert.equal(t.outputSchema, undefined);
+      for (const t of tools) {
+        assert.equal(t.outputSchema, undefined);
+        assert.equal(t.title, undefined);
+        assert.equal(typeof t.annotations?.readOnlyHint, 'boolean');
+      }
+      const r = await client.callTool({ name: 'get_data_models', arguments: {} });
+      assert.equal(r.structuredContent, undefined);
+      assert.ok(Array.isArray(JSON.parse(r.content[0].text).dataModels));
+    });
+  });
+
+  it('lists name, description and inputSchema only at 2024-11-05, and answers with text', async () => {
+    await withClient({ version: '2024-11-05' }, async (client, transport) => {
+      assert.equal(transport.protocolVersion, '2024-11-05');
+      const { tools } = await client.listTools();
+      assert.ok(tools.length >= 2);
+      for (const t of tools) assert.deepEqual(Object.keys(t).sort(), ['description', 'inputSchema', 'name']);
       const r = await client.callTool({ name: 'get_data_models', arguments: {} });
       assert.equal(r.structuredContent, undefined);
       assert.ok(Array.isArray(JSON.parse(r.content[0].text).dataModels));

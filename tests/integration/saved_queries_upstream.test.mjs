@@ -3,7 +3,8 @@
 // is retried, a GET reports as many attempts as it sent requests, redirects
 // stop at the connector's limit and never go from https to http, a
 // connector without authentication sends no credentials, the concurrency
-// limit queues and then refuses calls, and a name that does
+// limit queues and then refuses calls, the POST of a call cancelled while
+// the upstream hangs is answered, and a name that does
 // not resolve is reported as a DNS failure (against a local name server
 // that answers NXDOMAIN, so the test needs no network).
 import assert from 'node:assert/strict';
@@ -250,6 +251,27 @@ describe('connector client rules through execute_saved_query', () => {
       const n = Number(structured(ok[0]).entities[0].properties.orderNumber.slice(3));
       assert.deepEqual(structured(ok[0]).entities[0].properties, mapped(n - 1000));
     });
+  });
+
+  // MCP "Cancellation": the cancelled request gets no response, yet its POST
+  // still needs an answer that is not the 202 of notifications.
+  it('answers the POST of a cancelled call with an event stream that carries no response', async () => {
+    mock.upstream.control({ reset: true, script: { path: '/erp/orders/SO-1055', responses: [{ hang: true }] } });
+    const headers = { Authorization: `Bearer ${TOKENS.admin}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
+    const post = (body, sid) => fetch(gw.url, { method: 'POST', headers: sid ? { ...headers, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-06-18' } : headers, body: JSON.stringify(body) });
+    const init = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'cancel', version: '1' } } });
+    assert.equal(init.status, 200);
+    await init.arrayBuffer();
+    const sid = init.headers.get('mcp-session-id');
+    const pending = post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: callArgs('OpenOrder', { OrderNumber: 'SO-1055' }) }, sid);
+    await until('the call reached the upstream', () => requestsTo(mock, '/erp/orders/SO-1055').length === 1);
+    const note = await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7, reason: 'test' } }, sid);
+    assert.equal(note.status, 202);
+    const res = await pending;
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type'), /^text\/event-stream/);
+    const text = await res.text();
+    assert.ok(!text.includes('data:'), `no response event: ${JSON.stringify(text)}`);
   });
 
   it('a name that does not resolve is reported as a DNS failure', async () => {

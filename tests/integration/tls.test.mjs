@@ -8,7 +8,7 @@ import https from 'node:https';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 
-import { authHeaders, Gateway, makeConfig, wsClient } from './lib/gateway.mjs';
+import { authHeaders, Gateway, makeConfig, readJson, writeJson, wsClient } from './lib/gateway.mjs';
 
 let config;
 let gw;
@@ -21,10 +21,14 @@ before(async () => {
       execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
         '-keyout', `${dir}/tls/key.pem`, '-out', `${dir}/tls/cert.pem`, '-days', '2', '-subj', '/CN=localhost',
         '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], { stdio: 'pipe' });
+      // OAuth on, so that the protected-resource metadata is served.
+      const conf = readJson(`${dir}/datagate.json`);
+      conf.oauth.enabled = true;
+      writeJson(`${dir}/datagate.json`, conf);
     },
   });
   ca = fs.readFileSync(config.file('tls/cert.pem'));
-  gw = await Gateway.start({ config });
+  gw = await Gateway.start({ config, env: { DATAGATE_JWT_SECRET: 'tls-test-secret-0123456789abcdef' } });
 });
 after(async () => {
   await gw.stop();
@@ -74,7 +78,7 @@ describe('TLS', () => {
     assert.equal(r.status, 200, r.text);
     assert.equal(JSON.parse(r.text).result.protocolVersion, '2025-06-18');
     const oauth = await send(agent, '/.well-known/oauth-protected-resource');
-    assert.match(JSON.parse(oauth.text).resource, /^https:\/\//);
+    assert.equal(JSON.parse(oauth.text).resource, `https://127.0.0.1:${gw.port}/mcp`);
     agent.destroy();
   });
 

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import WebSocket from 'ws';
 
 import { authHeaders, Gateway, makeConfig, TOKENS, wsClient } from './lib/gateway.mjs';
-import { closePayload, frame, RawConn, RawWs, upgradeRequest } from './lib/raw.mjs';
+import { closePayload, frame, RawConn, RawWs, upgradeRequest, wsAcceptFor } from './lib/raw.mjs';
 
 const MAX_MESSAGE = 4096;
 
@@ -118,6 +118,42 @@ describe('handshake', () => {
     await refused({ headers: { ...authHeaders(), Origin: 'http://evil.example' } }, 403);
   });
 
+  // An upgrade request written line by line, for fields that appear twice
+  // or not at all.
+  function rawUpgrade(lines) {
+    const head = ['GET /mcp HTTP/1.1', 'Upgrade: websocket', 'Connection: Upgrade', 'Sec-WebSocket-Version: 13', `Authorization: ${authHeaders().Authorization}`, ...lines];
+    return head.join('\r\n') + '\r\n\r\n';
+  }
+
+  async function rawStatus(text) {
+    const conn = await RawConn.connect(gw.port);
+    await conn.write(text);
+    const res = await conn.readResponse();
+    conn.destroy();
+    return res;
+  }
+
+  it('refuses two Sec-WebSocket-Key lines', async () => {
+    const key = 'dGhlIHNhbXBsZSBub25jZQ==';
+    for (const other of [key, 'AQIDBAUGBwgJCgsMDQ4PEA==']) {
+      const res = await rawStatus(rawUpgrade(['Host: localhost', `Sec-WebSocket-Key: ${key}`, `Sec-WebSocket-Key: ${other}`, 'Sec-WebSocket-Protocol: mcp']));
+      assert.equal(res.status, 400, res.text);
+    }
+  });
+
+  it('reads Sec-WebSocket-Protocol on two lines as one list', async () => {
+    const key = 'dGhlIHNhbXBsZSBub25jZQ==';
+    const res = await rawStatus(rawUpgrade(['Host: localhost', `Sec-WebSocket-Key: ${key}`, 'Sec-WebSocket-Protocol: graphql-ws', 'Sec-WebSocket-Protocol: mcp']));
+    assert.equal(res.status, 101, res.text);
+    assert.equal(res.headers['sec-websocket-protocol'], 'mcp');
+    assert.equal(res.headers['sec-websocket-accept'], wsAcceptFor(key));
+  });
+
+  it('refuses an upgrade without Host', async () => {
+    const res = await rawStatus(rawUpgrade(['Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Protocol: mcp']));
+    assert.equal(res.status, 400);
+  });
+
   it('the ws package is refused without the subprotocol', async () => {
     const ws = new WebSocket(`ws://127.0.0.1:${gw.port}/mcp`, { headers: authHeaders() });
     const status = await new Promise((resolve) => {
@@ -210,6 +246,13 @@ describe('frames', () => {
     const ws = await initialized(await open());
     await ws.send(BINARY, Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'ping' })));
     await expectClose(ws, 1003);
+  });
+
+  it('closes with 1002, not 1003, on a binary frame inside a fragmented text message', async () => {
+    const ws = await initialized(await open());
+    await ws.send(TEXT, '{"jsonrpc":', { fin: false });
+    await ws.send(BINARY, '"2.0"}');
+    await expectClose(ws, 1002);
   });
 
   it('closes with 1002 on a continuation without a message', async () => {

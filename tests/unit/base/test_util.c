@@ -109,6 +109,18 @@ static void test_strieq_n(void **state) {
   assert_false(dg_strieq_n("Upgrade", 6, "upgrade"));
   assert_false(dg_strieq_n("Upgrade", 7, "upgradex"));
   assert_false(dg_strieq_n("Upgrade", 7, "upgradx"));
+  dg_authority_t au;
+  assert_true(dg_authority_parse("localhost:8080", 14, false, &au));
+  assert_int_equal(au.host_len, 9);
+  assert_int_equal(au.port_len, 4);
+  assert_true(dg_authority_parse("[::1]:80", 8, false, &au));
+  assert_int_equal(au.host_len, 3);
+  assert_memory_equal(au.host, "::1", 3);
+  assert_true(dg_authority_valid("localhost:*", true));
+  assert_false(dg_authority_valid("localhost:*", false));
+  const char *bad[] = {"", ":80", "u@h", "h/p", "h p", "h:8o", "h:123456", "[::1", "[zz]", "h?q"};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(bad); i++)
+    assert_false(dg_authority_valid(bad[i], true));
   assert_true(dg_strieq_n("", 0, ""));
 }
 

@@ -103,7 +103,8 @@ static void test_sample_counts_and_settings(void **state) {
   snprintf(db, sizeof(db), "%s/var/datagate.db", conf_dir());
   assert_string_equal(cat->server.database, db);
   assert_true(cat->server.nallowed_origins >= 2);
-  assert_string_equal(cat->server.allowed_origins[0], "http://localhost");
+  assert_string_equal(cat->server.allowed_origins[0], "http://localhost:*");
+  assert_null(cat->server.allowed_hosts);
   assert_false(cat->oauth.enabled);
   assert_string_equal(cat->oauth.issuer, "https://login.example.com/");
   assert_null(cat->oauth.public_key);
@@ -323,6 +324,7 @@ static void test_broken_settings_and_access(void **state) {
   static const char datagate[] =
       "{\"server\": {\"port\": 70000, \"maxBodyByte\": 5, \"logLevel\": \"loud\","
       " \"workers\": \"2\", \"allowedOrigins\": [\"http://a.example/path\", 7],"
+      " \"allowedHosts\": [\"http://a.example\"],"
       " \"stdioUser\": \"nobody\"},"
       " \"oauth\": {\"enabled\": true, \"hs256SecretEnv\": \"DG_TEST_UNSET_SECRET\"},"
       " \"roles\": [{\"name\": \"sales\", \"models\": [{\"model\": \"Custmers\"},"
@@ -336,7 +338,9 @@ static void test_broken_settings_and_access(void **state) {
       "datagate.json: /server/workers: must be an integer from 1 to 256, got a string",
       "datagate.json: /server/allowedOrigins/1: must be a string",
       "datagate.json: /server/allowedOrigins/0: 'http://a.example/path' is not an origin "
-      "(scheme://host[:port], no path)",
+      "(scheme://host[:port] or scheme://host:*, no path)",
+      "datagate.json: /server/allowedHosts/0: 'http://a.example' is not a host (host or "
+      "host:port, no scheme or path)",
       "datagate.json: /server/logLevel: unknown log level 'loud' (allowed: debug, info, warn, "
       "error)",
       "datagate.json: /server/maxBodyByte: unknown field 'maxBodyByte' (did you mean "
@@ -465,8 +469,9 @@ static void test_defaults(void **state) {
   assert_null(s->stdio_user);
   assert_null(s->public_url);
   assert_null(s->tls_cert_file);
-  assert_string_equal(s->allowed_origins[0], "http://localhost");
-  assert_string_equal(s->allowed_origins[1], "http://127.0.0.1");
+  assert_string_equal(s->allowed_origins[0], "http://localhost:*");
+  assert_string_equal(s->allowed_origins[1], "http://127.0.0.1:*");
+  assert_null(s->allowed_hosts);
   char db[128];
   snprintf(db, sizeof(db), "%s/var/datagate.db", t.dir);
   assert_string_equal(s->database, db);

@@ -24,14 +24,18 @@ static int teardown(void **state) {
   return 0;
 }
 
-static void get_path(int port, const char *path, hc_resp_t *r) {
+static void get_path_host(int port, const char *path, const char *host, hc_resp_t *r) {
   int fd = hc_connect(port);
   char req[512];
-  snprintf(req, sizeof(req),
-           "GET %s HTTP/1.1\r\nHost: gw.example:8443\r\nConnection: close\r\n\r\n", path);
+  snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path,
+           host);
   hc_send(fd, req, strlen(req));
   hc_read_all(fd, r);
   close(fd);
+}
+
+static void get_path(int port, const char *path, hc_resp_t *r) {
+  get_path_host(port, path, "localhost:8443", r);
 }
 
 static void test_healthz_metrics_metadata(void **state) {
@@ -53,21 +57,9 @@ static void test_healthz_metrics_metadata(void **state) {
   assert_non_null(hc_header(&r, "Content-Type", type, sizeof(type)));
   assert_non_null(strstr(type, "text/plain; version=0.0.4"));
   assert_non_null(strstr(r.body, "dg_mcp_sessions_open"));
-  const char *paths[] = {"/.well-known/oauth-protected-resource",
-                         "/.well-known/oauth-protected-resource/mcp"};
-  for (size_t i = 0; i < 2; i++) {
-    get_path(t->port, paths[i], &r);
-    assert_int_equal(r.status, 200);
-    json_t *m = hc_json(&r);
-    assert_string_equal(json_string_value(json_object_get(m, "resource")),
-                        "http://gw.example:8443/mcp");
-    assert_int_equal(json_array_size(json_object_get(m, "authorization_servers")), 0);
-    assert_string_equal(
-        json_string_value(json_array_get(json_object_get(m, "bearer_methods_supported"), 0)),
-        "header");
-    assert_string_equal(json_string_value(json_object_get(m, "resource_name")), "datagate");
-    json_decref(m);
-  }
+  /* Without OAuth there is no protected-resource metadata to serve. */
+  get_path(t->port, "/.well-known/oauth-protected-resource", &r);
+  assert_int_equal(r.status, 404);
   get_path(t->port, "/nothing/here", &r);
   assert_int_equal(r.status, 404);
   json_t *e = hc_json(&r);
@@ -117,24 +109,77 @@ static void test_metrics_process(void **state) {
   }
 }
 
+/* A Host that is not this machine's is a rebinding: 421 on every route. */
+static void test_host(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  const char *refused[] = {"evil.example", "evil.example:8080", "localhost.evil.example"};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(refused); i++) {
+    get_path_host(t->port, "/healthz", refused[i], &r);
+    assert_int_equal(r.status, 421);
+  }
+  const char *served[] = {"localhost", "127.0.0.1:9", "[::1]:80", "LOCALHOST:1"};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(served); i++) {
+    get_path_host(t->port, "/healthz", served[i], &r);
+    assert_int_equal(r.status, 200);
+  }
+}
+
 static void test_unauthorized(void **state) {
   ht_t *t = *state;
   static hc_resp_t r;
   hc_request(t->port, "POST", HC_JSON, "{}", &r);
   assert_int_equal(r.status, 401);
-  char www[512], expect[256];
+  char www[512];
+  /* No token: the bare challenge; OAuth is off, so no metadata is named. */
   assert_non_null(hc_header(&r, "WWW-Authenticate", www, sizeof(www)));
-  snprintf(expect, sizeof(expect),
-           "Bearer resource_metadata=\"http://127.0.0.1:%d/.well-known/oauth-protected-resource\"",
-           t->port);
-  assert_string_equal(www, expect);
+  assert_string_equal(www, "Bearer realm=\"datagate\"");
   json_t *body = hc_json(&r);
   assert_true(json_is_string(json_object_get(body, "error")));
   json_decref(body);
   hc_request(t->port, "POST", HC_JSON "Authorization: Bearer wrong-token\r\n", "{}", &r);
   assert_int_equal(r.status, 401);
+  assert_non_null(hc_header(&r, "WWW-Authenticate", www, sizeof(www)));
+  assert_string_equal(www, "Bearer realm=\"datagate\", error=\"invalid_token\"");
   hc_request(t->port, "DELETE", "Mcp-Session-Id: x\r\n", NULL, &r);
   assert_int_equal(r.status, 401);
+}
+
+/* With OAuth configured the metadata is served, and it and the challenge
+ * name the listen address, whatever Host the client sent. */
+static void test_oauth_metadata(void **state) {
+  ht_t *t = ht_new();
+  *state = t;
+  t->cat->oauth.enabled = true;
+  t->cat->oauth.issuer = "https://login.example/";
+  ht_run(t);
+  static hc_resp_t r;
+  char expect[256];
+  const char *paths[] = {"/.well-known/oauth-protected-resource",
+                         "/.well-known/oauth-protected-resource/mcp"};
+  for (size_t i = 0; i < 2; i++) {
+    get_path(t->port, paths[i], &r);
+    assert_int_equal(r.status, 200);
+    json_t *m = hc_json(&r);
+    snprintf(expect, sizeof(expect), "http://127.0.0.1:%d/mcp", t->port);
+    assert_string_equal(json_string_value(json_object_get(m, "resource")), expect);
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(m, "authorization_servers"), 0)),
+        "https://login.example/");
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(m, "bearer_methods_supported"), 0)),
+        "header");
+    assert_string_equal(json_string_value(json_object_get(m, "resource_name")), "datagate");
+    json_decref(m);
+  }
+  hc_request(t->port, "POST", HC_JSON, "{}", &r);
+  assert_int_equal(r.status, 401);
+  char www[512];
+  assert_non_null(hc_header(&r, "WWW-Authenticate", www, sizeof(www)));
+  snprintf(expect, sizeof(expect),
+           "Bearer resource_metadata=\"http://127.0.0.1:%d/.well-known/oauth-protected-resource\"",
+           t->port);
+  assert_string_equal(www, expect);
 }
 
 static void test_origin(void **state) {
@@ -216,6 +261,22 @@ static void test_batch_2025_03_26(void **state) {
   json_decref(reply);
 }
 
+/* Batching came with 2025-03-26: a 2024-11-05 session sends one message
+ * at a time. */
+static void test_batch_2024_11_05(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  char sid[64];
+  hc_initialize(t->port, "2024-11-05", sid);
+  assert_int_equal(
+      hc_post(t->port, sid, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", &r), 400);
+  json_t *reply = hc_json(&r);
+  assert_int_equal(mt_error_code(reply), -32600);
+  json_decref(reply);
+  assert_int_equal(hc_post(t->port, sid, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", &r),
+                   200);
+}
+
 static void test_sse_response_with_progress(void **state) {
   ht_t *t = *state;
   static hc_resp_t r;
@@ -261,8 +322,8 @@ static void test_get_stream_and_methods(void **state) {
   assert_int_equal(r.status, 405);
   int fd = hc_connect(t->port);
   char req[1024];
-  snprintf(req, sizeof(req), "GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n%s\r\n",
-           extra);
+  snprintf(req, sizeof(req),
+           "GET /mcp HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n%s\r\n", extra);
   hc_send(fd, req, strlen(req));
   char head[1024];
   ssize_t n = recv(fd, head, sizeof(head) - 1, 0);
@@ -277,7 +338,7 @@ static void test_get_stream_and_methods(void **state) {
   hc_request(t->port, "PUT", extra, "{}", &r);
   assert_int_equal(r.status, 405);
   char allow[64];
-  assert_string_equal(hc_header(&r, "Allow", allow, sizeof(allow)), "GET, POST, DELETE");
+  assert_string_equal(hc_header(&r, "Allow", allow, sizeof(allow)), "GET, POST, DELETE, OPTIONS");
   /* Ending the session ends its stream. */
   hc_request(t->port, "DELETE", extra, NULL, &r);
   assert_int_equal(r.status, 204);
@@ -292,7 +353,7 @@ static void test_client_disconnect_cancels(void **state) {
   hc_initialize(t->port, "2025-11-25", sid);
   int fd = hc_connect(t->port);
   snprintf(req, sizeof(req),
-           "POST /mcp HTTP/1.1\r\nHost: x\r\n" HC_JSON HC_ALICE
+           "POST /mcp HTTP/1.1\r\nHost: localhost\r\n" HC_JSON HC_ALICE
            "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
            sid, strlen(tools_call_slow), tools_call_slow);
   hc_send(fd, req, strlen(req));
@@ -304,13 +365,59 @@ static void test_client_disconnect_cancels(void **state) {
   assert_int_equal(mt_cancels, 1);
 }
 
+/* Starts the slow call on its own connection, cancels it from another
+ * and reads what the first POST gets. */
+static void cancelled_post(ht_t *t, const char *accept, hc_resp_t *r) {
+  char sid[64], req[1024];
+  hc_initialize(t->port, "2025-11-25", sid);
+  int before = mt_slow_runs;
+  int fd = hc_connect(t->port);
+  snprintf(req, sizeof(req),
+           "POST /mcp HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+           "Content-Type: application/json\r\nAccept: %s\r\n" HC_ALICE
+           "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
+           accept, sid, strlen(tools_call_slow), tools_call_slow);
+  hc_send(fd, req, strlen(req));
+  assert_true(ht_wait_for(&mt_slow_runs, before + 1));
+  static hc_resp_t note;
+  assert_int_equal(hc_post(t->port, sid,
+                           "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+                           "\"params\":{\"requestId\":2}}",
+                           &note),
+                   202);
+  hc_read_all(fd, r);
+  close(fd);
+}
+
+/* A cancelled request's POST is not a 202 (that is for notifications):
+ * an event stream with no event, or a JSON-RPC error for a JSON-only
+ * client. */
+static void test_cancelled_request_post(void **state) {
+  ht_t *t = *state;
+  static hc_resp_t r;
+  char type[64];
+  cancelled_post(t, "application/json, text/event-stream", &r);
+  assert_int_equal(r.status, 200);
+  assert_string_equal(hc_header(&r, "Content-Type", type, sizeof(type)), "text/event-stream");
+  assert_null(strstr(r.body, "data:"));
+  assert_int_equal(mt_cancels, 1);
+  cancelled_post(t, "application/json", &r);
+  assert_int_equal(r.status, 200);
+  assert_string_equal(hc_header(&r, "Content-Type", type, sizeof(type)), "application/json");
+  json_t *reply = hc_json(&r);
+  assert_int_equal(mt_error_code(reply), -32800);
+  assert_int_equal(json_integer_value(json_object_get(reply, "id")), 2);
+  json_decref(reply);
+  assert_int_equal(mt_cancels, 2);
+}
+
 static void test_shutdown_with_call_in_flight(void **state) {
   ht_t *t = *state;
   char sid[64], req[1024];
   hc_initialize(t->port, "2025-11-25", sid);
   int fd = hc_connect(t->port);
   snprintf(req, sizeof(req),
-           "POST /mcp HTTP/1.1\r\nHost: x\r\n" HC_JSON HC_ALICE
+           "POST /mcp HTTP/1.1\r\nHost: localhost\r\n" HC_JSON HC_ALICE
            "Mcp-Session-Id: %s\r\nContent-Length: %zu\r\n\r\n%s",
            sid, strlen(tools_call_slow), tools_call_slow);
   hc_send(fd, req, strlen(req));
@@ -325,14 +432,18 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_healthz_metrics_metadata, setup, teardown),
       cmocka_unit_test_setup_teardown(test_readyz, setup, teardown),
       cmocka_unit_test_setup_teardown(test_metrics_process, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_host, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unauthorized, setup, teardown),
+      cmocka_unit_test_teardown(test_oauth_metadata, teardown),
       cmocka_unit_test_setup_teardown(test_origin, setup, teardown),
       cmocka_unit_test_setup_teardown(test_content_type_and_version_header, setup, teardown),
       cmocka_unit_test_setup_teardown(test_json_flow, setup, teardown),
       cmocka_unit_test_setup_teardown(test_batch_2025_03_26, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_batch_2024_11_05, setup, teardown),
       cmocka_unit_test_setup_teardown(test_sse_response_with_progress, setup, teardown),
       cmocka_unit_test_setup_teardown(test_get_stream_and_methods, setup, teardown),
       cmocka_unit_test_setup_teardown(test_client_disconnect_cancels, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cancelled_request_post, setup, teardown),
       cmocka_unit_test_setup_teardown(test_shutdown_with_call_in_flight, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,7 +24,9 @@ static void check_negotiates(void **state, const char *asked, const char *answer
   json_t *info = json_object_get(result, "serverInfo");
   assert_string_equal(json_string_value(json_object_get(info, "name")), "datagate");
   assert_string_equal(json_string_value(json_object_get(info, "version")), "9.9.9");
-  assert_non_null(json_string_value(json_object_get(info, "title")));
+  /* Implementation.title came with 2025-06-18. */
+  bool titled = strcmp(answered, "2025-06-18") >= 0;
+  assert_true((json_string_value(json_object_get(info, "title")) != NULL) == titled);
   assert_string_equal(json_string_value(json_object_get(result, "instructions")),
                       "Call echo first.");
 }
@@ -41,8 +43,12 @@ static void test_initialize_2025_03_26(void **state) {
   check_negotiates(state, "2025-03-26", "2025-03-26");
 }
 
+static void test_initialize_2024_11_05(void **state) {
+  check_negotiates(state, "2024-11-05", "2024-11-05");
+}
+
 static void test_initialize_unknown_version(void **state) {
-  check_negotiates(state, "2024-11-05", "2025-11-25");
+  check_negotiates(state, "2024-10-07", "2025-11-25");
 }
 
 static void test_initialize_bad_params(void **state) {
@@ -132,10 +138,23 @@ static void test_tools_list_2025_11_25(void **state) {
   assert_non_null(json_object_get(echo, "outputSchema"));
 }
 
+/* 2025-03-26 has annotations but neither a tool title nor outputSchema. */
 static void test_tools_list_2025_03_26(void **state) {
   json_t *echo = find_tool(tools_list(*state, "2025-03-26"), "echo");
-  check_entry(echo);
   assert_null(json_object_get(echo, "outputSchema"));
+  assert_null(json_object_get(echo, "title"));
+  json_t *a = json_object_get(echo, "annotations");
+  assert_string_equal(json_string_value(json_object_get(a, "title")), "Echo");
+  assert_true(json_is_true(json_object_get(a, "readOnlyHint")));
+}
+
+/* 2024-11-05 knows name, description and inputSchema only. */
+static void test_tools_list_2024_11_05(void **state) {
+  json_t *echo = find_tool(tools_list(*state, "2024-11-05"), "echo");
+  assert_int_equal(json_object_size(echo), 3);
+  assert_string_equal(json_string_value(json_object_get(echo, "name")), "echo");
+  assert_non_null(json_object_get(echo, "description"));
+  assert_non_null(json_object_get(echo, "inputSchema"));
 }
 
 /* A tool list too large to write out is answered with an error, not with
@@ -195,6 +214,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_initialize_2025_11_25, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_initialize_2025_06_18, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_initialize_2025_03_26, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_initialize_2024_11_05, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_initialize_unknown_version, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_initialize_bad_params, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_initialize_twice, mt_setup, mt_teardown),
@@ -202,6 +222,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tools_list_2025_06_18, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_tools_list_2025_11_25, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_tools_list_2025_03_26, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_tools_list_2024_11_05, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_tools_list_too_large, huge_setup, mt_teardown),
       cmocka_unit_test(test_bad_schema_refused),
   };

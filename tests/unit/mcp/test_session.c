@@ -201,7 +201,7 @@ static int sid_request(int port, const char *method, const char *token_header, c
 static int sessions_of(int port) {
   static hc_resp_t r;
   int fd = hc_connect(port);
-  static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  static const char req[] = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
   hc_send(fd, req, sizeof(req) - 1);
   hc_read_all(fd, &r);
   close(fd);

@@ -140,10 +140,11 @@ static void test_query_token_and_refusals(void **state) {
   close(fd);
   fd = ws_open(t->port, "/mcp", "", head, sizeof(head));
   assert_non_null(strstr(head, "HTTP/1.1 401"));
-  assert_non_null(strstr(head, "WWW-Authenticate: Bearer resource_metadata="));
+  assert_non_null(strstr(head, "WWW-Authenticate: Bearer realm=\"datagate\"\r\n"));
   close(fd);
   fd = ws_open(t->port, "/mcp?access_token=wrong", "", head, sizeof(head));
   assert_non_null(strstr(head, "HTTP/1.1 401"));
+  assert_non_null(strstr(head, "error=\"invalid_token\""));
   close(fd);
   fd = ws_open(t->port, "/mcp", HC_ALICE "Origin: http://evil.example\r\n", head, sizeof(head));
   assert_non_null(strstr(head, "HTTP/1.1 403"));
@@ -239,7 +240,7 @@ static void test_server_closes_open_connection(void **state) {
 static json_t *healthz(int port) {
   static hc_resp_t r;
   int fd = hc_connect(port);
-  static const char req[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  static const char req[] = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
   hc_send(fd, req, sizeof(req) - 1);
   hc_read_all(fd, &r);
   close(fd);

@@ -79,9 +79,9 @@ static void turns(ctx_t *t, int n) {
 static void test_bytewise_pipeline(void **state) {
   ctx_t *t = *state;
   static const char in[] = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
-                           "POST /b HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                           "POST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                            "3\r\nxyz\r\n2\r\n!!\r\n0\r\n\r\n"
-                           "PUT /c HTTP/1.1\r\nContent-Length: 2\r\n\r\nok";
+                           "PUT /c HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok";
   for (size_t i = 0; i < sizeof(in) - 1; i++) {
     dg__conn_feed(t->conn, in + i, 1);
     turns(t, 1);
@@ -103,7 +103,8 @@ static void test_bytewise_pipeline(void **state) {
  * inside the response call of the one before it. */
 static void test_no_reentrant_dispatch(void **state) {
   ctx_t *t = *state;
-  static const char in[] = "GET /1 HTTP/1.1\r\n\r\nGET /2 HTTP/1.1\r\n\r\nGET /3 HTTP/1.1\r\n\r\n";
+  static const char in[] = "GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: "
+                           "x\r\n\r\nGET /3 HTTP/1.1\r\nHost: x\r\n\r\n";
   dg__conn_feed(t->conn, in, sizeof(in) - 1);
   assert_int_equal(handled, 1);
   assert_non_null(strstr(t->out.data, "[/1 ]"));
@@ -116,7 +117,7 @@ static void test_no_reentrant_dispatch(void **state) {
 
 static void test_abort_on_eof(void **state) {
   ctx_t *t = *state;
-  static const char in[] = "GET /hang HTTP/1.1\r\n\r\n";
+  static const char in[] = "GET /hang HTTP/1.1\r\nHost: x\r\n\r\n";
   dg__conn_feed(t->conn, in, sizeof(in) - 1);
   assert_int_equal(handled, 1);
   dg__conn_feed_eof(t->conn);
@@ -128,7 +129,7 @@ static void test_abort_on_eof(void **state) {
 
 static void test_error_waits_for_earlier_response(void **state) {
   ctx_t *t = *state;
-  static const char in[] = "GET /hang HTTP/1.1\r\n\r\nBROKEN\r\n\r\n";
+  static const char in[] = "GET /hang HTTP/1.1\r\nHost: x\r\n\r\nBROKEN\r\n\r\n";
   dg__conn_feed(t->conn, in, sizeof(in) - 1);
   turns(t, 2);
   /* The 400 must not overtake the unanswered first request. */

@@ -222,7 +222,7 @@ static void test_websocket_over_tls(void **state) {
   int status = 0;
   assert_int_equal(fixture_start(&t->f, &t->cfg), 0);
   assert_int_equal(tls_client_open(&t->c, t->f.port, MBEDTLS_SSL_MINOR_VERSION_3), 0);
-  const char *req = "GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+  const char *req = "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                     "Sec-WebSocket-Version: 13\r\n\r\n";
   assert_int_equal(tls_send(&t->c, req, strlen(req)), 0);
@@ -246,7 +246,7 @@ static void test_plaintext_client_closed(void **state) {
   test_ctx_t *t = *state;
   assert_int_equal(fixture_start(&t->f, &t->cfg), 0);
   assert_int_equal(client_connect(&t->c.cl, t->f.port), 0);
-  client_send(&t->c.cl, "GET /hello HTTP/1.1\r\n\r\n");
+  client_send(&t->c.cl, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
   assert_true(client_wait_closed(&t->c.cl, 3000));
 }
 

@@ -231,7 +231,7 @@ static void test_handshake(void **state) {
   client_t *cl = calloc(1, sizeof(*cl));
   assert_int_equal(client_connect(cl, t->f.port), 0);
   client_send(cl,
-              "GET /ws HTTP/1.1\r\nUpgrade: WebSocket\r\nConnection: upgrade\r\n"
+              "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: WebSocket\r\nConnection: upgrade\r\n"
               "Sec-WebSocket-Key: AQIDBAUGBwgJCgsMDQ4PEA==\r\nSec-WebSocket-Version: 13\r\n\r\n");
   size_t hl = 0;
   assert_int_equal(read_head(cl, &t->r, &hl), 0);
@@ -244,24 +244,27 @@ static void test_handshake(void **state) {
 static void test_not_upgrade(void **state) {
   test_ctx_t *t = *state;
   assert_int_equal(fixture_start(&t->f, &t->cfg), 0);
-  assert_int_equal(http_once(t->f.port, "GET /ws HTTP/1.1\r\n\r\n", &t->r), 400);
-  assert_int_equal(http_once(t->f.port,
-                             "GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                             "Sec-WebSocket-Version: 8\r\n\r\n",
-                             &t->r),
-                   426);
-  assert_int_equal(http_once(t->f.port,
-                             "GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                             "Sec-WebSocket-Key: short\r\nSec-WebSocket-Version: 13\r\n\r\n",
-                             &t->r),
-                   400);
-  assert_int_equal(http_once(t->f.port,
-                             "POST /ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                             "Sec-WebSocket-Version: 13\r\nContent-Length: 0\r\n\r\n",
-                             &t->r),
-                   400);
+  assert_int_equal(http_once(t->f.port, "GET /ws HTTP/1.1\r\nHost: x\r\n\r\n", &t->r), 400);
+  assert_int_equal(
+      http_once(t->f.port,
+                "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                "Sec-WebSocket-Version: 8\r\n\r\n",
+                &t->r),
+      426);
+  assert_int_equal(
+      http_once(t->f.port,
+                "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                "Sec-WebSocket-Key: short\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                &t->r),
+      400);
+  assert_int_equal(
+      http_once(t->f.port,
+                "POST /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                "Sec-WebSocket-Version: 13\r\nContent-Length: 0\r\n\r\n",
+                &t->r),
+      400);
   assert_int_equal(st.opened, 0);
 }
 
