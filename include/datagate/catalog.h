@@ -175,6 +175,8 @@ typedef struct dg_server_settings {
   unsigned max_pipelined;
   size_t max_ws_message_bytes;
   uint64_t ws_ping_interval_ms;
+  /* Memory of all connections that have sent no signed-in request yet. */
+  size_t max_unadmitted_bytes;
   uint64_t drain_timeout_ms;
   const char *const *allowed_origins; /* exact origins; "*" allows all */
   size_t nallowed_origins;

@@ -29,6 +29,10 @@ typedef struct dg_http_limits {
   unsigned max_pipelined;       /* parsed requests waiting their turn; 503 (default 16) */
   size_t max_ws_message_bytes;  /* reassembled WebSocket message; close 1009 (default 1 MiB) */
   uint64_t ws_ping_interval_ms; /* server pings an idle WebSocket (0 = never; default 30 s) */
+  /* Memory all connections not yet admitted (see admit below) may hold
+   * together, each charged its worst case at accept; over it a new
+   * connection hears 503 and is closed (default 64 MiB). */
+  size_t max_unadmitted_bytes;
 } dg_http_limits_t;
 
 /* Fills the defaults named above. */
@@ -67,6 +71,10 @@ bool dg_http_request_is_tls(const dg_http_request_t *req);
 dg_arena_t *dg_http_request_arena(dg_http_request_t *req);
 /* The server's user data given to dg_http_server_start. */
 void *dg_http_request_server_data(const dg_http_request_t *req);
+/* True when the server's admit callback refused the request: its body was
+ * never read (the body is empty) and the connection closes after the
+ * response. The handler answers it without acting on it (401, say). */
+bool dg_http_request_body_refused(const dg_http_request_t *req);
 
 /* A complete response with a body (Content-Length). Returns 0, or an error if
  * the request was already answered or its connection is gone (the request
@@ -109,6 +117,13 @@ void dg_http_request_watch(dg_http_request_t *req, const dg_http_request_events_
 
 /* ---- Server ------------------------------------------------------------ */
 typedef void (*dg_http_handler_fn)(dg_http_request_t *req);
+/* Called once a request's head is complete, before any of its body is
+ * read. true admits it: the body is read and the connection leaves the
+ * unadmitted budget for good. false: a request with a body goes to the
+ * handler without it (dg_http_request_body_refused) and no more input is
+ * read from the connection; a request without one is handled as usual.
+ * Must not answer the request. */
+typedef bool (*dg_http_admit_fn)(dg_http_request_t *req);
 
 typedef struct dg_http_server_config {
   const char *host; /* "127.0.0.1", "::", ... */
@@ -117,7 +132,8 @@ typedef struct dg_http_server_config {
   dg_http_limits_t limits;
   const dg_tls_server_config_t *tls; /* NULL: plain HTTP */
   dg_http_handler_fn handler;
-  void *data; /* returned by dg_http_request_server_data */
+  dg_http_admit_fn admit; /* NULL admits every request */
+  void *data;             /* returned by dg_http_request_server_data */
 } dg_http_server_config_t;
 
 typedef struct dg_http_server dg_http_server_t;

@@ -75,6 +75,10 @@ static int authenticate(dg_mcp_server_t *s, dg_http_request_t *req, const dg_cat
   dg_errctx_clear(&err);
   const char *authz = dg_http_request_header(req, "Authorization");
   int rc = dg_auth_authenticate(cat, authz, arena, out, &err);
+  /* A request refused at its head (its token was not valid then) stays
+   * refused: its body was never read. */
+  if (rc == 0 && dg_http_request_body_refused(req))
+    rc = dg_errctx_set(&err, DG_EAUTH, "Authorization", "authentication required");
   if (rc != 0)
     dg__mcp_http_unauthorized(s, req, err.message[0] ? err.message : "authentication required");
   return rc;
