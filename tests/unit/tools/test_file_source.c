@@ -123,15 +123,25 @@ static void test_refuses_dot_segments_and_bad_urls(void **state) {
   dg_file_settings_t cfg = settings(2, 3);
   const dg_file_source_t *s = NULL;
   char msg[1024];
-  const char *dots[] = {"http://127.0.0.1:8091/files/../erp/x", "http://127.0.0.1:8091/files/./x",
-                        "http://127.0.0.1:8091/files/%2e%2E/erp/x",
-                        "http://127.0.0.1:8091/files/.%2e"};
+  const char *dots[] = {
+      "http://127.0.0.1:8091/files/../erp/x", "http://127.0.0.1:8091/files/./x",
+      "http://127.0.0.1:8091/files/%2e%2E/erp/x", "http://127.0.0.1:8091/files/.%2e",
+      /* Separators and dots a lenient server decodes or strips. */
+      "http://127.0.0.1:8091/files/..%2ferp/x", "http://127.0.0.1:8091/files/..%2Ferp/x",
+      "http://127.0.0.1:8091/files/a/..;/..;/erp/x",
+      "http://127.0.0.1:8091/files/..;jsessionid=1/x", "http://127.0.0.1:8091/files/..%5cerp",
+      "http://127.0.0.1:8091/files/..%5C..%5Cerp", "http://127.0.0.1:8091/files/%252e%252e/erp/x",
+      "http://127.0.0.1:8091/files/%25252e%25252e%25252fx",
+      "http://127.0.0.1:8091/files/%2e%2e%252ferp"};
   for (size_t i = 0; i < DG_ARRAY_SIZE(dots); i++) {
     assert_int_equal(check(&cfg, dots[i], &s, msg, sizeof(msg)), DG_EINVAL);
     assert_non_null(strstr(msg, "'.' or '..' path segments"));
   }
   /* Dots inside a name are fine. */
   assert_int_equal(check(&cfg, "http://127.0.0.1:8091/files/a..b/.x", &s, msg, sizeof(msg)), 0);
+  assert_int_equal(check(&cfg, "http://127.0.0.1:8091/files/..a/%2e%2ex;y", &s, msg, sizeof(msg)),
+                   0);
+  assert_int_equal(check(&cfg, "http://127.0.0.1:8091/files/100%25.pdf", &s, msg, sizeof(msg)), 0);
   assert_int_equal(check(&cfg, "http://user:pw@127.0.0.1:8091/files/a", &s, msg, sizeof(msg)),
                    DG_EINVAL);
   assert_non_null(strstr(msg, "is not valid: user names and passwords"));
