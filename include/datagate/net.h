@@ -310,16 +310,35 @@ typedef struct dg_http_client_config {
 /* Fills the defaults named above (all pointers NULL). */
 void dg_http_client_config_default(dg_http_client_config_t *config);
 
+/* What an address is, after the IANA IPv4 and IPv6 Special-Purpose Address
+ * Registries. An IPv6 address that embeds an IPv4 address (IPv4-mapped
+ * ::ffff:0:0/96, IPv4-translated ::ffff:0:0:0/96, IPv4-compatible ::/96,
+ * NAT64 64:ff9b::/96 and 64:ff9b:1::/48, 6to4 2002::/16) is judged by
+ * the IPv4 address it carries. */
+typedef enum dg_http_address_class {
+  DG_ADDR_PUBLIC,     /* globally reachable */
+  DG_ADDR_LOOPBACK,   /* 127/8, ::1 */
+  DG_ADDR_LINK_LOCAL, /* 169.254/16, fe80::/10 */
+  /* 10/8, 172.16/12, 192.168/16, 100.64/10, 198.18/15, fc00::/7,
+   * fec0::/10, 2001:2::/48 */
+  DG_ADDR_PRIVATE,
+  /* unspecified, "this network", multicast, broadcast, 240/4,
+   * documentation, IETF protocol assignments, Teredo, ORCHID, discard,
+   * SRv6 SIDs: never reached */
+  DG_ADDR_RESERVED,
+} dg_http_address_class_t;
+
+/* The class of an AF_INET or AF_INET6 address (others: DG_ADDR_RESERVED). */
+dg_http_address_class_t dg_http_address_class(const struct sockaddr *addr);
+
 /* Which addresses a call may reach. With enforce false any address is
- * allowed. With enforce true, loopback (127/8, ::1), link-local
- * (169.254/16, fe80::/10) and private (10/8, 172.16/12, 192.168/16,
- * 100.64/10, fc00::/7) addresses are refused unless the matching allow_ bit
- * is set, and unspecified, multicast and broadcast addresses always are; an
+ * allowed. With enforce true, loopback, link-local and private addresses
+ * (dg_http_address_class) are refused unless the matching allow_ bit is
+ * set, and reserved ones always are; an
  * address that passes is then put to allow (when set), which may refuse it
  * too. Checked on every resolved address before connecting (only allowed
  * addresses are tried), and again for every redirect target; when none is
- * allowed the call fails with DG_EPERM. IPv4-mapped IPv6 addresses are
- * judged as IPv4. */
+ * allowed the call fails with DG_EPERM. */
 typedef struct dg_http_address_policy {
   bool enforce;
   bool allow_loopback;
