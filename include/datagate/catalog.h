@@ -346,6 +346,12 @@ typedef struct dg_file_source {
    * of the URL is the path of the connector call. */
   const dg_connector_t *connector;
   bool allow_private_addresses; /* loopback, link-local and private networks */
+  /* The roles that may read documents from the source. Without a "roles"
+   * list (roles_given false): the roles that may read a model whose
+   * entities hold document URLs (an ExternalFileLocation property). */
+  const char *const *roles;
+  size_t nroles;
+  bool roles_given;
   size_t index;
 } dg_file_source_t;
 
@@ -557,6 +563,9 @@ const dg_model_t *dg_catalog_model_by_id(const dg_catalog_t *cat, const char *id
 const dg_model_t *dg_catalog_model_by_name(const dg_catalog_t *cat, const char *name);
 const dg_property_t *dg_model_property(const dg_model_t *model, const char *name);
 const dg_role_t *dg_catalog_role(const dg_catalog_t *cat, const char *name);
+/* Whether the model's entities hold document URLs (an ExternalFileLocation
+ * property), which get_file_text reads. */
+bool dg_model_has_documents(const dg_model_t *model);
 const dg_user_t *dg_catalog_user(const dg_catalog_t *cat, const char *name);
 /* Connectors and Saved Queries by GUID (any case) or exact name. */
 const dg_connector_t *dg_catalog_connector(const dg_catalog_t *cat, const char *id_or_name);

@@ -16,17 +16,30 @@
 
 /* ---- Messages ------------------------------------------------------------------ */
 
-/* "http://a/files/, https://b/docs/" for refusals, bounded. */
-static const char *allowed_list(const dg_file_settings_t *cfg, char *out, size_t size) {
-  size_t n = 0;
+static bool may_use(const dg_principal_t *p, const dg_file_source_t *s) {
+  return p == NULL || dg_auth_can_use_file_source(p, s);
+}
+
+/* "http://a/files/, https://b/docs/" for refusals, bounded: only the
+ * sources the caller may use, so that others' hosts and ports stay
+ * unknown to it. The count of them goes to *listed. */
+static const char *allowed_list(const dg_file_settings_t *cfg, const dg_principal_t *p, char *out,
+                                size_t size, size_t *listed) {
+  size_t n = 0, usable = 0;
   out[0] = '\0';
-  for (size_t i = 0; i < cfg->nsources && i < LISTED_SOURCES && n < size; i++) {
+  for (size_t i = 0; i < cfg->nsources; i++) {
     const dg_file_source_t *s = &cfg->sources[i];
-    int w = snprintf(out + n, size - n, "%s%s%s", i > 0 ? ", " : "", s->origin, s->path_prefix);
+    if (!may_use(p, s))
+      continue;
+    if (usable++ >= LISTED_SOURCES || n >= size)
+      continue;
+    int w =
+        snprintf(out + n, size - n, "%s%s%s", usable > 1 ? ", " : "", s->origin, s->path_prefix);
     n += w > 0 ? (size_t)w : 0;
   }
-  if (cfg->nsources > LISTED_SOURCES && n < size)
-    snprintf(out + n, size - n, " and %zu more", cfg->nsources - LISTED_SOURCES);
+  if (usable > LISTED_SOURCES && n < size)
+    snprintf(out + n, size - n, " and %zu more", usable - LISTED_SOURCES);
+  *listed = usable;
   return out;
 }
 
@@ -50,19 +63,26 @@ static void shown(const char *text, char *out, size_t size) {
            n > 200 ? "..." : "");
 }
 
-static int not_under_a_source(const dg_file_settings_t *cfg, const char *what, const char *text,
-                              dg_errctx_t *err) {
+static int not_under_a_source(const dg_file_settings_t *cfg, const dg_principal_t *p,
+                              const char *what, const char *text, dg_errctx_t *err) {
   char url[256], list[1024];
+  size_t usable = 0;
   shown(text, url, sizeof(url));
+  allowed_list(cfg, p, list, sizeof(list), &usable);
   if (cfg->nsources == 0)
     return dg_errctx_set(err, DG_EPERM, "url",
                          "%s '%s' cannot be fetched: no document source is "
                          "configured in this gateway (files.json).",
                          what, url);
+  if (usable == 0)
+    return dg_errctx_set(err, DG_EPERM, "url",
+                         "%s '%s' cannot be fetched: none of your roles may read documents from "
+                         "any source.",
+                         what, url);
   return dg_errctx_set(err, DG_EPERM, "url",
                        "%s '%s' is not under an allowed document source; "
                        "allowed are URLs under %s.",
-                       what, url, allowed_list(cfg, list, sizeof(list)));
+                       what, url, list);
 }
 
 /* ---- Checks ------------------------------------------------------------------------ */
@@ -200,9 +220,9 @@ const dg_file_source_t *dg__tools_file_match(const dg_file_settings_t *cfg,
 }
 
 /* After the scheme check: parses text and finds its source. */
-static int find_source(const dg_file_settings_t *cfg, dg_arena_t *arena, const char *what,
-                       const char *text, dg_http_url_t *url, const dg_file_source_t **source,
-                       dg_errctx_t *err) {
+static int find_source(const dg_file_settings_t *cfg, const dg_principal_t *p, dg_arena_t *arena,
+                       const char *what, const char *text, dg_http_url_t *url,
+                       const dg_file_source_t **source, dg_errctx_t *err) {
   const char *why = NULL;
   char shown_url[256];
   shown(text, shown_url, sizeof(shown_url));
@@ -220,14 +240,19 @@ static int find_source(const dg_file_settings_t *cfg, dg_arena_t *arena, const c
                          what, shown_url);
   if (oom)
     return dg_errctx_set(err, DG_ENOMEM, "url", "out of memory");
+  /* A source the caller may not use is refused as if it were not there,
+   * never by a wider source that would match too. */
   *source = dg__tools_file_match(cfg, url);
-  return *source != NULL ? 0 : not_under_a_source(cfg, what, text, err);
+  if (*source != NULL && may_use(p, *source))
+    return 0;
+  *source = NULL;
+  return not_under_a_source(cfg, p, what, text, err);
 }
 
-int dg__tools_file_check(const dg_file_settings_t *cfg, dg_arena_t *arena, const char *what,
-                         const char *text, dg_http_url_t *url, const dg_file_source_t **source,
-                         dg_errctx_t *err) {
+int dg__tools_file_check(const dg_file_settings_t *cfg, const dg_principal_t *p, dg_arena_t *arena,
+                         const char *what, const char *text, dg_http_url_t *url,
+                         const dg_file_source_t **source, dg_errctx_t *err) {
   *source = NULL;
   int rc = check_scheme(cfg, what, text, err);
-  return rc != 0 ? rc : find_source(cfg, arena, what, text, url, source, err);
+  return rc != 0 ? rc : find_source(cfg, p, arena, what, text, url, source, err);
 }
