@@ -31,7 +31,7 @@ static void check(dg_arena_t *arena, const char *text) {
   const dg_file_source_t *s = NULL;
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  int rc = dg__tools_file_check(&cfg, arena, "Invalid argument 'url':", text, &url, &s, &err);
+  int rc = dg__tools_file_check(&cfg, NULL, arena, "Invalid argument 'url':", text, &url, &s, &err);
   if (rc != 0) {
     if (strcmp(err.param, "url") != 0 || err.message[0] == '\0')
       abort();

@@ -94,7 +94,31 @@ static void compare(const uint8_t *data, size_t size) {
   json_decref(theirs);
 }
 
+/* dg_json_parse_message reads what dg_json_parse reads when the text has
+ * no repeated key, and otherwise either refuses the text or returns a value
+ * with the problem recorded. */
+static void compare_message(const uint8_t *data, size_t size) {
+  dg_json_parse_error_t err, merr;
+  json_t *plain = dg_json_parse((const char *)data, size, &err);
+  json_t *msg = dg_json_parse_message((const char *)data, size, &merr);
+  json_error_t jerr;
+  json_t *strict =
+      json_loadb((const char *)data, size, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+  if (msg == NULL && (merr.message[0] == '\0' || merr.offset > size))
+    abort();
+  if (msg != NULL && merr.message[0] != '\0' && merr.kind == DG_JSON_SYNTAX)
+    abort();
+  if (msg != NULL && merr.message[0] == '\0' && (plain == NULL || !same_value(plain, msg)))
+    abort();
+  if (plain != NULL && strict != NULL && (msg == NULL || merr.message[0] != '\0'))
+    abort();
+  json_decref(plain);
+  json_decref(msg);
+  json_decref(strict);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   compare(data, size);
+  compare_message(data, size);
   return 0;
 }

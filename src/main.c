@@ -277,6 +277,7 @@ static void limits_from_settings(const dg_server_settings_t *s, dg_http_limits_t
   l->max_pipelined = s->max_pipelined;
   l->max_ws_message_bytes = s->max_ws_message_bytes;
   l->ws_ping_interval_ms = s->ws_ping_interval_ms;
+  l->max_unadmitted_bytes = s->max_unadmitted_bytes;
 }
 
 /* ---- One serving process -------------------------------------------------- */
@@ -621,6 +622,7 @@ static int start_http(app_t *app, dg_errctx_t *err) {
       .reuse_port = app->plan->reuse_port,
       .tls = use_tls ? &tls : NULL,
       .handler = dg_mcp_http_handler,
+      .admit = dg_mcp_http_admit,
       .data = app->mcp,
   };
   limits_from_settings(&app->cat->server, &config.limits);

@@ -33,6 +33,9 @@ bool dg_auth_can_see_property(const dg_principal_t *p, const dg_model_t *model,
                               const dg_property_t *prop);
 /* May create or modify records of the model (data entry forms). */
 bool dg_auth_can_write_model(const dg_principal_t *p, const dg_model_t *model);
+/* May read documents from a source (get_file_text): one of the source's
+ * roles, or without a list, read access to a model with documents. */
+bool dg_auth_can_use_file_source(const dg_principal_t *p, const dg_file_source_t *source);
 /* May list and run a saved query, given its id and name. */
 bool dg_auth_can_use_saved_query(const dg_principal_t *p, const char *id, const char *name);
 

@@ -184,9 +184,16 @@ void dg_json_use_block_cache(void);
  * Where and why dg_json_parse refused its input: a short English message and
  * the offset of the byte at which it went wrong (the text's length when the
  * text ended too soon). */
+typedef enum dg_json_problem {
+  DG_JSON_SYNTAX,      /* not JSON */
+  DG_JSON_UNSUPPORTED, /* valid JSON jansson cannot hold: \u0000, a number out of range */
+  DG_JSON_DUPLICATE,   /* a repeated object key (dg_json_parse_message) */
+} dg_json_problem_t;
+
 typedef struct dg_json_parse_error {
   size_t offset;
   char message[80];
+  dg_json_problem_t kind;
 } dg_json_parse_error_t;
 
 /* Parses text (len bytes, need not be NUL-terminated) as exactly one JSON
@@ -202,6 +209,18 @@ typedef struct dg_json_parse_error {
  * outside a string is always an error. Returns NULL on invalid input or when
  * out of memory, with err (may be NULL) filled in. */
 json_t *dg_json_parse(const char *text, size_t len, dg_json_parse_error_t *err);
+
+/* dg_json_parse for a JSON-RPC message, which is answered whenever its id
+ * can be read. A repeated object key is refused (as the configuration
+ * parser does), and so is valid JSON that jansson cannot hold; but the
+ * first such problem below the top level, or in a top-level member other
+ * than "id", is only recorded in err (kind, message, offset) and the value
+ * is returned: a string with \u0000 holds U+FFFD in its place, a number
+ * out of range is null, a repeated key keeps its last value. The caller
+ * checks err->message[0] and refuses the message with its id. NULL (err
+ * says why) when the text is not JSON, or when "id" is repeated or cannot
+ * be read. */
+json_t *dg_json_parse_message(const char *text, size_t len, dg_json_parse_error_t *err);
 
 /* ---- Logging -----------------------------------------------------------
  * JSON lines on one file descriptor (stderr by default): one object per

@@ -175,6 +175,8 @@ typedef struct dg_server_settings {
   unsigned max_pipelined;
   size_t max_ws_message_bytes;
   uint64_t ws_ping_interval_ms;
+  /* Memory of all connections that have sent no signed-in request yet. */
+  size_t max_unadmitted_bytes;
   uint64_t drain_timeout_ms;
   /* Origins as scheme://host[:port], the port may be "*"; "*" allows all. */
   const char *const *allowed_origins;
@@ -349,6 +351,12 @@ typedef struct dg_file_source {
    * of the URL is the path of the connector call. */
   const dg_connector_t *connector;
   bool allow_private_addresses; /* loopback, link-local and private networks */
+  /* The roles that may read documents from the source. Without a "roles"
+   * list (roles_given false): the roles that may read a model whose
+   * entities hold document URLs (an ExternalFileLocation property). */
+  const char *const *roles;
+  size_t nroles;
+  bool roles_given;
   size_t index;
 } dg_file_source_t;
 
@@ -576,6 +584,9 @@ const dg_model_t *dg_catalog_model_by_id(const dg_catalog_t *cat, const char *id
 const dg_model_t *dg_catalog_model_by_name(const dg_catalog_t *cat, const char *name);
 const dg_property_t *dg_model_property(const dg_model_t *model, const char *name);
 const dg_role_t *dg_catalog_role(const dg_catalog_t *cat, const char *name);
+/* Whether the model's entities hold document URLs (an ExternalFileLocation
+ * property), which get_file_text reads. */
+bool dg_model_has_documents(const dg_model_t *model);
 const dg_user_t *dg_catalog_user(const dg_catalog_t *cat, const char *name);
 /* Connectors and Saved Queries by GUID (any case) or exact name. */
 const dg_connector_t *dg_catalog_connector(const dg_catalog_t *cat, const char *id_or_name);

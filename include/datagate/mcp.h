@@ -161,6 +161,10 @@ void dg_mcp_server_set_ready(dg_mcp_server_t *server, bool ready);
  * /mcp (POST, GET, DELETE, WebSocket upgrade), /healthz, /readyz,
  * /metrics, /.well-known/oauth-protected-resource[/mcp]; 404 otherwise. */
 void dg_mcp_http_handler(dg_http_request_t *req);
+/* The admit callback that goes with it: only a request to /mcp from an
+ * allowed Origin with a valid bearer token may send a body; the others
+ * are answered (401, 403, 405, 404) without it being read. */
+bool dg_mcp_http_admit(dg_http_request_t *req);
 
 /* MCP over newline-delimited JSON on in_fd/out_fd as the configured stdio
  * user (server.stdioUser). on_eof fires (on a later loop turn, once) when

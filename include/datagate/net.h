@@ -29,6 +29,10 @@ typedef struct dg_http_limits {
   unsigned max_pipelined;      /* parsed requests waiting; then reads pause (default 16) */
   size_t max_ws_message_bytes; /* reassembled WebSocket message; close 1009 (default 1 MiB) */
   uint64_t ws_ping_interval_ms; /* server pings an idle WebSocket (0 = never; default 30 s) */
+  /* Memory all connections not yet admitted (see admit below) may hold
+   * together, each charged its worst case at accept; over it a new
+   * connection hears 503 and is closed (default 64 MiB). */
+  size_t max_unadmitted_bytes;
 } dg_http_limits_t;
 
 /* Fills the defaults named above. */
@@ -76,6 +80,10 @@ bool dg_http_request_is_tls(const dg_http_request_t *req);
 dg_arena_t *dg_http_request_arena(dg_http_request_t *req);
 /* The server's user data given to dg_http_server_start. */
 void *dg_http_request_server_data(const dg_http_request_t *req);
+/* True when the server's admit callback refused the request: its body was
+ * never read (the body is empty) and the connection closes after the
+ * response. The handler answers it without acting on it (401, say). */
+bool dg_http_request_body_refused(const dg_http_request_t *req);
 
 /* A header every response to req carries, whichever call gives it (CORS
  * headers, say). Copied into the request's arena; call it before the
@@ -125,6 +133,13 @@ void dg_http_request_watch(dg_http_request_t *req, const dg_http_request_events_
 
 /* ---- Server ------------------------------------------------------------ */
 typedef void (*dg_http_handler_fn)(dg_http_request_t *req);
+/* Called once a request's head is complete, before any of its body is
+ * read. true admits it: the body is read and the connection leaves the
+ * unadmitted budget for good. false: a request with a body goes to the
+ * handler without it (dg_http_request_body_refused) and no more input is
+ * read from the connection; a request without one is handled as usual.
+ * Must not answer the request. */
+typedef bool (*dg_http_admit_fn)(dg_http_request_t *req);
 
 /* The access log (server.accessLog): a JSON line per HTTP response,
  * gathered per loop turn and written with one write(2) per turn. */
@@ -149,7 +164,8 @@ typedef struct dg_http_server_config {
   dg_http_limits_t limits;
   const dg_tls_server_config_t *tls; /* NULL: plain HTTP */
   dg_http_handler_fn handler;
-  void *data; /* returned by dg_http_request_server_data */
+  dg_http_admit_fn admit; /* NULL admits every request */
+  void *data;             /* returned by dg_http_request_server_data */
   /* Borrowed, may be NULL (no access lines); it must outlive the server. */
   dg_access_log_t *access_log;
 } dg_http_server_config_t;
@@ -330,16 +346,35 @@ typedef struct dg_http_client_config {
 /* Fills the defaults named above (all pointers NULL). */
 void dg_http_client_config_default(dg_http_client_config_t *config);
 
+/* What an address is, after the IANA IPv4 and IPv6 Special-Purpose Address
+ * Registries. An IPv6 address that embeds an IPv4 address (IPv4-mapped
+ * ::ffff:0:0/96, IPv4-translated ::ffff:0:0:0/96, IPv4-compatible ::/96,
+ * NAT64 64:ff9b::/96 and 64:ff9b:1::/48, 6to4 2002::/16) is judged by
+ * the IPv4 address it carries. */
+typedef enum dg_http_address_class {
+  DG_ADDR_PUBLIC,     /* globally reachable */
+  DG_ADDR_LOOPBACK,   /* 127/8, ::1 */
+  DG_ADDR_LINK_LOCAL, /* 169.254/16, fe80::/10 */
+  /* 10/8, 172.16/12, 192.168/16, 100.64/10, 198.18/15, fc00::/7,
+   * fec0::/10, 2001:2::/48 */
+  DG_ADDR_PRIVATE,
+  /* unspecified, "this network", multicast, broadcast, 240/4,
+   * documentation, IETF protocol assignments, Teredo, ORCHID, discard,
+   * SRv6 SIDs: never reached */
+  DG_ADDR_RESERVED,
+} dg_http_address_class_t;
+
+/* The class of an AF_INET or AF_INET6 address (others: DG_ADDR_RESERVED). */
+dg_http_address_class_t dg_http_address_class(const struct sockaddr *addr);
+
 /* Which addresses a call may reach. With enforce false any address is
- * allowed. With enforce true, loopback (127/8, ::1), link-local
- * (169.254/16, fe80::/10) and private (10/8, 172.16/12, 192.168/16,
- * 100.64/10, fc00::/7) addresses are refused unless the matching allow_ bit
- * is set, and unspecified, multicast and broadcast addresses always are; an
+ * allowed. With enforce true, loopback, link-local and private addresses
+ * (dg_http_address_class) are refused unless the matching allow_ bit is
+ * set, and reserved ones always are; an
  * address that passes is then put to allow (when set), which may refuse it
  * too. Checked on every resolved address before connecting (only allowed
  * addresses are tried), and again for every redirect target; when none is
- * allowed the call fails with DG_EPERM. IPv4-mapped IPv6 addresses are
- * judged as IPv4. */
+ * allowed the call fails with DG_EPERM. */
 typedef struct dg_http_address_policy {
   bool enforce;
   bool allow_loopback;

@@ -151,3 +151,19 @@ bool dg_auth_can_use_saved_query(const dg_principal_t *p, const char *id, const 
   }
   return false;
 }
+
+bool dg_auth_can_use_file_source(const dg_principal_t *p, const dg_file_source_t *source) {
+  if (source->roles_given) {
+    for (size_t i = 0; i < source->nroles; i++) {
+      if (dg_principal_has_role(p, source->roles[i]))
+        return true;
+    }
+    return false;
+  }
+  for (size_t i = 0; i < p->cat->nmodels; i++) {
+    const dg_model_t *m = &p->cat->models[i];
+    if (dg_model_has_documents(m) && dg_auth_can_read_model(p, m))
+      return true;
+  }
+  return false;
+}

@@ -42,6 +42,9 @@ typedef struct parser {
   const unsigned char *end;
   dg_json_parse_error_t *err;
   bool failed;
+  bool message;  /* dg_json_parse_message: duplicates refused, odd values noted */
+  bool noted;    /* err holds a refusal already */
+  bool replaced; /* the scalar just read stands in for one jansson cannot hold */
   json_t *root;
   /* Open arrays and objects, innermost last. */
   json_t *open[MAX_DEPTH];
@@ -63,6 +66,24 @@ static step_t fail(parser_t *ps, const unsigned char *at, const char *message) {
   }
   ps->failed = true;
   return STEP_FAILED;
+}
+
+/* Valid JSON a message may not hold: with dg_json_parse_message the first
+ * such thing is recorded and parsing goes on; otherwise it fails. */
+static bool note(parser_t *ps, const unsigned char *at, dg_json_problem_t kind,
+                 const char *message) {
+  if (!ps->message) {
+    fail(ps, at, message);
+    return false;
+  }
+  if (!ps->noted && ps->err != NULL) {
+    ps->err->offset = (size_t)(at - ps->start);
+    ps->err->kind = kind;
+    dg_strlcpy(ps->err->message, message, sizeof(ps->err->message));
+  }
+  ps->noted = true;
+  ps->replaced = true;
+  return true;
 }
 
 static void scratch_init(scratch_t *s) {
@@ -186,9 +207,11 @@ static long unicode_escape(parser_t *ps, const unsigned char *p, const unsigned 
   long cp = hex4(p + 2, ps->end);
   if (cp < 0)
     return fail(ps, p, "invalid \\u escape"), -1;
-  if (cp == 0)
-    return fail(ps, p, "\\u0000 is not allowed in a string"), -1;
+  if (cp == 0 && !note(ps, p, DG_JSON_UNSUPPORTED, "\\u0000 is not allowed in a string"))
+    return -1;
   *next = p + 6;
+  if (cp == 0)
+    return 0xfffd; /* U+FFFD stands in for it */
   if (cp >= 0xdc00 && cp <= 0xdfff)
     return fail(ps, p, "lone low surrogate in \\u escape"), -1;
   if (cp < 0xd800 || cp > 0xdbff)
@@ -337,12 +360,16 @@ static json_t *make_real(parser_t *ps, const unsigned char *first, const unsigne
     d = strtod_c(ps->value_scratch.data);
     /* Underflow to zero or a subnormal is accepted, as jansson does. */
     if (errno == ERANGE && isinf(d))
-      return fail(ps, first, "real number out of range"), NULL;
+      return note(ps, first, DG_JSON_UNSUPPORTED, "real number out of range") ? json_null() : NULL;
   }
   json_t *v = json_real(d);
   if (v == NULL)
     fail(ps, first, "out of memory");
   return v;
+}
+
+static json_t *out_of_range(parser_t *ps, const unsigned char *first) {
+  return note(ps, first, DG_JSON_UNSUPPORTED, "integer out of range") ? json_null() : NULL;
 }
 
 /* A whole number: the digits (no leading zero but for 0 itself) must fit
@@ -352,11 +379,11 @@ static json_t *make_integer(parser_t *ps, const unsigned char *first, bool negat
   uint64_t limit = negative ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
   uint64_t magnitude = 0;
   if (end - digits > 19) /* more than any int64 has */
-    return fail(ps, first, "integer out of range"), NULL;
+    return out_of_range(ps, first);
   for (const unsigned char *p = digits; p < end; p++)
     magnitude = magnitude * 10 + (uint64_t)(*p - '0');
   if (magnitude > limit)
-    return fail(ps, first, "integer out of range"), NULL;
+    return out_of_range(ps, first);
   /* -(magnitude - 1) - 1 reaches INT64_MIN without overflowing. */
   json_int_t v =
       negative && magnitude > 0 ? -(json_int_t)(magnitude - 1) - 1 : (json_int_t)magnitude;
@@ -441,10 +468,34 @@ static json_t *read_scalar(parser_t *ps) {
   return read_literal(ps);
 }
 
+/* A message's keys are unique, as the configuration's are. The "id" of a
+ * message must be read exactly, or nothing can be answered to it. */
+static bool check_key(parser_t *ps, const json_t *object, const unsigned char *at, bool replaced) {
+  bool repeated = json_object_getn(object, ps->key.data, ps->key.len) != NULL;
+  bool id = ps->depth == 1 && ps->key.len == 2 && memcmp(ps->key.data, "id", 2) == 0;
+  if (id && (repeated || replaced)) {
+    fail(ps, at,
+         repeated ? "the key \"id\" is repeated" : "the \"id\" is out of range or holds \\u0000");
+    if (ps->err != NULL)
+      ps->err->kind = repeated ? DG_JSON_DUPLICATE : DG_JSON_UNSUPPORTED;
+    return false;
+  }
+  if (!repeated)
+    return true;
+  char message[80];
+  snprintf(message, sizeof(message), "the key \"%.*s\" is repeated",
+           (int)(ps->key.len > 32 ? 32 : ps->key.len), ps->key.data);
+  bool ok = note(ps, at, DG_JSON_DUPLICATE, message);
+  ps->replaced = false; /* the value itself is whole */
+  return ok;
+}
+
 /* Puts a new value where the text has it: as the root, at the end of the
  * innermost array or under the pending key of the innermost object.
  * Steals value (NULL: its failure is recorded already). */
 static bool place(parser_t *ps, json_t *value, const unsigned char *at) {
+  bool replaced = ps->replaced;
+  ps->replaced = false;
   if (value == NULL)
     return false;
   if (ps->depth == 0) {
@@ -452,6 +503,10 @@ static bool place(parser_t *ps, json_t *value, const unsigned char *at) {
     return true;
   }
   json_t *open = ps->open[ps->depth - 1];
+  if (ps->message && json_is_object(open) && !check_key(ps, open, at, replaced)) {
+    json_decref(value);
+    return false;
+  }
   int rc = json_is_array(open)
                ? json_array_append_new(open, value)
                : json_object_setn_new_nocheck(open, ps->key.data, ps->key.len, value);
@@ -523,8 +578,11 @@ static step_t step_key(parser_t *ps) {
   return STEP_VALUE;
 }
 
-json_t *dg_json_parse(const char *text, size_t len, dg_json_parse_error_t *err) {
+static json_t *parse(const char *text, size_t len, bool message, dg_json_parse_error_t *err) {
   parser_t ps;
+  ps.message = message;
+  ps.noted = false;
+  ps.replaced = false;
   ps.start = (const unsigned char *)(text != NULL ? text : "");
   ps.p = ps.start;
   ps.end = ps.start + (text != NULL ? len : 0);
@@ -537,6 +595,7 @@ json_t *dg_json_parse(const char *text, size_t len, dg_json_parse_error_t *err) 
   if (err != NULL) {
     err->offset = 0;
     err->message[0] = '\0';
+    err->kind = DG_JSON_SYNTAX;
   }
   step_t step = STEP_VALUE;
   while (step != STEP_DONE && step != STEP_FAILED) {
@@ -554,4 +613,12 @@ json_t *dg_json_parse(const char *text, size_t len, dg_json_parse_error_t *err) 
     return NULL;
   }
   return ps.root;
+}
+
+json_t *dg_json_parse(const char *text, size_t len, dg_json_parse_error_t *err) {
+  return parse(text, len, false, err);
+}
+
+json_t *dg_json_parse_message(const char *text, size_t len, dg_json_parse_error_t *err) {
+  return parse(text, len, true, err);
 }

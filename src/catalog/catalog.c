@@ -132,6 +132,7 @@ static void load_files(dg__cfg_t *cfg) {
   check_stdio_user(cfg);
   check_distinct_tokens(cfg);
   dg__catalog_check_role_queries(cfg);
+  dg__catalog_check_source_roles(cfg);
 }
 
 /* ---- Load, ref, unref --------------------------------------------------------- */
@@ -223,6 +224,10 @@ const dg_property_t *dg_model_property(const dg_model_t *model, const char *name
       return &model->properties[i];
   }
   return NULL;
+}
+
+bool dg_model_has_documents(const dg_model_t *model) {
+  return dg_model_property(model, "ExternalFileLocation") != NULL;
 }
 
 const dg_role_t *dg_catalog_role(const dg_catalog_t *cat, const char *name) {

@@ -123,6 +123,7 @@ static const dg__cfg_field_t source_fields[] = {
     {"connector", DG__CFG_STRING, false, NULL, 0, 1, 64, NULL, R(connector), 0, NULL},
     {"allowPrivateAddresses", DG__CFG_BOOL, false, NULL, 0, 0, 0, NULL,
      R(source.allow_private_addresses), 0, NULL},
+    {"roles", DG__CFG_STRINGS, false, NULL, 0, 0, 0, NULL, R(source.roles), R(source.nroles), NULL},
 };
 #undef R
 
@@ -240,6 +241,7 @@ static void parse_sources(dg__cfg_t *cfg, const json_t *v, void *obj, const char
     if (raw.source.connector != NULL)
       raw.source.allow_private_addresses = raw.source.connector->allow_private_addresses;
     list[i] = raw.source;
+    list[i].roles_given = json_is_object(item) && json_object_get(item, "roles") != NULL;
     list[i].index = i;
   }
   f->sources = list;
@@ -255,6 +257,23 @@ static void check_schemes(dg__cfg_t *cfg, const json_t *v, void *obj, const char
       char at[DG__CFG_PATH_MAX];
       dg__cfg_path_index(at, path, i);
       dg__cfg_error(cfg, at, "unknown scheme '%s' (allowed: https, http)", s);
+    }
+  }
+}
+
+void dg__catalog_check_source_roles(dg__cfg_t *cfg) {
+  const dg_file_settings_t *f = &cfg->cat->files;
+  for (size_t i = 0; i < f->nsources; i++) {
+    for (size_t j = 0; j < f->sources[i].nroles; j++) {
+      const char *name = f->sources[i].roles[j];
+      if (name == NULL || dg_catalog_role(cfg->cat, name) != NULL)
+        continue;
+      char at[DG__CFG_PATH_MAX];
+      snprintf(at, sizeof(at), "/sources/%zu/roles/%zu", i, j);
+      const char *file = cfg->file;
+      cfg->file = "files.json";
+      dg__cfg_error(cfg, at, "unknown role '%s' (give a role name from datagate.json)", name);
+      cfg->file = file;
     }
   }
 }

@@ -111,6 +111,9 @@ void dg__catalog_load_keys(dg__cfg_t *cfg, const char *path);
 void dg__catalog_parse_connectors(dg__cfg_t *cfg, const json_t *root);
 void dg__catalog_parse_saved_queries(dg__cfg_t *cfg, const json_t *root);
 void dg__catalog_check_role_queries(dg__cfg_t *cfg);
+/* The roles document sources name exist (files.json is read before the
+ * roles). */
+void dg__catalog_check_source_roles(dg__cfg_t *cfg);
 /* files.json, read after connectors.json (sources name connectors); also
  * called without the file (root NULL) so that the defaults are set. */
 void dg__catalog_parse_files(dg__cfg_t *cfg, const json_t *root);

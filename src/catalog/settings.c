@@ -136,6 +136,8 @@ static const dg__cfg_field_t server_fields[] = {
      S(max_ws_message_bytes), 0, NULL},
     {"wsPingIntervalMs", DG__CFG_U64, false, NULL, 30000, 0, HOUR_MS, NULL, S(ws_ping_interval_ms),
      0, NULL},
+    {"maxUnauthenticatedBytes", DG__CFG_SIZE, false, NULL, 64 * MIB, 16 * KIB, 64 * 1024 * MIB,
+     NULL, S(max_unadmitted_bytes), 0, NULL},
     {"drainTimeoutMs", DG__CFG_U64, false, NULL, 10000, 0, HOUR_MS, NULL, S(drain_timeout_ms), 0,
      NULL},
     {"allowedOrigins", DG__CFG_STRINGS, false, NULL, 0, 0, 0, default_origins, S(allowed_origins),

@@ -75,6 +75,10 @@ static int authenticate(dg_mcp_server_t *s, dg_http_request_t *req, const dg_cat
   dg_errctx_clear(&err);
   const char *authz = dg_http_request_header(req, "Authorization");
   int rc = dg_auth_authenticate(cat, authz, arena, out, &err);
+  /* A request refused at its head (its token was not valid then) stays
+   * refused: its body was never read. */
+  if (rc == 0 && dg_http_request_body_refused(req))
+    rc = dg_errctx_set(&err, DG_EAUTH, "Authorization", "authentication required");
   if (rc != 0)
     dg__mcp_http_unauthorized(s, req, dg__mcp_bearer_given(authz),
                               err.message[0] ? err.message : "authentication required");
@@ -313,15 +317,24 @@ static bool post_checks(dg_http_request_t *req) {
   return true;
 }
 
-static json_t *parse_body(dg_http_request_t *req) {
+/* The message of the body; a message that holds what it may not is
+ * returned too, and the exchange answers its requests with the error. */
+static json_t *parse_body(dg_http_request_t *req, dg__mcp_exchange_t *ex) {
   size_t len = 0;
   const char *body = dg_http_request_body(req, &len);
-  dg_json_parse_error_t perr;
-  json_t *msg = dg_json_parse(body, len, &perr);
+  char text[256];
+  int code;
+  json_t *msg = dg__mcp_parse(body, len, &code, text, sizeof(text));
   if (msg == NULL) {
-    char text[256];
-    snprintf(text, sizeof(text), "Parse error: %s (at byte %zu)", perr.message, perr.offset);
-    rpc_error(req, 400, DG__RPC_PARSE_ERROR, text);
+    rpc_error(req, 400, code, text);
+    return NULL;
+  }
+  if (code != 0)
+    dg__mcp_exchange_refuse(ex, code, text);
+  if (code != 0 && ex->refusal == NULL) {
+    json_decref(msg);
+    rpc_error(req, 500, DG__RPC_INTERNAL, "Internal error: out of memory");
+    return NULL;
   }
   return msg;
 }
@@ -396,7 +409,7 @@ static void http_post(dg_mcp_server_t *s, dg_http_request_t *req) {
   bool created = false;
   if (authenticate(s, req, ex->cat, ex->arena, &ex->principal) != 0 || !post_checks(req))
     goto drop;
-  msg = parse_body(req);
+  msg = parse_body(req, ex);
   if (msg == NULL)
     goto drop;
   ss = post_session(s, req, ex, msg, &created);

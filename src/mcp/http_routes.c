@@ -365,6 +365,18 @@ bool dg__mcp_http_route(dg_mcp_server_t *s, dg_http_request_t *req) {
   return true;
 }
 
+bool dg_mcp_http_admit(dg_http_request_t *req) {
+  dg_mcp_server_t *s = dg_http_request_server_data(req);
+  if (s == NULL || s->closing || strcmp(dg_http_request_path(req), "/mcp") != 0 ||
+      !dg__mcp_origin_allowed(s->cat, dg_http_request_header(req, "Origin")))
+    return false;
+  const dg_principal_t *p;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  const char *authz = dg_http_request_header(req, "Authorization");
+  return dg_auth_authenticate(s->cat, authz, dg_http_request_arena(req), &p, &err) == 0;
+}
+
 void dg_mcp_http_handler(dg_http_request_t *req) {
   dg_mcp_server_t *s = dg_http_request_server_data(req);
   if (s == NULL || s->closing) {

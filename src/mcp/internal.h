@@ -273,6 +273,14 @@ void dg__mcp_exchange_bind(dg__mcp_exchange_t *ex, dg__mcp_session_t *ss,
 /* Parses text as one transport message and dispatches it; the reply comes
  * through the transport on a later loop turn. */
 void dg__mcp_exchange_run_text(dg__mcp_exchange_t *ex, const char *text, size_t len);
+/* Parses one transport message (dg_json_parse_message). NULL when it
+ * cannot be answered but with id null: *code and message say how. A
+ * message returned with *code set holds a repeated key or a value that
+ * could not be read: every request in it is to be answered with that
+ * error (dg__mcp_exchange_refuse). */
+json_t *dg__mcp_parse(const char *text, size_t len, int *code, char *message, size_t size);
+/* Every request of the exchange is answered with this error (copied). */
+void dg__mcp_exchange_refuse(dg__mcp_exchange_t *ex, int code, const char *message);
 /* Dispatches an already parsed message (stolen). */
 void dg__mcp_exchange_run(dg__mcp_exchange_t *ex, json_t *msg);
 /* Parses text as dg__mcp_exchange_run_text does, but answers every request

@@ -390,23 +390,54 @@ void dg__mcp_exchange_run(dg__mcp_exchange_t *ex, json_t *msg) {
   check_done(ex);
 }
 
-void dg__mcp_exchange_run_text(dg__mcp_exchange_t *ex, const char *text, size_t len) {
+json_t *dg__mcp_parse(const char *text, size_t len, int *code, char *message, size_t size) {
   dg_json_parse_error_t perr;
-  json_t *msg = dg_json_parse(text, len, &perr);
+  json_t *msg = dg_json_parse_message(text, len, &perr);
+  *code = 0;
+  message[0] = '\0';
+  if (msg != NULL && perr.message[0] == '\0')
+    return msg;
+  /* Valid JSON that a message may not hold is the request's fault, not the
+   * parser's: with its id it is answered like any bad request. */
+  if (perr.kind == DG_JSON_SYNTAX)
+    *code = DG__RPC_PARSE_ERROR;
+  else
+    *code = perr.kind == DG_JSON_UNSUPPORTED ? DG__RPC_INVALID_PARAMS : DG__RPC_INVALID_REQUEST;
+  const char *what = perr.kind == DG_JSON_SYNTAX        ? "Parse error"
+                     : perr.kind == DG_JSON_UNSUPPORTED ? "Invalid params"
+                                                        : "Invalid Request";
+  snprintf(message, size, "%s: %s (at byte %zu)", what, perr.message, perr.offset);
+  return msg;
+}
+
+void dg__mcp_exchange_run_text(dg__mcp_exchange_t *ex, const char *text, size_t len) {
+  char message[256];
+  int code;
+  json_t *msg = dg__mcp_parse(text, len, &code, message, sizeof(message));
   if (msg == NULL) {
-    char message[256];
-    snprintf(message, sizeof(message), "Parse error: %s (at byte %zu)", perr.message, perr.offset);
     count_message(ex, NULL);
-    dg__mcp_exchange_fail(ex, DG__RPC_PARSE_ERROR, message);
+    dg__mcp_exchange_fail(ex, code, message);
+    return;
+  }
+  if (code != 0 && ex->refusal == NULL)
+    dg__mcp_exchange_refuse(ex, code, message);
+  if (code != 0 && ex->refusal == NULL) { /* out of memory: never run it as read */
+    json_decref(msg);
+    count_message(ex, NULL);
+    dg__mcp_exchange_fail(ex, code, message);
     return;
   }
   dg__mcp_exchange_run(ex, msg);
 }
 
-void dg__mcp_exchange_refuse_text(dg__mcp_exchange_t *ex, int code, const char *message,
-                                  const char *text, size_t len) {
+void dg__mcp_exchange_refuse(dg__mcp_exchange_t *ex, int code, const char *message) {
   ex->refusal = dg_arena_strdup(ex->arena, message);
   ex->refusal_code = code;
+}
+
+void dg__mcp_exchange_refuse_text(dg__mcp_exchange_t *ex, int code, const char *message,
+                                  const char *text, size_t len) {
+  dg__mcp_exchange_refuse(ex, code, message);
   if (ex->refusal == NULL) {
     dg__mcp_exchange_fail(ex, code, message);
     return;

@@ -404,69 +404,134 @@ void dg__addr_text(const struct sockaddr *sa, char *out, size_t size) {
 
 /* ---- address policy ------------------------------------------------------ */
 
-typedef enum addr_class {
-  ADDR_PUBLIC,
-  ADDR_LOOPBACK,
-  ADDR_LINK_LOCAL,
-  ADDR_PRIVATE,
-  ADDR_NEVER /* unspecified, multicast, broadcast */
-} addr_class_t;
+/* One block of a special-purpose address registry. */
+typedef struct addr_block {
+  unsigned char prefix[16];
+  unsigned bits;
+  dg_http_address_class_t cls;
+} addr_block_t;
 
-static addr_class_t classify_v4(uint32_t a) {
-  if ((a >> 24) == 127)
-    return ADDR_LOOPBACK;
-  if ((a >> 16) == 0xa9fe)
-    return ADDR_LINK_LOCAL;
-  if ((a >> 24) == 10 || (a >> 20) == 0xac1 || (a >> 16) == 0xc0a8 || (a >> 22) == 0x191)
-    return ADDR_PRIVATE; /* 10/8, 172.16/12, 192.168/16, 100.64/10 */
-  if ((a >> 24) == 0 || (a >> 28) == 0xe || a == 0xffffffffu)
-    return ADDR_NEVER;
-  return ADDR_PUBLIC;
+#define V4(a, b, c, d)                                                                             \
+  { a, b, c, d }
+
+/* The IANA IPv4 Special-Purpose Address Registry: blocks that are not
+ * globally reachable. Documentation and reserved blocks are never
+ * reached; shared and benchmarking space counts as private. */
+static const addr_block_t v4_blocks[] = {
+    {V4(0, 0, 0, 0), 8, DG_ADDR_RESERVED},        /* "this network" */
+    {V4(10, 0, 0, 0), 8, DG_ADDR_PRIVATE},        /* RFC 1918 */
+    {V4(100, 64, 0, 0), 10, DG_ADDR_PRIVATE},     /* shared address space */
+    {V4(127, 0, 0, 0), 8, DG_ADDR_LOOPBACK},      /* loopback */
+    {V4(169, 254, 0, 0), 16, DG_ADDR_LINK_LOCAL}, /* link-local */
+    {V4(172, 16, 0, 0), 12, DG_ADDR_PRIVATE},     /* RFC 1918 */
+    {V4(192, 0, 0, 0), 24, DG_ADDR_RESERVED},     /* IETF protocol assignments */
+    {V4(192, 0, 2, 0), 24, DG_ADDR_RESERVED},     /* TEST-NET-1 */
+    {V4(192, 88, 99, 0), 24, DG_ADDR_RESERVED},   /* deprecated 6to4 relay anycast */
+    {V4(192, 168, 0, 0), 16, DG_ADDR_PRIVATE},    /* RFC 1918 */
+    {V4(198, 18, 0, 0), 15, DG_ADDR_PRIVATE},     /* benchmarking */
+    {V4(198, 51, 100, 0), 24, DG_ADDR_RESERVED},  /* TEST-NET-2 */
+    {V4(203, 0, 113, 0), 24, DG_ADDR_RESERVED},   /* TEST-NET-3 */
+    {V4(224, 0, 0, 0), 4, DG_ADDR_RESERVED},      /* multicast */
+    {V4(240, 0, 0, 0), 4, DG_ADDR_RESERVED},      /* reserved, broadcast */
+};
+
+/* The IANA IPv6 Special-Purpose Address Registry, less the blocks that
+ * embed an IPv4 address (judged by that address, see classify_v6). */
+static const addr_block_t v6_blocks[] = {
+    {{0}, 128, DG_ADDR_RESERVED},                                /* unspecified */
+    {{[15] = 1}, 128, DG_ADDR_LOOPBACK},                         /* ::1 */
+    {{0x01, 0x00}, 64, DG_ADDR_RESERVED},                        /* discard-only */
+    {{0x20, 0x01, 0x00, 0x00}, 32, DG_ADDR_RESERVED},            /* Teredo */
+    {{0x20, 0x01, 0x00, 0x02, 0x00, 0x00}, 48, DG_ADDR_PRIVATE}, /* benchmarking */
+    {{0x20, 0x01, 0x00, 0x10}, 28, DG_ADDR_RESERVED},            /* ORCHID */
+    {{0x20, 0x01, 0x0d, 0xb8}, 32, DG_ADDR_RESERVED},            /* documentation */
+    {{0x3f, 0xff}, 20, DG_ADDR_RESERVED},                        /* documentation */
+    {{0x5f, 0x00}, 16, DG_ADDR_RESERVED},                        /* SRv6 SIDs */
+    {{0xfc}, 7, DG_ADDR_PRIVATE},                                /* unique local */
+    {{0xfe, 0x80}, 10, DG_ADDR_LINK_LOCAL},                      /* link-local */
+    {{0xfe, 0xc0}, 10, DG_ADDR_PRIVATE},                         /* site-local (deprecated) */
+    {{0xff}, 8, DG_ADDR_RESERVED},                               /* multicast */
+};
+
+static bool in_block(const unsigned char *addr, const addr_block_t *b) {
+  unsigned full = b->bits / 8, rest = b->bits % 8;
+  if (memcmp(addr, b->prefix, full) != 0)
+    return false;
+  unsigned char mask = (unsigned char)(0xff << (8 - rest));
+  return rest == 0 || (addr[full] & mask) == (b->prefix[full] & mask);
 }
 
-static addr_class_t classify_v6(const unsigned char *b) {
-  static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  static const unsigned char zero[15] = {0};
-  if (memcmp(b, mapped, 12) == 0)
-    return classify_v4((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 |
-                       b[15]);
-  if (memcmp(b, zero, 15) == 0)
-    return b[15] == 1 ? ADDR_LOOPBACK : ADDR_NEVER;
-  if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80)
-    return ADDR_LINK_LOCAL;
-  if ((b[0] & 0xfe) == 0xfc)
-    return ADDR_PRIVATE;
-  if (b[0] == 0xff)
-    return ADDR_NEVER;
-  return ADDR_PUBLIC;
+static dg_http_address_class_t lookup_block(const unsigned char *addr, const addr_block_t *blocks,
+                                            size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (in_block(addr, &blocks[i]))
+      return blocks[i].cls;
+  }
+  return DG_ADDR_PUBLIC;
 }
 
-static addr_class_t classify(const struct sockaddr *sa) {
+static dg_http_address_class_t classify_v4(const unsigned char *a) {
+  return lookup_block(a, v4_blocks, DG_ARRAY_SIZE(v4_blocks));
+}
+
+static const unsigned char nat64_local[6] = {0x00, 0x64, 0xff, 0x9b, 0, 1}; /* 64:ff9b:1::/48 */
+
+/* Where an IPv6 address carries an IPv4 address that a translator, a
+ * tunnel or the stack itself would deliver to: the offset of those four
+ * bytes, or -1. */
+static int embedded_v4(const unsigned char *b) {
+  static const unsigned char mapped[12] = {[10] = 0xff, [11] = 0xff};   /* ::ffff:0:0/96 */
+  static const unsigned char translated[12] = {[8] = 0xff, [9] = 0xff}; /* ::ffff:0:0:0/96 */
+  static const unsigned char nat64[12] = {0x00, 0x64, 0xff, 0x9b};      /* 64:ff9b::/96 */
+  static const unsigned char zero[12] = {0};                            /* ::/96 */
+  if (memcmp(b, mapped, 12) == 0 || memcmp(b, translated, 12) == 0 || memcmp(b, nat64, 12) == 0 ||
+      memcmp(b, nat64_local, 6) == 0 || memcmp(b, zero, 12) == 0)
+    return 12;
+  if (b[0] == 0x20 && b[1] == 0x02) /* 6to4, 2002::/16 */
+    return 2;
+  return -1;
+}
+
+static dg_http_address_class_t classify_v6(const unsigned char *b) {
+  dg_http_address_class_t cls = lookup_block(b, v6_blocks, DG_ARRAY_SIZE(v6_blocks));
+  if (cls != DG_ADDR_PUBLIC)
+    return cls;
+  int at = embedded_v4(b);
+  if (at < 0)
+    return DG_ADDR_PUBLIC;
+  cls = classify_v4(b + at);
+  /* The local-use NAT64 prefix is itself not global. */
+  if (cls == DG_ADDR_PUBLIC && memcmp(b, nat64_local, sizeof(nat64_local)) == 0)
+    return DG_ADDR_PRIVATE;
+  return cls;
+}
+
+dg_http_address_class_t dg_http_address_class(const struct sockaddr *sa) {
   if (sa->sa_family == AF_INET)
-    return classify_v4(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+    return classify_v4((const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr.s_addr);
   if (sa->sa_family == AF_INET6)
     return classify_v6(((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr);
-  return ADDR_NEVER;
+  return DG_ADDR_RESERVED;
 }
 
 bool dg_http_address_allowed(const dg_http_address_policy_t *policy, const struct sockaddr *addr) {
   if (policy == NULL || !policy->enforce)
     return true;
   bool ok = false;
-  switch (classify(addr)) {
-  case ADDR_PUBLIC:
+  switch (dg_http_address_class(addr)) {
+  case DG_ADDR_PUBLIC:
     ok = true;
     break;
-  case ADDR_LOOPBACK:
+  case DG_ADDR_LOOPBACK:
     ok = policy->allow_loopback;
     break;
-  case ADDR_LINK_LOCAL:
+  case DG_ADDR_LINK_LOCAL:
     ok = policy->allow_link_local;
     break;
-  case ADDR_PRIVATE:
+  case DG_ADDR_PRIVATE:
     ok = policy->allow_private;
     break;
-  case ADDR_NEVER:
+  case DG_ADDR_RESERVED:
     ok = false;
     break;
   }

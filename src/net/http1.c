@@ -44,6 +44,7 @@ struct dg__http1 {
   bool detached; /* upgraded while the handler ran: freed when it returns */
   bool draining;
   bool fresh;        /* no request yet */
+  bool refused;      /* a request was not admitted: input is ignored */
   dg_buf_t leftover; /* bytes after an upgrade request or a pause */
 };
 
@@ -564,6 +565,47 @@ static void maybe_continue(dg__conn_t *c) {
   dg__conn_write(c, cont, sizeof(cont) - 1);
 }
 
+/* Queues a complete request; 503 when the pipeline is full. */
+static int complete(dg__conn_t *c, dg__http1_t *h, bool upgrade) {
+  /* The first waiting request goes to the handler at once when it is free. */
+  unsigned room = limits_of(c)->max_pipelined + (h->active == NULL ? 1u : 0u);
+  dg_http_request_t *req = h->parsing;
+  h->phase = PHASE_IDLE;
+  h->idle_since_ms = dg_now_ms();
+  req->expect_continue = false;
+  h->parsing = NULL;
+  queue_push(h, req);
+  /* A full queue pauses the parser; an upgrade stops it anyway. */
+  return h->queued >= room && !upgrade ? HPE_PAUSED : 0;
+}
+
+static bool has_body(const llhttp_t *p) {
+  return (p->flags & F_CHUNKED) || ((p->flags & F_CONTENT_LENGTH) && p->content_length > 0);
+}
+
+/* The server decides on the head alone whether the body may be read, so a
+ * caller without a valid token never makes us hold its body. A refused
+ * request goes to the handler bodiless and the connection reads no more. */
+static int admit(dg__conn_t *c, dg__http1_t *h, llhttp_t *p) {
+  dg_http_server_t *s = c->server;
+  dg_http_request_t *req = h->parsing;
+  if (s->admit == NULL || s->admit(req)) {
+    dg__server_admitted(s, c);
+    return 0;
+  }
+  if (!has_body(p))
+    return 0;
+  req->body_refused = true;
+  req->keep_alive = false;
+  req->expect_continue = false;
+  dg_metrics_counter_add("dg_http_limit_rejections_total", LIMIT("unadmitted_body"), 1);
+  complete(c, h, false); /* nothing more is read, so a full queue need not pause */
+  h->stopped = true;
+  h->refused = true;
+  dg__conn_noread(c, DG__NOREAD_PROTO, true);
+  return HPE_USER;
+}
+
 static int on_headers_complete(llhttp_t *p) {
   dg__conn_t *c = conn_of(p);
   dg__http1_t *h = http_of(c);
@@ -573,6 +615,9 @@ static int on_headers_complete(llhttp_t *p) {
     return refuse(c, refusal);
   finish_head(h, req);
   dg_buf_free(&h->scratch);
+  int rc = admit(c, h, p);
+  if (rc != 0)
+    return rc;
   if ((p->flags & F_CONTENT_LENGTH) && p->content_length > limits_of(c)->max_body_bytes) {
     http_fail(c, 413, LIMIT("body"));
     return HPE_USER;
@@ -596,17 +641,7 @@ static int on_body(llhttp_t *p, const char *at, size_t n) {
 
 static int on_message_complete(llhttp_t *p) {
   dg__conn_t *c = conn_of(p);
-  dg__http1_t *h = http_of(c);
-  dg_http_request_t *req = h->parsing;
-  /* The first waiting request goes to the handler at once when it is free. */
-  unsigned room = limits_of(c)->max_pipelined + (h->active == NULL ? 1u : 0u);
-  h->phase = PHASE_IDLE;
-  h->idle_since_ms = dg_now_ms();
-  req->expect_continue = false;
-  h->parsing = NULL;
-  queue_push(h, req);
-  /* A full queue pauses the parser; an upgrade stops it anyway. */
-  return h->queued >= room && !p->upgrade ? HPE_PAUSED : 0;
+  return complete(c, http_of(c), p->upgrade);
 }
 
 static const llhttp_settings_t settings = {
@@ -686,8 +721,11 @@ static int bad_method_status(const char *pos, const char *end) {
 }
 
 static void parse_error(dg__conn_t *c, llhttp_errno_t err, const char *pos, const char *end) {
-  if (err == HPE_USER)
-    return; /* a check already chose the status */
+  const dg__http1_t *h = http_of(c);
+  /* A check or a limit already chose the status, or a refused request is
+   * answered alone (llhttp reports a callback's refusal in its own codes). */
+  if (err == HPE_USER || h->error_status != 0 || h->refused)
+    return;
   http_fail(c, err == HPE_INVALID_METHOD && pos != NULL ? bad_method_status(pos, end) : 400, NULL);
 }
 
@@ -695,7 +733,7 @@ static void parse_error(dg__conn_t *c, llhttp_errno_t err, const char *pos, cons
 static void parse_input(dg__conn_t *c, const char *data, size_t len) {
   dg__http1_t *h = http_of(c);
   if (h->stopped || h->paused) {
-    if (h->error_status == 0)
+    if (h->error_status == 0 && !h->refused)
       stash_leftover(c, h, data, len);
     return;
   }
@@ -957,4 +995,8 @@ dg_arena_t *dg_http_request_arena(dg_http_request_t *req) {
 
 void *dg_http_request_server_data(const dg_http_request_t *req) {
   return req->server_data;
+}
+
+bool dg_http_request_body_refused(const dg_http_request_t *req) {
+  return req->body_refused;
 }

@@ -82,6 +82,7 @@ struct dg__conn {
   bool want_drain;   /* a writer was refused or reads paused: tell it later */
   bool counted;      /* counts against max_connections */
   bool reject;       /* over max_connections: answered 503 and closed */
+  size_t unadmitted; /* the charge against max_unadmitted_bytes; 0 once admitted */
   char peer[64];
 };
 
@@ -98,12 +99,14 @@ struct dg_http_server {
   dg__server_state_t state;
   dg_http_limits_t limits;
   dg_http_handler_fn handler;
+  dg_http_admit_fn admit;
   void *data;
   dg_access_log_t *access_log; /* borrowed; NULL: none */
   dg__tls_server_t *tls;
   dg__conn_t *conns;
-  unsigned nconns;  /* connections counted against max_connections */
-  unsigned handles; /* listener, drain timer and connections not yet freed */
+  unsigned nconns;   /* connections counted against max_connections */
+  size_t unadmitted; /* charged by connections not yet admitted */
+  unsigned handles;  /* listener, drain timer and connections not yet freed */
   int port;
   char host[64]; /* the bound address, numeric */
   bool listening;
@@ -127,6 +130,9 @@ int dg__server_new(uv_loop_t *loop, const dg_http_server_config_t *config, dg_ht
                    dg_errctx_t *err);
 /* A connection was freed. */
 void dg__server_conn_gone(dg_http_server_t *s, dg__conn_t *c);
+/* A request of c was admitted: c's charge against max_unadmitted_bytes is
+ * released. */
+void dg__server_admitted(dg_http_server_t *s, dg__conn_t *c);
 /* The IMF-fixdate of now, cached per second. */
 const char *dg__server_date(dg_http_server_t *s);
 
@@ -197,6 +203,8 @@ int dg__tls_write(dg__conn_t *c, const void *data, size_t len);
 /* Queues a close_notify alert. */
 void dg__tls_close_notify(dg__conn_t *c);
 size_t dg__tls_memory(const dg__tls_t *t);
+/* What one connection's TLS state holds at most (its record buffers). */
+size_t dg__tls_conn_cost(void);
 
 /* ---- ws.c ---- */
 extern const dg__proto_t dg__ws_proto;
@@ -242,6 +250,7 @@ struct dg_http_request {
   bool upgrade;
   bool expect_continue;
   bool chunked_out;
+  bool body_refused; /* not admitted: the body was never read */
   char id[65];
   char trace_id[33]; /* from a valid traceparent header, else "" */
   char peer[64];

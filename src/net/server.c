@@ -28,6 +28,7 @@ void dg_http_limits_default(dg_http_limits_t *limits) {
   limits->max_pipelined = 16;
   limits->max_ws_message_bytes = 1024 * 1024;
   limits->ws_ping_interval_ms = 30 * 1000;
+  limits->max_unadmitted_bytes = 64 * 1024 * 1024;
 }
 
 static void server_free(dg_http_server_t *s) {
@@ -62,6 +63,7 @@ void dg__server_conn_gone(dg_http_server_t *s, dg__conn_t *c) {
     s->nconns--;
     dg_metrics_gauge_add("dg_http_connections_open", NULL, -1);
   }
+  dg__server_admitted(s, c);
   /* The connection still counts as a handle here, so a drain callback that
    * closes the server cannot free it under our feet. */
   drain_check(s);
@@ -79,6 +81,7 @@ int dg__server_new(uv_loop_t *loop, const dg_http_server_config_t *config, dg_ht
   s->loop = loop;
   s->limits = config->limits;
   s->handler = config->handler;
+  s->admit = config->admit;
   s->data = config->data;
   s->access_log = config->access_log;
   if (config->tls != NULL) {
@@ -198,22 +201,37 @@ int dg_http_server_start(uv_loop_t *loop, const dg_http_server_config_t *config,
   return 0;
 }
 
-/* Over max_connections the peer hears 503 at once instead of waiting in
- * the backlog; a TLS peer cannot be told anything before a handshake, so
- * it is simply closed. */
-static void reject(dg__conn_t *c) {
-  static const char resp[] = "HTTP/1.1 503 Service Unavailable\r\nServer: datagate\r\n"
-                             "Content-Length: 20\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
-                             "too many connections";
+/* Over a limit the peer hears 503 at once instead of waiting in the
+ * backlog; a TLS peer cannot be told anything before a handshake, so it
+ * is simply closed. */
+static void reject(dg__conn_t *c, const char *limit, const char *why) {
+  char resp[256];
+  int n = snprintf(resp, sizeof(resp),
+                   "HTTP/1.1 503 Service Unavailable\r\nServer: datagate\r\n"
+                   "Content-Length: %zu\r\nConnection: close\r\nRetry-After: 1\r\n\r\n%s",
+                   strlen(why), why);
   c->reject = true;
-  dg_metrics_counter_add("dg_http_limit_rejections_total", "limit=\"connections\"", 1);
+  dg_metrics_counter_add("dg_http_limit_rejections_total", limit, 1);
   if (c->server->tls != NULL) {
     dg__conn_close(c);
     return;
   }
   dg_metrics_counter_add("dg_http_responses_total", "status=\"503\"", 1);
-  dg__conn_raw_write(c, resp, sizeof(resp) - 1);
+  dg__conn_raw_write(c, resp, (size_t)n);
   dg__conn_finish(c);
+}
+
+/* The most a connection holds before it is admitted: its state, a head
+ * being parsed (the scratch buffer and the request's arena copies) and its
+ * TLS record buffers. */
+static size_t unadmitted_charge(const dg_http_server_t *s) {
+  size_t n = sizeof(dg__conn_t) + 2 * s->limits.max_header_bytes + 4096;
+  return s->tls != NULL ? n + dg__tls_conn_cost() : n;
+}
+
+void dg__server_admitted(dg_http_server_t *s, dg__conn_t *c) {
+  s->unadmitted -= c->unadmitted;
+  c->unadmitted = 0;
 }
 
 static void on_connection(uv_stream_t *listener, int status) {
@@ -226,9 +244,16 @@ static void on_connection(uv_stream_t *listener, int status) {
     return;
   }
   if (s->nconns >= s->limits.max_connections) {
-    reject(c);
+    reject(c, "limit=\"connections\"", "too many connections");
     return;
   }
+  size_t charge = unadmitted_charge(s);
+  if (s->unadmitted + charge > s->limits.max_unadmitted_bytes) {
+    reject(c, "limit=\"unadmitted\"", "too many connections without a signed-in request");
+    return;
+  }
+  s->unadmitted += charge;
+  c->unadmitted = charge;
   c->counted = true;
   s->nconns++;
   dg_metrics_gauge_add("dg_http_connections_open", NULL, 1);

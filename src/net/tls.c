@@ -220,6 +220,10 @@ size_t dg__tls_memory(const dg__tls_t *t) {
   return t != NULL ? sizeof(*t) + MBEDTLS_SSL_IN_CONTENT_LEN + MBEDTLS_SSL_OUT_CONTENT_LEN : 0;
 }
 
+size_t dg__tls_conn_cost(void) {
+  return sizeof(dg__tls_t) + MBEDTLS_SSL_IN_CONTENT_LEN + MBEDTLS_SSL_OUT_CONTENT_LEN;
+}
+
 void dg__tls_close_notify(dg__conn_t *c) {
   if (c->tls != NULL && c->tls->handshake_done)
     mbedtls_ssl_close_notify(&c->tls->ssl);

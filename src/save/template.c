@@ -326,6 +326,27 @@ static bool has_line_break(const dg_template_value_t *v) {
   return false;
 }
 
+static bool is_dot_segment(const char *s, size_t len) {
+  return (len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.');
+}
+
+/* A path value with a "." or ".." between slashes or backslashes: encoded
+ * it is one segment, but a server that decodes %2F or %5C before resolving
+ * dot segments would climb out of it. */
+static bool has_dot_piece(const dg_template_value_t *v) {
+  if (v->kind == DG_TVAL_ABSENT)
+    return false;
+  size_t from = 0;
+  for (size_t i = 0; i <= v->len; i++) {
+    if (i < v->len && v->text[i] != '/' && v->text[i] != '\\')
+      continue;
+    if (is_dot_segment(v->text + from, i - from) && i - from < v->len)
+      return true;
+    from = i + 1;
+  }
+  return false;
+}
+
 static int expand_var(const dg_template_t *t, const seg_t *s, dg_template_mode_t mode,
                       dg_template_lookup_fn lookup, void *data, dg_buf_t *out, dg_errctx_t *err) {
   const dg_template_var_t *var = &t->vars[s->var];
@@ -340,6 +361,11 @@ static int expand_var(const dg_template_t *t, const seg_t *s, dg_template_mode_t
     return dg_errctx_set(err, DG_EINVAL, var->name,
                          "the value of {%s%s} holds a line break or NUL, which a header cannot",
                          pre, var->name);
+  if (mode == DG_TEMPLATE_PATH && has_dot_piece(&v))
+    return dg_errctx_set(err, DG_EINVAL, var->name,
+                         "the value of {%s%s} holds a '.' or '..' between slashes, which must "
+                         "not reach a URL path",
+                         pre, var->name);
   rc = append_value(out, mode, s, &v);
   if (rc != 0)
     return dg_errctx_set(err, rc, var->name, "expanding {%s%s}: %s", pre, var->name,
@@ -347,9 +373,58 @@ static int expand_var(const dg_template_t *t, const seg_t *s, dg_template_mode_t
   return 0;
 }
 
+/* Where one placeholder's value landed in the output. */
+typedef struct span {
+  size_t var, from, to;
+} span_t;
+
+/* A value must stay inside its segment: "." or ".." would climb to
+ * another endpoint (and many servers decode "%2E" before resolving, so
+ * encoding is no help), and an empty segment may reach a list or another
+ * route. Values cannot add '/', which the encoder escapes. */
+static int check_segment(const dg_template_t *t, const char *seg, size_t from, size_t to,
+                         const span_t *spans, size_t nspans, dg_errctx_t *err) {
+  const dg_template_var_t *var = NULL;
+  for (size_t i = 0; i < nspans && var == NULL; i++) {
+    if (spans[i].from >= from && spans[i].to <= to)
+      var = &t->vars[spans[i].var];
+  }
+  bool dots = is_dot_segment(seg, to - from);
+  if (var == NULL && !dots)
+    return 0;
+  if (var == NULL)
+    return dg_errctx_set(err, DG_EINVAL, "template",
+                         "the path '%s' holds a '.' or '..' segment, which is not allowed",
+                         t->text);
+  if (!dots && to > from)
+    return 0;
+  const char *pre = var->session ? "SESSION:" : "";
+  return dg_errctx_set(err, DG_EINVAL, var->name,
+                       "the value of {%s%s} would make the path segment '%.*s' in '%s'; a path "
+                       "value must not be empty, '.' or '..'",
+                       pre, var->name, (int)(to - from), seg, t->text);
+}
+
+static int check_path(const dg_template_t *t, const dg_buf_t *out, size_t start,
+                      const span_t *spans, size_t nspans, dg_errctx_t *err) {
+  const char *text = out->data != NULL ? out->data : "";
+  size_t from = start;
+  for (size_t i = start; i <= out->len; i++) {
+    if (i < out->len && text[i] != '/')
+      continue;
+    int rc = check_segment(t, text + from, from, i, spans, nspans, err);
+    if (rc != 0)
+      return rc;
+    from = i + 1;
+  }
+  return 0;
+}
+
 int dg_template_expand(const dg_template_t *t, dg_template_mode_t mode,
                        dg_template_lookup_fn lookup, void *data, dg_buf_t *out, dg_errctx_t *err) {
   size_t start = out->len;
+  span_t spans[DG_TEMPLATE_MAX_VARS];
+  size_t nspans = 0;
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < t->nsegs; i++) {
     const seg_t *s = &t->segs[i];
@@ -358,10 +433,15 @@ int dg_template_expand(const dg_template_t *t, dg_template_mode_t mode,
       if (rc != 0)
         dg_errctx_set(err, rc, "template", "expanding the template: %s",
                       rc == DG_E2BIG ? "the result is over its size limit" : dg_strerror(rc));
-    } else {
-      rc = expand_var(t, s, mode, lookup, data, out, err);
+      continue;
     }
+    size_t from = out->len;
+    rc = expand_var(t, s, mode, lookup, data, out, err);
+    if (nspans < DG_TEMPLATE_MAX_VARS)
+      spans[nspans++] = (span_t){s->var, from, out->len};
   }
+  if (rc == 0 && mode == DG_TEMPLATE_PATH)
+    rc = check_path(t, out, start, spans, nspans, err);
   if (rc != 0 && out->data != NULL) {
     out->len = start;
     out->data[start] = '\0';

@@ -27,6 +27,7 @@ struct dg__tools_fetch {
   const char *trace_id;
   dg_http_url_t url; /* this hop */
   const dg_file_source_t *source;
+  const dg_principal_t *principal;
   const char *etag; /* validators sent, or NULL */
   const char *last_modified;
   unsigned hops;
@@ -130,7 +131,8 @@ static int follow(dg__tools_fetch_t *f, const dg_http_response_t *res) {
       f->arena, "The document at '%s' cannot be read: the redirect target", shown(f));
   if (text == NULL || what == NULL)
     return dg_errctx_set(&f->err, DG_ENOMEM, "url", "out of memory");
-  int rc = dg__tools_file_check(f->cfg, f->arena, what, text, &f->url, &f->source, &f->err);
+  int rc = dg__tools_file_check(f->cfg, f->principal, f->arena, what, text, &f->url, &f->source,
+                                &f->err);
   if (rc != 0)
     return rc;
   f->hops++;
@@ -320,6 +322,7 @@ int dg__tools_fetch_start(const dg__tools_fetch_req_t *req, dg__tools_fetch_t **
                            .trace_id = req->trace_id,
                            .url = *req->url,
                            .source = req->source,
+                           .principal = req->principal,
                            .etag = req->etag,
                            .last_modified = req->last_modified,
                            .timer = timer};

@@ -16,17 +16,30 @@
 
 /* ---- Messages ------------------------------------------------------------------ */
 
-/* "http://a/files/, https://b/docs/" for refusals, bounded. */
-static const char *allowed_list(const dg_file_settings_t *cfg, char *out, size_t size) {
-  size_t n = 0;
+static bool may_use(const dg_principal_t *p, const dg_file_source_t *s) {
+  return p == NULL || dg_auth_can_use_file_source(p, s);
+}
+
+/* "http://a/files/, https://b/docs/" for refusals, bounded: only the
+ * sources the caller may use, so that others' hosts and ports stay
+ * unknown to it. The count of them goes to *listed. */
+static const char *allowed_list(const dg_file_settings_t *cfg, const dg_principal_t *p, char *out,
+                                size_t size, size_t *listed) {
+  size_t n = 0, usable = 0;
   out[0] = '\0';
-  for (size_t i = 0; i < cfg->nsources && i < LISTED_SOURCES && n < size; i++) {
+  for (size_t i = 0; i < cfg->nsources; i++) {
     const dg_file_source_t *s = &cfg->sources[i];
-    int w = snprintf(out + n, size - n, "%s%s%s", i > 0 ? ", " : "", s->origin, s->path_prefix);
+    if (!may_use(p, s))
+      continue;
+    if (usable++ >= LISTED_SOURCES || n >= size)
+      continue;
+    int w =
+        snprintf(out + n, size - n, "%s%s%s", usable > 1 ? ", " : "", s->origin, s->path_prefix);
     n += w > 0 ? (size_t)w : 0;
   }
-  if (cfg->nsources > LISTED_SOURCES && n < size)
-    snprintf(out + n, size - n, " and %zu more", cfg->nsources - LISTED_SOURCES);
+  if (usable > LISTED_SOURCES && n < size)
+    snprintf(out + n, size - n, " and %zu more", usable - LISTED_SOURCES);
+  *listed = usable;
   return out;
 }
 
@@ -50,19 +63,26 @@ static void shown(const char *text, char *out, size_t size) {
            n > 200 ? "..." : "");
 }
 
-static int not_under_a_source(const dg_file_settings_t *cfg, const char *what, const char *text,
-                              dg_errctx_t *err) {
+static int not_under_a_source(const dg_file_settings_t *cfg, const dg_principal_t *p,
+                              const char *what, const char *text, dg_errctx_t *err) {
   char url[256], list[1024];
+  size_t usable = 0;
   shown(text, url, sizeof(url));
+  allowed_list(cfg, p, list, sizeof(list), &usable);
   if (cfg->nsources == 0)
     return dg_errctx_set(err, DG_EPERM, "url",
                          "%s '%s' cannot be fetched: no document source is "
                          "configured in this gateway (files.json).",
                          what, url);
+  if (usable == 0)
+    return dg_errctx_set(err, DG_EPERM, "url",
+                         "%s '%s' cannot be fetched: none of your roles may read documents from "
+                         "any source.",
+                         what, url);
   return dg_errctx_set(err, DG_EPERM, "url",
                        "%s '%s' is not under an allowed document source; "
                        "allowed are URLs under %s.",
-                       what, url, allowed_list(cfg, list, sizeof(list)));
+                       what, url, list);
 }
 
 /* ---- Checks ------------------------------------------------------------------------ */
@@ -115,31 +135,68 @@ static int check_scheme(const dg_file_settings_t *cfg, const char *what, const c
                        what, url, scheme, list);
 }
 
-/* True when seg is "." or ".." (dots may be percent-encoded). */
+/* How many rounds of percent-decoding a path is checked through: a dot
+ * segment encoded twice ("%252e%252e") is caught too. */
+#define DECODE_ROUNDS 3
+
+/* True when seg is "." or ".."; a ";params" tail is ignored, as servers
+ * that strip path parameters do before resolving ("..;/"). */
 static bool dot_segment(const char *seg, size_t n) {
-  size_t dots = 0, i = 0;
-  while (i < n) {
-    if (seg[i] == '.') {
-      i++;
-    } else if (n - i >= 3 && seg[i] == '%' && seg[i + 1] == '2' &&
-               tolower((unsigned char)seg[i + 2]) == 'e') {
-      i += 3;
-    } else {
-      return false;
-    }
-    dots++;
-  }
-  return dots == 1 || dots == 2;
+  const char *semi = memchr(seg, ';', n);
+  if (semi != NULL)
+    n = (size_t)(semi - seg);
+  return (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.');
 }
 
+/* Segments end at '/' and at '\\', which some servers take for '/'. */
 static bool has_dot_segment(const char *path, size_t len) {
-  size_t i = 0;
-  while (i < len) {
-    const char *slash = memchr(path + i, '/', len - i);
-    size_t end = slash != NULL ? (size_t)(slash - path) : len;
-    if (dot_segment(path + i, end - i))
+  size_t from = 0;
+  for (size_t i = 0; i <= len; i++) {
+    if (i < len && path[i] != '/' && path[i] != '\\')
+      continue;
+    if (dot_segment(path + from, i - from))
       return true;
-    i = end + 1;
+    from = i + 1;
+  }
+  return false;
+}
+
+/* One round of percent-decoding in place; false when nothing was encoded. */
+static bool decode_round(char *path, size_t *len) {
+  size_t o = 0;
+  bool changed = false;
+  for (size_t i = 0; i < *len; i++) {
+    int hi = i + 2 < *len && path[i] == '%' ? dg_hex_value((unsigned char)path[i + 1]) : -1;
+    int lo = hi >= 0 ? dg_hex_value((unsigned char)path[i + 2]) : -1;
+    if (lo >= 0) {
+      path[o++] = (char)(hi << 4 | lo);
+      i += 2;
+      changed = true;
+    } else {
+      path[o++] = path[i];
+    }
+  }
+  *len = o;
+  return changed;
+}
+
+/* True when the path, as it is or decoded once or more, holds a dot
+ * segment: a server that decodes before resolving would leave the prefix
+ * ("..%2f", "%2e%2e/", "..%5c", "%252e%252e/"). */
+static bool path_climbs(dg_arena_t *arena, const char *path, size_t len, bool *oom) {
+  *oom = false;
+  if (has_dot_segment(path, len))
+    return true;
+  if (memchr(path, '%', len) == NULL)
+    return false;
+  char *copy = dg_arena_strndup(arena, path, len);
+  if (copy == NULL) {
+    *oom = true;
+    return false;
+  }
+  for (int round = 0; round < DECODE_ROUNDS && decode_round(copy, &len); round++) {
+    if (has_dot_segment(copy, len))
+      return true;
   }
   return false;
 }
@@ -163,9 +220,9 @@ const dg_file_source_t *dg__tools_file_match(const dg_file_settings_t *cfg,
 }
 
 /* After the scheme check: parses text and finds its source. */
-static int find_source(const dg_file_settings_t *cfg, dg_arena_t *arena, const char *what,
-                       const char *text, dg_http_url_t *url, const dg_file_source_t **source,
-                       dg_errctx_t *err) {
+static int find_source(const dg_file_settings_t *cfg, const dg_principal_t *p, dg_arena_t *arena,
+                       const char *what, const char *text, dg_http_url_t *url,
+                       const dg_file_source_t **source, dg_errctx_t *err) {
   const char *why = NULL;
   char shown_url[256];
   shown(text, shown_url, sizeof(shown_url));
@@ -174,19 +231,28 @@ static int find_source(const dg_file_settings_t *cfg, dg_arena_t *arena, const c
     return dg_errctx_set(err, rc, "url", "out of memory");
   if (rc != 0)
     return dg_errctx_set(err, DG_EINVAL, "url", "%s '%s' is not valid: %s.", what, shown_url, why);
-  if (has_dot_segment(url->target, url->path_len))
+  bool oom = false;
+  if (path_climbs(arena, url->target, url->path_len, &oom))
     return dg_errctx_set(err, DG_EINVAL, "url",
-                         "%s '%s' has '.' or '..' path segments, which are "
-                         "not allowed; give the document's URL without them.",
+                         "%s '%s' has '.' or '..' path segments (perhaps percent-encoded, or "
+                         "ended by '\\' or ';'), which are not allowed; give the document's URL "
+                         "without them.",
                          what, shown_url);
+  if (oom)
+    return dg_errctx_set(err, DG_ENOMEM, "url", "out of memory");
+  /* A source the caller may not use is refused as if it were not there,
+   * never by a wider source that would match too. */
   *source = dg__tools_file_match(cfg, url);
-  return *source != NULL ? 0 : not_under_a_source(cfg, what, text, err);
+  if (*source != NULL && may_use(p, *source))
+    return 0;
+  *source = NULL;
+  return not_under_a_source(cfg, p, what, text, err);
 }
 
-int dg__tools_file_check(const dg_file_settings_t *cfg, dg_arena_t *arena, const char *what,
-                         const char *text, dg_http_url_t *url, const dg_file_source_t **source,
-                         dg_errctx_t *err) {
+int dg__tools_file_check(const dg_file_settings_t *cfg, const dg_principal_t *p, dg_arena_t *arena,
+                         const char *what, const char *text, dg_http_url_t *url,
+                         const dg_file_source_t **source, dg_errctx_t *err) {
   *source = NULL;
   int rc = check_scheme(cfg, what, text, err);
-  return rc != 0 ? rc : find_source(cfg, arena, what, text, url, source, err);
+  return rc != 0 ? rc : find_source(cfg, p, arena, what, text, url, source, err);
 }

@@ -133,6 +133,12 @@ static json_t *string_choices(const dg_property_t *p) {
   return list;
 }
 
+/* The target model's id, or NULL when there is none the caller may read. */
+static const char *readable_target(form_t *f, const dg_property_t *p) {
+  const dg_model_t *t = p->reference->target;
+  return t != NULL && dg_auth_can_read_model(dg_tool_call_principal(f->call), t) ? t->id : NULL;
+}
+
 static json_t *field(form_t *f, const dg_property_t *p) {
   char buf[64];
   const char *value = field_value(f, p, buf, sizeof(buf));
@@ -149,8 +155,7 @@ static json_t *field(form_t *f, const dg_property_t *p) {
     json_object_set(o, "choices", choices);
   else if (p->type == DG_TYPE_REFERENCE)
     json_object_set_new(o, "lookup",
-                        json_pack("{s:s?,s:s?,s:s}", "targetDataModelId",
-                                  p->reference->target ? p->reference->target->id : NULL,
+                        json_pack("{s:s?,s:s?,s:s}", "targetDataModelId", readable_target(f, p),
                                   "targetEntityType", p->reference->target_entity_type, "hint",
                                   "the related record's id; find it with lookup_by_keyword"));
   return o;

@@ -302,6 +302,7 @@ static int start_fetch(ft_t *t) {
                                .trace_id = dg_tool_call_trace_id(t->call),
                                .url = &t->url,
                                .source = t->source,
+                               .principal = dg_tool_call_principal(t->call),
                                .etag = t->etag_sent,
                                .last_modified = t->lm_sent,
                                .ops = &fetch_ops,
@@ -379,8 +380,9 @@ static int check_args(ft_t *t, dg_errctx_t *err) {
     return dg_errctx_set(err, DG_ENOTSUP, "url",
                          "Documents cannot be read: get_file_text is not running in this "
                          "gateway.");
-  int rc = dg__tools_file_check(t->cfg, dg_tool_call_arena(t->call), "Invalid argument 'url':", url,
-                                &t->url, &t->source, err);
+  int rc =
+      dg__tools_file_check(t->cfg, dg_tool_call_principal(t->call), dg_tool_call_arena(t->call),
+                           "Invalid argument 'url':", url, &t->url, &t->source, err);
   if (rc == 0)
     t->key = dg_http_url_full(dg_tool_call_arena(t->call), &t->url);
   if (rc == 0 && t->key == NULL)

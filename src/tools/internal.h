@@ -188,13 +188,15 @@ json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, con
 /* ---- get_file_text (file_source.c, files.c, file_fetch.c) ---------------- */
 
 /* Checks a document URL: the scheme must be allowed, the URL valid and
- * without dot segments, and under a source of cfg. On success *url is
- * parsed (strings in arena) and *source set; otherwise err (param "url")
- * says, after the lead-in what ("Invalid argument 'url':"), the URL without
- * its query, what is wrong and what is allowed (DG_EINVAL or DG_EPERM). */
-int dg__tools_file_check(const dg_file_settings_t *cfg, dg_arena_t *arena, const char *what,
-                         const char *text, dg_http_url_t *url, const dg_file_source_t **source,
-                         dg_errctx_t *err);
+ * without dot segments, and under a source of cfg that p may use (any
+ * source when p is NULL). On success *url is parsed (strings in arena) and
+ * *source set; otherwise err (param "url") says, after the lead-in what
+ * ("Invalid argument 'url':"), the URL without its query, what is wrong
+ * and what is allowed: only the sources p may use (DG_EINVAL or
+ * DG_EPERM). */
+int dg__tools_file_check(const dg_file_settings_t *cfg, const dg_principal_t *p, dg_arena_t *arena,
+                         const char *what, const char *text, dg_http_url_t *url,
+                         const dg_file_source_t **source, dg_errctx_t *err);
 /* The source url falls under (the longest prefix), or NULL. */
 const dg_file_source_t *dg__tools_file_match(const dg_file_settings_t *cfg,
                                              const dg_http_url_t *url);
@@ -246,6 +248,7 @@ typedef struct dg__tools_fetch_req {
   const char *trace_id;     /* a trace continued, or NULL */
   const dg_http_url_t *url; /* already checked, under source */
   const dg_file_source_t *source;
+  const dg_principal_t *principal; /* whose sources redirects may lead to */
   const char *etag; /* validators of a cached copy (may be NULL): a conditional request */
   const char *last_modified;
   const dg__tools_fetch_ops_t *ops;

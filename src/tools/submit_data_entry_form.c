@@ -545,13 +545,19 @@ static const char *fingerprint(submission_t *s, const json_t *args) {
   return dg_arena_strdup(dg_tool_call_arena(s->call), out);
 }
 
+/* Referenced records must exist, in the models the caller may read. A
+ * model hidden from the caller is treated as if it did not exist (as for
+ * a reference to entities without a Data Model): checking its records
+ * would tell the caller its name and which of its ids exist. */
 static void add_refs(submission_t *s, const dg__tools_form_value_t *vals, size_t n) {
   dg_arena_t *arena = dg_tool_call_arena(s->call);
+  const dg_principal_t *who = dg_tool_call_principal(s->call);
   dg_store_ref_check_t *refs = dg_arena_calloc(arena, n + s->lines.nrefs + 1, sizeof(*refs));
   size_t k = 0;
   for (size_t i = 0; refs != NULL && i < n; i++) {
     const dg_property_t *p = vals[i].prop;
-    if (p->type == DG_TYPE_REFERENCE && p->reference->target != NULL && has_value(&vals[i]))
+    if (p->type == DG_TYPE_REFERENCE && p->reference->target != NULL &&
+        dg_auth_can_read_model(who, p->reference->target) && has_value(&vals[i]))
       refs[k++] = (dg_store_ref_check_t){p->reference->target, vals[i].value.text, vals[i].param};
   }
   for (size_t i = 0; refs != NULL && i < s->lines.nrefs; i++)

@@ -203,7 +203,8 @@ describe('header limits and malformed requests', () => {
       // Both framings at once is how requests are smuggled past proxies.
       'POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
       'POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!',
-      'POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
+      // A body is only parsed after a valid token (without one: 401 unread).
+      `POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: ${authHeaders().Authorization}\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n`,
       'GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n',
     ];
     for (const text of cases) {

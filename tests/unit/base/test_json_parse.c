@@ -191,6 +191,64 @@ static void test_nul_after_a_token_is_refused(void **state) {
   }
 }
 
+/* A message: repeated keys are refused; valid JSON jansson cannot hold is
+ * noted and read with a stand-in, unless it is the top-level "id". */
+static void test_message_problems(void **state) {
+  static const struct {
+    const char *text;
+    dg_json_problem_t kind;
+    size_t offset;
+    const char *message;
+  } noted[] = {
+      {"{\"id\":1,\"params\":{\"a\":\"x\\u0000y\"}}", DG_JSON_UNSUPPORTED, 24,
+       "\\u0000 is not allowed in a string"},
+      {"{\"id\":1,\"params\":{\"n\":123456789012345678901}}", DG_JSON_UNSUPPORTED, 22,
+       "integer out of range"},
+      {"{\"id\":1,\"params\":{\"r\":1e999}}", DG_JSON_UNSUPPORTED, 22, "real number out of range"},
+      {"{\"id\":1,\"method\":\"a\",\"method\":\"b\"}", DG_JSON_DUPLICATE, 30,
+       "the key \"method\" is repeated"},
+      {"{\"id\":1,\"params\":{\"a\":1,\"a\":2},\"x\":-99999999999999999999}", DG_JSON_DUPLICATE, 28,
+       "the key \"a\" is repeated"},
+  };
+  for (size_t i = 0; i < DG_ARRAY_SIZE(noted); i++) {
+    dg_json_parse_error_t err;
+    json_t *v = dg_json_parse_message(noted[i].text, strlen(noted[i].text), &err);
+    assert_non_null(v);
+    assert_int_equal(json_integer_value(json_object_get(v, "id")), 1);
+    assert_int_equal(err.kind, noted[i].kind);
+    assert_int_equal(err.offset, noted[i].offset);
+    assert_string_equal(err.message, noted[i].message);
+    json_decref(v);
+    /* The plain parser refuses what it cannot hold and takes the last key of a repeat. */
+    v = dg_json_parse(noted[i].text, strlen(noted[i].text), &err);
+    assert_true((v == NULL) == (i != 3));
+    json_decref(v);
+  }
+  static const char *const refused[] = {
+      "{\"id\":1,\"id\":2}",
+      "{\"id\":99999999999999999999,\"method\":\"ping\"}",
+      "{\"id\":\"a\\u0000\",\"method\":\"ping\"}",
+  };
+  for (size_t i = 0; i < DG_ARRAY_SIZE(refused); i++) {
+    dg_json_parse_error_t err;
+    assert_null(dg_json_parse_message(refused[i], strlen(refused[i]), &err));
+    assert_int_not_equal(err.kind, DG_JSON_SYNTAX);
+    assert_non_null(strstr(err.message, "\"id\""));
+  }
+  /* A repeated "id" below the top level is an ordinary repeat. */
+  dg_json_parse_error_t err;
+  json_t *v = dg_json_parse_message(LIT("{\"p\":{\"id\":1,\"id\":2}}"), &err);
+  assert_non_null(v);
+  assert_int_equal(err.kind, DG_JSON_DUPLICATE);
+  json_decref(v);
+  /* A clean message notes nothing. */
+  v = dg_json_parse_message(LIT("{\"id\":1,\"s\":\"\\u0041\"}"), &err);
+  assert_non_null(v);
+  assert_string_equal(err.message, "");
+  assert_int_equal(err.kind, DG_JSON_SYNTAX);
+  json_decref(v);
+}
+
 static void test_integer_limits(void **state) {
   json_t *v = parses_like_jansson(LIT("9223372036854775807"));
   assert_true(json_integer_value(v) == INT64_MAX);
@@ -433,6 +491,7 @@ int main(void) {
   dg_json_use_block_cache();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_valid_documents),
+      cmocka_unit_test(test_message_problems),
       cmocka_unit_test(test_values_built),
       cmocka_unit_test(test_invalid_documents),
       cmocka_unit_test(test_nul_after_a_token_is_refused),

@@ -167,6 +167,10 @@ static void test_problems(void **state) {
                  "\"pathPrefix\": \"docs\"}]}",
                  "files.json: /sources/0/pathPrefix: 'docs' must start with '/' and hold no "
                  "spaces, control characters, '?' or '#'");
+  expect_problem("{\"sources\": [{\"name\": \"a\", \"origin\": \"https://a.example\", "
+                 "\"roles\": [\"clerk\"]}]}",
+                 "files.json: /sources/0/roles/0: unknown role 'clerk' (give a role name from "
+                 "datagate.json)");
   expect_problem("{\"chunkChars\": 5}",
                  "files.json: /chunkChars: must be an integer from 16 to 1000000, got 5");
 }

@@ -17,6 +17,29 @@ static void test_parse_error(void **state) {
                       "Parse error: unexpected data after the value (at byte 46)");
 }
 
+/* Valid JSON that a message may not hold is answered with the request's
+ * id, so that the client is not left waiting. */
+static void test_unreadable_values_answered_with_the_id(void **state) {
+  mt_env_t *env = *state;
+  json_t *r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{"
+                           "\"name\":\"get_data_models\",\"arguments\":{\"x\":\"a\\u0000b\"}}}");
+  assert_int_equal(mt_error_code(r), -32602);
+  assert_int_equal(json_integer_value(json_object_get(r, "id")), 7);
+  assert_non_null(strstr(mt_error_message(r), "\\u0000 is not allowed in a string"));
+  r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":\"big\",\"method\":\"ping\",\"params\":{\"n\":"
+                   "18446744073709551616}}");
+  assert_int_equal(mt_error_code(r), -32602);
+  assert_string_equal(json_string_value(json_object_get(r, "id")), "big");
+  r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\",\"method\":\"tools/list\"}");
+  assert_int_equal(mt_error_code(r), -32600);
+  assert_int_equal(json_integer_value(json_object_get(r, "id")), 8);
+  assert_non_null(strstr(mt_error_message(r), "the key \"method\" is repeated"));
+  r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}");
+  assert_int_equal(mt_error_code(r), -32600);
+  assert_true(json_is_null(json_object_get(r, "id")));
+  assert_non_null(strstr(mt_error_message(r), "the key \"id\" is repeated"));
+}
+
 static void test_invalid_requests(void **state) {
   mt_env_t *env = *state;
   static const char *const bad[] = {
@@ -222,6 +245,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_parse_error, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_invalid_requests, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_unreadable_values_answered_with_the_id, mt_setup,
+                                      mt_teardown),
       cmocka_unit_test_setup_teardown(test_id_echoed, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_method_not_found, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_notifications_get_no_response, mt_setup, mt_teardown),

@@ -241,6 +241,100 @@ static void test_address_classes(void **state) {
   assert_true(allowed(&off, "127.0.0.1"));
 }
 
+static dg_http_address_class_t class_of(const char *text) {
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof(ss));
+  struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+  struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+  if (inet_pton(AF_INET, text, &v4->sin_addr) == 1)
+    v4->sin_family = AF_INET;
+  else if (inet_pton(AF_INET6, text, &v6->sin6_addr) == 1)
+    v6->sin6_family = AF_INET6;
+  else
+    fail_msg("'%s' is not an address", text);
+  return dg_http_address_class((struct sockaddr *)&ss);
+}
+
+/* The special-purpose registries, and IPv6 addresses judged by the IPv4
+ * address they carry. */
+static void test_address_registry(void **state) {
+  static const struct {
+    const char *addr;
+    dg_http_address_class_t cls;
+  } table[] = {
+      {"8.8.8.8", DG_ADDR_PUBLIC},
+      {"1.1.1.1", DG_ADDR_PUBLIC},
+      {"192.0.3.1", DG_ADDR_PUBLIC},
+      {"198.20.0.1", DG_ADDR_PUBLIC},
+      {"0.1.2.3", DG_ADDR_RESERVED},
+      {"10.255.0.1", DG_ADDR_PRIVATE},
+      {"100.64.0.1", DG_ADDR_PRIVATE},
+      {"100.127.255.255", DG_ADDR_PRIVATE},
+      {"100.128.0.1", DG_ADDR_PUBLIC},
+      {"127.0.0.1", DG_ADDR_LOOPBACK},
+      {"169.254.169.254", DG_ADDR_LINK_LOCAL},
+      {"172.16.0.1", DG_ADDR_PRIVATE},
+      {"172.32.0.1", DG_ADDR_PUBLIC},
+      {"192.0.0.8", DG_ADDR_RESERVED},
+      {"192.0.2.1", DG_ADDR_RESERVED},
+      {"192.88.99.1", DG_ADDR_RESERVED},
+      {"192.168.0.1", DG_ADDR_PRIVATE},
+      {"198.18.0.1", DG_ADDR_PRIVATE},
+      {"198.19.255.255", DG_ADDR_PRIVATE},
+      {"198.51.100.7", DG_ADDR_RESERVED},
+      {"203.0.113.9", DG_ADDR_RESERVED},
+      {"224.0.0.1", DG_ADDR_RESERVED},
+      {"240.0.0.1", DG_ADDR_RESERVED},
+      {"255.255.255.255", DG_ADDR_RESERVED},
+      {"::", DG_ADDR_RESERVED},
+      {"::1", DG_ADDR_LOOPBACK},
+      {"::127.0.0.1", DG_ADDR_LOOPBACK},
+      {"::10.0.0.1", DG_ADDR_PRIVATE},
+      {"::8.8.8.8", DG_ADDR_PUBLIC},
+      {"::ffff:127.0.0.1", DG_ADDR_LOOPBACK},
+      {"::ffff:169.254.169.254", DG_ADDR_LINK_LOCAL},
+      {"::ffff:8.8.8.8", DG_ADDR_PUBLIC},
+      {"::ffff:0:7f00:1", DG_ADDR_LOOPBACK},
+      {"::ffff:0:a9fe:a9fe", DG_ADDR_LINK_LOCAL},
+      {"64:ff9b::7f00:1", DG_ADDR_LOOPBACK},
+      {"64:ff9b::a00:1", DG_ADDR_PRIVATE},
+      {"64:ff9b::808:808", DG_ADDR_PUBLIC},
+      {"64:ff9b:1::7f00:1", DG_ADDR_LOOPBACK},
+      {"64:ff9b:1::808:808", DG_ADDR_PRIVATE},
+      {"2002:7f00:1::1", DG_ADDR_LOOPBACK},
+      {"2002:c0a8:101::1", DG_ADDR_PRIVATE},
+      {"2002:a9fe:a9fe::", DG_ADDR_LINK_LOCAL},
+      {"2002:808:808::1", DG_ADDR_PUBLIC},
+      {"100::1", DG_ADDR_RESERVED},
+      {"2001::1", DG_ADDR_RESERVED},
+      {"2001:0:4136:e378:8000:63bf:80ff:fffe", DG_ADDR_RESERVED},
+      {"2001:2::1", DG_ADDR_PRIVATE},
+      {"2001:10::1", DG_ADDR_RESERVED},
+      {"2001:db8::1", DG_ADDR_RESERVED},
+      {"3fff::1", DG_ADDR_RESERVED},
+      {"5f00::1", DG_ADDR_RESERVED},
+      {"fc00::1", DG_ADDR_PRIVATE},
+      {"fdff::1", DG_ADDR_PRIVATE},
+      {"fe80::1", DG_ADDR_LINK_LOCAL},
+      {"febf::1", DG_ADDR_LINK_LOCAL},
+      {"fec0::1", DG_ADDR_PRIVATE},
+      {"ff02::1", DG_ADDR_RESERVED},
+      {"2001:4860:4860::8888", DG_ADDR_PUBLIC},
+      {"2a00:1450::1", DG_ADDR_PUBLIC},
+  };
+  for (size_t i = 0; i < DG_ARRAY_SIZE(table); i++) {
+    dg_http_address_class_t got = class_of(table[i].addr);
+    if (got != table[i].cls)
+      fail_msg("%s: class %d, want %d", table[i].addr, (int)got, (int)table[i].cls);
+  }
+  /* The policy refuses what embeds a refused IPv4 address. */
+  dg_http_address_policy_t p = {.enforce = true};
+  const char *refused[] = {"64:ff9b::7f00:1", "2002:7f00:1::1", "::127.0.0.1", "::ffff:0:7f00:1",
+                           "fec0::1"};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(refused); i++)
+    assert_false(allowed(&p, refused[i]));
+}
+
 static void test_failure_names(void **state) {
   assert_string_equal(dg_http_failure_name(DG_HTTP_FAIL_NONE), "ok");
   assert_string_equal(dg_http_failure_name(DG_HTTP_FAIL_TIMEOUT), "timeout");
@@ -254,7 +348,8 @@ int main(void) {
       cmocka_unit_test(test_url_resolve),         cmocka_unit_test(test_trace_id),
       cmocka_unit_test(test_traceparent),         cmocka_unit_test(test_retry_after),
       cmocka_unit_test(test_methods_and_headers), cmocka_unit_test(test_excerpt),
-      cmocka_unit_test(test_address_classes),     cmocka_unit_test(test_failure_names),
+      cmocka_unit_test(test_address_classes),     cmocka_unit_test(test_address_registry),
+      cmocka_unit_test(test_failure_names),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

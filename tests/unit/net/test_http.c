@@ -8,6 +8,7 @@
 #include <cmocka.h>
 #include <limits.h>
 
+#include "net/internal.h"
 #include "net/net_test.h"
 
 typedef struct state {
@@ -99,6 +100,10 @@ static void hang_abort(dg_http_request_t *req, void *data) {
 static void handler(dg_http_request_t *req) {
   const char *path = dg_http_request_path(req);
   st.handled++;
+  if (dg_http_request_body_refused(req)) {
+    dg_http_respond(req, 401, NULL, 0, "refused", 7);
+    return;
+  }
   if (strcmp(path, "/hello") == 0) {
     dg_http_respond(req, 200, NULL, 0, "hello", 5);
   } else if (strcmp(path, "/echo") == 0) {
@@ -551,6 +556,63 @@ static void test_max_connections(void **state) {
   dg_buf_free(&out);
 }
 
+/* Admits the requests that carry X-Token: ok. */
+static bool admit_token(dg_http_request_t *req) {
+  const char *v = dg_http_request_header(req, "X-Token");
+  return v != NULL && strcmp(v, "ok") == 0;
+}
+
+/* A request the admit callback refuses is answered on its head alone: the
+ * body it announces is never waited for. */
+static void test_admit_before_body(void **state) {
+  test_ctx_t *t = *state;
+  t->cfg.admit = admit_token;
+  t->cfg.limits.max_body_bytes = 1 << 20;
+  start(t);
+  static const char head[] = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nabc";
+  expect_status_then_close(t, head, sizeof(head) - 1, 401);
+  static const char chunked[] =
+      "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n";
+  expect_status_then_close(t, chunked, sizeof(chunked) - 1, 401);
+  /* Without a body nothing needs refusing: the handler answers as usual. */
+  assert_int_equal(http_once(t->f.port, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n", &t->r), 200);
+  assert_int_equal(
+      http_once(t->f.port,
+                "POST /echo HTTP/1.1\r\nHost: x\r\nX-Token: ok\r\nContent-Length: 3\r\n\r\nabc",
+                &t->r),
+      200);
+  assert_int_equal(t->r.body_len, 8);
+}
+
+/* Connections that sent no admitted request share max_unadmitted_bytes. */
+static void test_unadmitted_budget(void **state) {
+  test_ctx_t *t = *state;
+  client_t *a = calloc(1, sizeof(*a));
+  client_t *b = calloc(1, sizeof(*b));
+  t->cfg.admit = admit_token;
+  t->cfg.limits.max_header_bytes = 1024;
+  t->cfg.limits.max_unadmitted_bytes = 2 * (sizeof(dg__conn_t) + 2 * 1024 + 4096);
+  start(t);
+  assert_int_equal(client_connect(a, t->f.port), 0);
+  assert_int_equal(client_connect(b, t->f.port), 0);
+  client_send(a, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+  client_send(b, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+  assert_int_equal(client_response(a, &t->r), 200);
+  assert_int_equal(client_response(b, &t->r), 200);
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  assert_int_equal(client_response(&t->cl, &t->r), 503);
+  assert_true(client_wait_closed(&t->cl, 10000));
+  client_close(&t->cl);
+  /* An admitted request frees its connection's share for good. */
+  client_send(a, "GET /hello HTTP/1.1\r\nHost: x\r\nX-Token: ok\r\n\r\n");
+  assert_int_equal(client_response(a, &t->r), 200);
+  assert_int_equal(http_once(t->f.port, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n", &t->r), 200);
+  client_close(a);
+  client_close(b);
+  free(a);
+  free(b);
+}
+
 static void test_pipeline_limit(void **state) {
   test_ctx_t *t = *state;
   t->cfg.limits.max_pipelined = 2;
@@ -836,6 +898,8 @@ int main(void) {
       T(test_request_timeout),
       T(test_idle_timeout),
       T(test_max_connections),
+      T(test_admit_before_body),
+      T(test_unadmitted_budget),
       T(test_pipeline_limit),
       T(test_backpressure),
       T(test_abort),

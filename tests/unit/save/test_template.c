@@ -25,7 +25,11 @@ static const pair_t values[] = {
     {"n_Limit", "25"},      {"b_Active", "true"},
     {"Path", "a/b c"},      {"Unicode", "caf\xc3\xa9"},
     {"Ctl", "line\nbreak"}, {"Session", "S-42"},
-    {"Tab", "x\ty\\z"},
+    {"Tab", "x\ty\\z"},     {"Dots", ".."},
+    {"Dot", "."},           {"Climb", "../x"},
+    {"Back", "x\\..\\y"},   {"Empty", ""},
+    {"Ellipsis", "..."},    {"Pct", "%2e%2e"},
+    {"DotName", "a..b"},
 };
 
 static int lookup(void *data, const dg_template_var_t *var, dg_template_value_t *out) {
@@ -165,6 +169,43 @@ static void test_path_and_query_encoding(void **state) {
   expect("{SESSION:X}", DG_TEMPLATE_QUERY, "sess");
 }
 
+/* Expands text as a path, expecting a refusal naming param. */
+static void expect_path_refused(const char *text, const char *param) {
+  const dg_template_t *t = compile(text);
+  dg_buf_t out;
+  dg_buf_init(&out, 4096);
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  assert_int_equal(dg_template_expand(t, DG_TEMPLATE_PATH, lookup, NULL, &out, &err), DG_EINVAL);
+  assert_string_equal(err.param, param);
+  assert_int_equal(out.len, 0);
+  dg_buf_free(&out);
+}
+
+static void test_path_values_stay_in_their_segment(void **state) {
+  (void)state;
+  expect_path_refused("/erp/orders/{Dots}/edits/begin.json", "Dots");
+  expect_path_refused("/erp/orders/{Dot}/edits", "Dot");
+  expect_path_refused("/erp/orders/{Dots}", "Dots");
+  expect_path_refused("{Dots}/x", "Dots");
+  expect_path_refused("/erp/orders/{Empty}/edits", "Empty");
+  expect_path_refused("/erp/orders/{Empty}", "Empty");
+  expect_path_refused("/erp/orders/{a_Missing}/edits", "a_Missing");
+  expect_path_refused("/erp/orders/{Dot}{Dot}/edits", "Dot");
+  /* Encoded, these would still climb on a server that decodes %2F or %5C. */
+  expect_path_refused("/erp/orders/{Climb}", "Climb");
+  expect_path_refused("/erp/orders/{Back}", "Back");
+  expect_path_refused("/files/../{Id}", "template");
+  /* A value inside a longer segment, or dots that are part of a name. */
+  expect("/erp/orders/{Dots}.json", DG_TEMPLATE_PATH, "/erp/orders/...json");
+  expect("/erp/orders/x{Empty}", DG_TEMPLATE_PATH, "/erp/orders/x");
+  expect("/erp/orders/{Ellipsis}", DG_TEMPLATE_PATH, "/erp/orders/...");
+  expect("/erp/orders/{DotName}", DG_TEMPLATE_PATH, "/erp/orders/a..b");
+  expect("/erp/orders/{Pct}", DG_TEMPLATE_PATH, "/erp/orders/%252e%252e");
+  /* Queries are not paths. */
+  expect("{Dots}", DG_TEMPLATE_QUERY, "..");
+}
+
 static void test_raw_mode(void **state) {
   (void)state;
   expect("Bearer {Id}", DG_TEMPLATE_RAW, "Bearer 1001");
@@ -269,6 +310,7 @@ int main(void) {
       cmocka_unit_test(test_literal_braces),
       cmocka_unit_test(test_compile_errors),
       cmocka_unit_test(test_path_and_query_encoding),
+      cmocka_unit_test(test_path_values_stay_in_their_segment),
       cmocka_unit_test(test_raw_mode),
       cmocka_unit_test(test_json_mode),
       cmocka_unit_test(test_json_result_parses),

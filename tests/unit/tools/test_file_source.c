@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "tools/catalog_test.h"
 #include "tools/internal.h"
 
 static const char *const schemes[] = {"https", "http"};
@@ -50,7 +51,8 @@ static int check(const dg_file_settings_t *cfg, const char *text, const dg_file_
   dg_http_url_t url;
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  int rc = dg__tools_file_check(cfg, arena, "Invalid argument 'url':", text, &url, source, &err);
+  int rc =
+      dg__tools_file_check(cfg, NULL, arena, "Invalid argument 'url':", text, &url, source, &err);
   snprintf(msg, size, "%s", rc != 0 ? err.message : "");
   if (rc != 0)
     assert_string_equal(err.param, "url");
@@ -123,15 +125,25 @@ static void test_refuses_dot_segments_and_bad_urls(void **state) {
   dg_file_settings_t cfg = settings(2, 3);
   const dg_file_source_t *s = NULL;
   char msg[1024];
-  const char *dots[] = {"http://127.0.0.1:8091/files/../erp/x", "http://127.0.0.1:8091/files/./x",
-                        "http://127.0.0.1:8091/files/%2e%2E/erp/x",
-                        "http://127.0.0.1:8091/files/.%2e"};
+  const char *dots[] = {
+      "http://127.0.0.1:8091/files/../erp/x", "http://127.0.0.1:8091/files/./x",
+      "http://127.0.0.1:8091/files/%2e%2E/erp/x", "http://127.0.0.1:8091/files/.%2e",
+      /* Separators and dots a lenient server decodes or strips. */
+      "http://127.0.0.1:8091/files/..%2ferp/x", "http://127.0.0.1:8091/files/..%2Ferp/x",
+      "http://127.0.0.1:8091/files/a/..;/..;/erp/x",
+      "http://127.0.0.1:8091/files/..;jsessionid=1/x", "http://127.0.0.1:8091/files/..%5cerp",
+      "http://127.0.0.1:8091/files/..%5C..%5Cerp", "http://127.0.0.1:8091/files/%252e%252e/erp/x",
+      "http://127.0.0.1:8091/files/%25252e%25252e%25252fx",
+      "http://127.0.0.1:8091/files/%2e%2e%252ferp"};
   for (size_t i = 0; i < DG_ARRAY_SIZE(dots); i++) {
     assert_int_equal(check(&cfg, dots[i], &s, msg, sizeof(msg)), DG_EINVAL);
     assert_non_null(strstr(msg, "'.' or '..' path segments"));
   }
   /* Dots inside a name are fine. */
   assert_int_equal(check(&cfg, "http://127.0.0.1:8091/files/a..b/.x", &s, msg, sizeof(msg)), 0);
+  assert_int_equal(check(&cfg, "http://127.0.0.1:8091/files/..a/%2e%2ex;y", &s, msg, sizeof(msg)),
+                   0);
+  assert_int_equal(check(&cfg, "http://127.0.0.1:8091/files/100%25.pdf", &s, msg, sizeof(msg)), 0);
   assert_int_equal(check(&cfg, "http://user:pw@127.0.0.1:8091/files/a", &s, msg, sizeof(msg)),
                    DG_EINVAL);
   assert_non_null(strstr(msg, "is not valid: user names and passwords"));
@@ -146,6 +158,48 @@ static void test_no_source_configured(void **state) {
   assert_non_null(strstr(msg, "no document source is configured"));
 }
 
+/* Checks text as user of the sample catalog may. */
+static int check_as(fixture_t *fx, const char *user, const char *text, char *msg, size_t size) {
+  dg_http_url_t url;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  const dg_file_source_t *s = NULL;
+  int rc = dg__tools_file_check(&fx->cat->files, ct_principal(fx, user), fx->arena,
+                                "Invalid argument 'url':", text, &url, &s, &err);
+  snprintf(msg, size, "%s", rc != 0 ? err.message : "");
+  assert_true((rc == 0) == (s != NULL));
+  return rc;
+}
+
+/* Sources are granted to roles: by default to those that may read a model
+ * with documents (Files: admin and sales, not the auditor). */
+static void test_sources_follow_roles(void **state) {
+  fixture_t *fx = *state;
+  static const char doc[] = "http://127.0.0.1:8091/files/x/a.pdf";
+  char msg[1024];
+  assert_int_equal(check_as(fx, "sales", doc, msg, sizeof(msg)), 0);
+  assert_int_equal(check_as(fx, "admin", doc, msg, sizeof(msg)), 0);
+  assert_int_equal(check_as(fx, "auditor", doc, msg, sizeof(msg)), DG_EPERM);
+  assert_non_null(strstr(msg, "none of your roles may read documents"));
+  assert_null(strstr(msg, "allowed are"));
+  /* An explicit list: the auditor's role alone may use the second source. */
+  dg_file_source_t *list = (dg_file_source_t *)fx->cat->files.sources;
+  static const char *const auditor[] = {"auditor"};
+  list[1].roles = auditor;
+  list[1].nroles = 1;
+  list[1].roles_given = true;
+  assert_int_equal(check_as(fx, "sales", "http://127.0.0.1:8091/erp/documents/x", msg, sizeof(msg)),
+                   DG_EPERM);
+  /* Only what the caller may use is listed. */
+  assert_non_null(strstr(msg, "allowed are URLs under http://127.0.0.1:8091/files/."));
+  assert_null(strstr(strstr(msg, "allowed are"), "/erp/documents/"));
+  assert_int_equal(
+      check_as(fx, "auditor", "http://127.0.0.1:8091/erp/documents/x", msg, sizeof(msg)), 0);
+  assert_int_equal(check_as(fx, "auditor", doc, msg, sizeof(msg)), DG_EPERM);
+  assert_non_null(strstr(msg, "allowed are URLs under http://127.0.0.1:8091/erp/documents/."));
+  assert_null(strstr(strstr(msg, "allowed are"), "/files/"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matches_the_longest_prefix),
@@ -153,6 +207,7 @@ int main(void) {
       cmocka_unit_test(test_refuses_schemes),
       cmocka_unit_test(test_refuses_dot_segments_and_bad_urls),
       cmocka_unit_test(test_no_source_configured),
+      cmocka_unit_test_setup_teardown(test_sources_follow_roles, ct_setup, ct_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
