@@ -124,7 +124,9 @@ typedef struct dg_extract_chunk {
   uint64_t next_offset;
   bool has_more;              /* false on the last chunk */
   dg_extract_format_t format; /* the document's format */
-  const char *truncated;      /* why the text was cut, on the last chunk; else NULL */
+  /* Why the text was cut, on every chunk of a cut text (a chunk streamed
+   * before the cut was found cannot know it); else NULL. */
+  const char *truncated;
 } dg_extract_chunk_t;
 
 /* The seed's File text response envelope for a chunk:

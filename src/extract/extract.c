@@ -193,7 +193,8 @@ static void emit_chunks(dg_extract_t *x, bool complete) {
                             .next_offset = x->pos_chars + chars,
                             .has_more = end < len || !complete,
                             .format = x->run->format};
-    if (!c.has_more && x->run->truncated[0] != '\0')
+    /* Every chunk says the text was cut, once that is known. */
+    if (x->run->truncated[0] != '\0')
       c.truncated = x->run->truncated;
     x->pos = end;
     x->pos_chars += chars;
