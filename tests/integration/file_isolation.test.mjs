@@ -1,0 +1,135 @@
+// Documents cannot starve the gateway: every document is parsed in an
+// extractor process of its own, with a CPU-time and a memory limit set by
+// the operating system and a wall-time limit past which it is killed. The
+// hostile documents are made here: an HTML page, an XML document and a DOCX
+// with 200,000 attributes on one element (libxml2 compares every attribute
+// with the earlier ones) and a PDF whose table of objects grows past the
+// memory limit. Each is refused at its limit while query_entities, which
+// runs on the store's threads, is answered meanwhile.
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+
+import { Gateway, httpClient, makeConfig, readJson, writeJson } from './lib/gateway.mjs';
+import { startMock } from './lib/upstream.mjs';
+import { manyAttributes, sparseObjectsPdf } from '../upstream/documents.mjs';
+
+const CPU_SECONDS = 3;
+const MEMORY_BYTES = 512 * 1024 * 1024;
+
+let mock;
+
+const HOSTILE = manyAttributes(200000);
+
+function configWith(files) {
+  return makeConfig({
+    edit: (dir) => {
+      const f = readJson(path.join(dir, 'files.json'));
+      f.sources[0].origin = mock.base;
+      Object.assign(f, { maxDownloadBytes: 8 << 20, maxConcurrentExtractions: 4, ...files });
+      writeJson(path.join(dir, 'files.json'), f);
+    },
+  });
+}
+
+async function start(files) {
+  const config = configWith(files);
+  const gw = await Gateway.start({ config });
+  const { client } = await httpClient(gw);
+  return { gw, client, config };
+}
+
+async function stop({ gw, client, config }) {
+  await client?.close();
+  await gw?.stop();
+  config?.remove();
+}
+
+const url = (p) => `${mock.base}${p}`;
+
+async function fileText(client, p) {
+  return client.callTool({ name: 'get_file_text', arguments: { url: url(p) } });
+}
+
+function refusal(result) {
+  assert.equal(result.isError, true, `expected an error, got ${JSON.stringify(result.structuredContent)}`);
+  const text = result.content[0].text;
+  assert.match(text, /^The document at '.*' cannot be read: /);
+  return text;
+}
+
+// A query on the store, which must not wait for any document.
+async function queryEntities(client) {
+  const models = await client.callTool({ name: 'get_data_models', arguments: {} });
+  assert.equal(models.isError, undefined, models.content?.[0]?.text);
+  const id = models.structuredContent.dataModels[0].dataModelId;
+  const r = await client.callTool({ name: 'query_entities', arguments: { dataModelId: id, paging: { pageSize: 5 } } });
+  assert.equal(r.isError, undefined, r.content?.[0]?.text);
+  return r.structuredContent;
+}
+
+before(async () => {
+  mock = await startMock({});
+  mock.upstream.addFile('/files/h/attrs.html', HOSTILE.html, 'text/html');
+  mock.upstream.addFile('/files/h/attrs-2.html', HOSTILE.html, 'text/html');
+  mock.upstream.addFile('/files/h/attrs.xml', HOSTILE.xml, 'application/xml');
+  mock.upstream.addFile('/files/h/attrs.docx', HOSTILE.docx,
+    'application/vnd.openxmlformats-officedocument.wordprocessingml.document');
+  mock.upstream.addFile('/files/h/objects.pdf', sparseObjectsPdf(5000, 1600), 'application/pdf');
+  mock.upstream.addFile('/files/h/fine.txt', 'A plain document.\n', 'text/plain');
+});
+
+after(async () => {
+  await mock?.close();
+});
+
+describe('extractor processes', () => {
+  let g;
+  before(async () => {
+    g = await start({ extractCpuSeconds: CPU_SECONDS, extractMemoryBytes: MEMORY_BYTES, extractTimeoutMs: 120000 });
+  });
+  after(async () => stop(g));
+
+  it('refuse each hostile document at its limit while query_entities is answered meanwhile', async () => {
+    const expected = {
+      '/files/h/attrs.html': new RegExp(`used more than the CPU-time limit of ${CPU_SECONDS} s`),
+      '/files/h/attrs-2.html': new RegExp(`used more than the CPU-time limit of ${CPU_SECONDS} s`),
+      '/files/h/attrs.xml': /the XML document has an element with more than the limit of 1024 attributes/,
+      '/files/h/attrs.docx': /part word\/document\.xml has an element with more than the limit of 1024 attributes/,
+      '/files/h/objects.pdf': new RegExp(`needs more than the limit of ${MEMORY_BYTES / 2 / 1048576} MiB of memory`),
+    };
+    const pending = new Set(Object.keys(expected));
+    const calls = Object.keys(expected).map((p) => fileText(g.client, p).finally(() => pending.delete(p)));
+    // Both HTML pages keep a process busy for seconds of CPU; the store's
+    // threads are not theirs, so the query does not wait for them.
+    const page = await queryEntities(g.client);
+    assert.ok(page.entities.length > 0, 'query_entities returned entities');
+    assert.ok(pending.has('/files/h/attrs.html') || pending.has('/files/h/attrs-2.html'),
+      'query_entities was answered while the HTML pages were still being parsed');
+    const results = await Promise.all(calls);
+    Object.values(expected).forEach((re, i) => assert.match(refusal(results[i]), re));
+    // The gateway goes on reading documents.
+    const fine = await fileText(g.client, '/files/h/fine.txt');
+    assert.equal(fine.isError, undefined, fine.content?.[0]?.text);
+    assert.equal(fine.structuredContent.text, 'A plain document.\n');
+  });
+});
+
+describe('the wall-time limit', () => {
+  let g;
+  before(async () => {
+    g = await start({ extractCpuSeconds: 600, extractTimeoutMs: 500 });
+  });
+  after(async () => stop(g));
+
+  it('kills the extractor process past it and answers at once', async () => {
+    const call = fileText(g.client, '/files/h/attrs.html');
+    let answered = false;
+    call.finally(() => { answered = true; });
+    await queryEntities(g.client);
+    assert.equal(answered, false, 'query_entities was answered while the page was being parsed');
+    assert.match(refusal(await call), /took longer than the limit of 500 ms/);
+    const fine = await fileText(g.client, '/files/h/fine.txt');
+    assert.equal(fine.structuredContent.text, 'A plain document.\n');
+  });
+});
