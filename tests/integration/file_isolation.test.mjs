@@ -5,9 +5,12 @@
 // with 200,000 attributes on one element (libxml2 compares every attribute
 // with the earlier ones) and a PDF whose table of objects grows past the
 // memory limit. Each is refused at its limit while query_entities, which
-// runs on the store's threads, is answered meanwhile.
+// runs on the store's threads, is answered meanwhile. A gzip body that
+// inflates a thousandfold is decoded a share per loop turn and refused at
+// the download limit while the gateway keeps answering.
 import assert from 'node:assert/strict';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 
 import { Gateway, httpClient, makeConfig, readJson, writeJson } from './lib/gateway.mjs';
@@ -77,6 +80,9 @@ before(async () => {
     'application/vnd.openxmlformats-officedocument.wordprocessingml.document');
   mock.upstream.addFile('/files/h/objects.pdf', sparseObjectsPdf(5000, 1600), 'application/pdf');
   mock.upstream.addFile('/files/h/fine.txt', 'A plain document.\n', 'text/plain');
+  // 64 KiB on the wire, 64 MiB once inflated.
+  mock.upstream.addFile('/files/h/bomb.txt', zlib.gzipSync(Buffer.alloc(64 << 20, 'y'), { level: 9 }),
+    'text/plain', { 'Content-Encoding': 'gzip' });
 });
 
 after(async () => {
@@ -112,6 +118,26 @@ describe('extractor processes', () => {
     const fine = await fileText(g.client, '/files/h/fine.txt');
     assert.equal(fine.isError, undefined, fine.content?.[0]?.text);
     assert.equal(fine.structuredContent.text, 'A plain document.\n');
+  });
+});
+
+describe('a gzip bomb', () => {
+  let g;
+  before(async () => {
+    g = await start({});
+  });
+  after(async () => stop(g));
+
+  it('is refused at the download limit while pings and queries are answered', async () => {
+    const calls = Array.from({ length: 4 }, () => fileText(g.client, '/files/h/bomb.txt'));
+    const pings = Array.from({ length: 4 }, () => g.client.ping());
+    const page = await queryEntities(g.client);
+    assert.ok(page.entities.length > 0);
+    for (const p of await Promise.all(pings)) assert.deepEqual(p, {});
+    for (const r of await Promise.all(calls)) {
+      assert.equal(r.isError, true);
+      assert.match(r.content[0].text, new RegExp(`is larger than the download limit of ${8 << 20} bytes`));
+    }
   });
 });
 
