@@ -17,6 +17,8 @@
 
 #include "extract/internal.h"
 
+extern char **environ;
+
 /* Beyond the extractor's own clock, which reports a clean time-out first. */
 #define GRACE_MS 1000
 
@@ -309,8 +311,27 @@ static int write_head(dg__xproc_t *p, dg_extract_format_t format, const char *co
   return rc == 0 ? write_bytes(p, content_type, ct) : rc;
 }
 
+/* The process gets none of the gateway's environment (tokens and client
+ * secrets may be there), only the sanitizers' options of a test build. */
+#define ENV_MAX 8
+
+static void worker_env(char **env) {
+  static const char *const kept[] = {
+      "ASAN_OPTIONS=", "UBSAN_OPTIONS=", "LSAN_OPTIONS=", "TSAN_OPTIONS="};
+  size_t n = 0;
+  for (char **e = environ; e != NULL && *e != NULL && n < ENV_MAX - 1; e++) {
+    for (size_t k = 0; k < DG_ARRAY_SIZE(kept); k++) {
+      if (strncmp(*e, kept[k], strlen(kept[k])) == 0 && n < ENV_MAX - 1)
+        env[n++] = *e;
+    }
+  }
+  env[n] = NULL;
+}
+
 static int spawn(dg__xproc_t *p, const char *path) {
   char *args[] = {(char *)path, "--extract-worker", NULL};
+  char *env[ENV_MAX];
+  worker_env(env);
   uv_stdio_container_t stdio[3];
   stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
   stdio[0].data.stream = (uv_stream_t *)&p->in;
@@ -322,6 +343,7 @@ static int spawn(dg__xproc_t *p, const char *path) {
   memset(&opt, 0, sizeof(opt));
   opt.file = path;
   opt.args = args;
+  opt.env = env;
   opt.exit_cb = on_exit_cb;
   opt.stdio = stdio;
   opt.stdio_count = 3;

@@ -9,6 +9,7 @@
 // inflates a thousandfold is decoded a share per loop turn and refused at
 // the download limit while the gateway keeps answering.
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
@@ -69,6 +70,24 @@ async function queryEntities(client) {
   const r = await client.callTool({ name: 'query_entities', arguments: { dataModelId: id, paging: { pageSize: 5 } } });
   assert.equal(r.isError, undefined, r.content?.[0]?.text);
   return r.structuredContent;
+}
+
+// The extractor processes the gateway runs now: [{pid, environ, limits}].
+function extractorsOf(parent) {
+  const found = [];
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (ppid !== parent || cmd[1] !== '--extract-worker') continue;
+      found.push({ pid, environ: fs.readFileSync(`/proc/${pid}/environ`, 'utf8'),
+        limits: fs.readFileSync(`/proc/${pid}/limits`, 'utf8') });
+    } catch {
+      // The process ended while it was being looked at.
+    }
+  }
+  return found;
 }
 
 before(async () => {
@@ -152,6 +171,21 @@ describe('the wall-time limit', () => {
     const call = fileText(g.client, '/files/h/attrs.html');
     let answered = false;
     call.finally(() => { answered = true; });
+    // The process runs with its limits set and none of the gateway's
+    // environment (its tokens are there).
+    // It is seen first as it starts, before it has read its limits.
+    const limited = (x) => /^Max cpu time\s+600\s/m.test(x.limits);
+    let seen = [];
+    while (!seen.some(limited) && !answered) {
+      seen = extractorsOf(g.gw.pid);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    seen = seen.filter(limited);
+    assert.equal(seen.length, 1, 'an extractor process ran with its limits');
+    assert.match(seen[0].limits, /^Max cpu time\s+600\s+601\s+seconds/m);
+    assert.match(seen[0].limits, /^Max core file size\s+0\s+0\s+bytes/m);
+    assert.match(fs.readFileSync(`/proc/${g.gw.pid}/environ`, 'utf8'), /DATAGATE_TOKEN_ADMIN=/);
+    assert.doesNotMatch(seen[0].environ, /DATAGATE_TOKEN/);
     await queryEntities(g.client);
     assert.equal(answered, false, 'query_entities was answered while the page was being parsed');
     assert.match(refusal(await call), /took longer than the limit of 500 ms/);
