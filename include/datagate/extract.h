@@ -287,8 +287,8 @@ size_t dg_extract_cache_count(const dg_extract_cache_t *cache);
 /* ---- Command line ----------------------------------------------------------------- */
 
 /* `datagate --extract FILE [--content-type T] [--offset N] [--chunk-chars N]
- * [--json]`: extracts FILE (through the threadpool path, as the gateway
- * does) and prints the text to out, or with --json one File text envelope
+ * [--json]`: extracts FILE (the gateway's extractors, on the threadpool of
+ * this process) and prints the text to out, or with --json one File text envelope
  * per chunk from the offset on, one per line. Errors go to err_out. Returns
  * the process exit status. argv[0] is "--extract". */
 int dg_extract_main(int argc, char **argv, FILE *out, FILE *err_out);
