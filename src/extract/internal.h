@@ -135,6 +135,7 @@ typedef struct dg__wire_head {
   uint32_t content_type_len;
   uint32_t cpu_seconds;
   uint64_t memory_bytes;
+  int64_t parent; /* the gateway's process id */
   dg_extract_limits_t limits;
 } dg__wire_head_t;
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "extract/internal.h"
 
@@ -306,6 +307,7 @@ static int write_head(dg__xproc_t *p, dg_extract_format_t format, const char *co
   head.content_type_len = (uint32_t)ct;
   head.cpu_seconds = p->cpu_seconds;
   head.memory_bytes = p->memory_bytes;
+  head.parent = (int64_t)getpid();
   head.limits = p->limits;
   int rc = write_bytes(p, &head, sizeof(head));
   return rc == 0 ? write_bytes(p, content_type, ct) : rc;

@@ -6,6 +6,7 @@
  * allocate without end costs this process, which the operating system stops
  * at its limits, and never a thread of the gateway. */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -106,6 +107,10 @@ static int apply_limits(const dg__wire_head_t *head) {
 #endif
 #ifdef __linux__
   rc |= prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  /* A gateway killed outright takes its extractors with it. */
+  rc |= prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (getppid() != head->parent)
+    rc = -1; /* it is gone already */
 #endif
   return rc == 0 ? 0 : DG_EIO;
 }

@@ -160,6 +160,41 @@ describe('a gzip bomb', () => {
   });
 });
 
+// Waits (polling) until one of the extractor processes of parent has set
+// its limits, or done resolves.
+async function limitedExtractor(parent, done) {
+  const limited = (x) => /^Max cpu time\s+600\s/m.test(x.limits);
+  let ended = false;
+  done.finally(() => { ended = true; });
+  let seen = [];
+  while (!seen.some(limited) && !ended) {
+    seen = extractorsOf(parent);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return seen.filter(limited);
+}
+
+describe('a gateway killed outright', () => {
+  it('takes its extractor processes with it', async () => {
+    const g = await start({ extractCpuSeconds: 600, extractTimeoutMs: 600000 });
+    try {
+      const call = fileText(g.client, '/files/h/attrs.html').catch((e) => e);
+      const [x] = await limitedExtractor(g.gw.pid, call);
+      assert.ok(x, 'an extractor process ran');
+      g.gw.kill();
+      await g.gw.waitExit();
+      // The process is gone (the kernel kills it with its parent), not left
+      // parsing for up to its ten minutes of CPU.
+      while (fs.existsSync(`/proc/${x.pid}`) && !/^State:\s+Z/m.test(fs.readFileSync(`/proc/${x.pid}/status`, 'utf8')))
+        await new Promise((r) => setTimeout(r, 10));
+      await call;
+    } finally {
+      await g.client.close().catch(() => {});
+      g.config.remove();
+    }
+  });
+});
+
 describe('the wall-time limit', () => {
   let g;
   before(async () => {
@@ -174,13 +209,7 @@ describe('the wall-time limit', () => {
     // The process runs with its limits set and none of the gateway's
     // environment (its tokens are there).
     // It is seen first as it starts, before it has read its limits.
-    const limited = (x) => /^Max cpu time\s+600\s/m.test(x.limits);
-    let seen = [];
-    while (!seen.some(limited) && !answered) {
-      seen = extractorsOf(g.gw.pid);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    seen = seen.filter(limited);
+    const seen = await limitedExtractor(g.gw.pid, call);
     assert.equal(seen.length, 1, 'an extractor process ran with its limits');
     assert.match(seen[0].limits, /^Max cpu time\s+600\s+601\s+seconds/m);
     assert.match(seen[0].limits, /^Max core file size\s+0\s+0\s+bytes/m);
