@@ -131,6 +131,7 @@ void dg__xrun_free(dg__xrun_t *run);
 
 typedef struct dg__wire_head {
   uint32_t magic;
+  uint32_t size; /* sizeof(dg__wire_head_t): both sides are one build */
   uint32_t format;
   uint32_t content_type_len;
   uint32_t cpu_seconds;

@@ -303,6 +303,7 @@ static int write_head(dg__xproc_t *p, dg_extract_format_t format, const char *co
   dg__wire_head_t head;
   memset(&head, 0, sizeof(head));
   head.magic = DG__WIRE_MAGIC;
+  head.size = (uint32_t)sizeof(head);
   head.format = (uint32_t)format;
   head.content_type_len = (uint32_t)ct;
   head.cpu_seconds = p->cpu_seconds;

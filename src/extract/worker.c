@@ -117,8 +117,8 @@ static int apply_limits(const dg__wire_head_t *head) {
 
 static int read_head(dg__wire_head_t *head, char *content_type) {
   if (read_full(STDIN_FILENO, head, sizeof(*head)) != 0 || head->magic != DG__WIRE_MAGIC ||
-      head->format > DG_EXTRACT_XML || head->content_type_len >= DG__WIRE_CONTENT_TYPE ||
-      head->cpu_seconds == 0)
+      head->size != sizeof(*head) || head->format > DG_EXTRACT_XML ||
+      head->content_type_len >= DG__WIRE_CONTENT_TYPE || head->cpu_seconds == 0)
     return DG_EPROTO;
   content_type[head->content_type_len] = '\0';
   return read_full(STDIN_FILENO, content_type, head->content_type_len);
