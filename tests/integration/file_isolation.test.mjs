@@ -3,8 +3,8 @@
 // the operating system and a wall-time limit past which it is killed. The
 // hostile documents are made here: an HTML page, an XML document and a DOCX
 // with 200,000 attributes on one element (libxml2 compares every attribute
-// with the earlier ones) and a PDF whose table of objects grows past the
-// memory limit. Each is refused at its limit while query_entities, which
+// with the earlier ones), a PDF whose table of objects grows past the
+// memory limit and a small PDF whose pages keep MuPDF busy for seconds. Each is refused at its limit while query_entities, which
 // runs on the store's threads, is answered meanwhile. A gzip body that
 // inflates a thousandfold is decoded a share per loop turn and refused at
 // the download limit while the gateway keeps answering.
@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test';
 
 import { Gateway, httpClient, makeConfig, readJson, writeJson } from './lib/gateway.mjs';
 import { startMock } from './lib/upstream.mjs';
-import { manyAttributes, sparseObjectsPdf } from '../upstream/documents.mjs';
+import { manyAttributes, slowPdf, sparseObjectsPdf } from '../upstream/documents.mjs';
 
 const CPU_SECONDS = 3;
 const MEMORY_BYTES = 512 * 1024 * 1024;
@@ -98,6 +98,7 @@ before(async () => {
   mock.upstream.addFile('/files/h/attrs.docx', HOSTILE.docx,
     'application/vnd.openxmlformats-officedocument.wordprocessingml.document');
   mock.upstream.addFile('/files/h/objects.pdf', sparseObjectsPdf(5000, 1600), 'application/pdf');
+  mock.upstream.addFile('/files/h/slow.pdf', slowPdf(16, 2000000), 'application/pdf');
   mock.upstream.addFile('/files/h/fine.txt', 'A plain document.\n', 'text/plain');
   // 64 KiB on the wire, 64 MiB once inflated.
   mock.upstream.addFile('/files/h/bomb.txt', zlib.gzipSync(Buffer.alloc(64 << 20, 'y'), { level: 9 }),
@@ -122,6 +123,7 @@ describe('extractor processes', () => {
       '/files/h/attrs.xml': /the XML document has an element with more than the limit of 1024 attributes/,
       '/files/h/attrs.docx': /part word\/document\.xml has an element with more than the limit of 1024 attributes/,
       '/files/h/objects.pdf': new RegExp(`needs more than the limit of ${MEMORY_BYTES / 2 / 1048576} MiB of memory`),
+      '/files/h/slow.pdf': new RegExp(`used more than the CPU-time limit of ${CPU_SECONDS} s`),
     };
     const pending = new Set(Object.keys(expected));
     const calls = Object.keys(expected).map((p) => fileText(g.client, p).finally(() => pending.delete(p)));

@@ -312,6 +312,34 @@ export function sparseObjectsPdf(count, step) {
   return Buffer.from(head + objects.join('') + 'trailer <</Root 1 0 R>>\n%%EOF\n', 'latin1');
 }
 
+// A small PDF that is slow to read: pages whose compressed content streams
+// each draw ops short lines (a thousandfold smaller compressed), seconds
+// of CPU for MuPDF's interpreter however little text they hold.
+export function slowPdf(pages, ops) {
+  const content = zlib.deflateSync(Buffer.from('0 0 m 1 1 l S\n'.repeat(ops)), { level: 9 });
+  const objects = ['<</Type/Catalog/Pages 2 0 R>>',
+    `<</Type/Pages/Kids[${Array.from({ length: pages }, (_, i) => `${3 + 2 * i} 0 R`).join(' ')}]/Count ${pages}>>`];
+  for (let i = 0; i < pages; i++) {
+    objects.push(`<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Contents ${4 + 2 * i} 0 R>>`);
+    objects.push(Buffer.concat([Buffer.from(`<</Length ${content.length}/Filter/FlateDecode>>\nstream\n`),
+      content, Buffer.from('\nendstream')]));
+  }
+  const chunks = [Buffer.from('%PDF-1.4\n')];
+  const offsets = [];
+  let length = chunks[0].length;
+  objects.forEach((body, i) => {
+    offsets.push(length);
+    const b = Buffer.concat([Buffer.from(`${i + 1} 0 obj\n`), Buffer.from(body), Buffer.from('\nendobj\n')]);
+    chunks.push(b);
+    length += b.length;
+  });
+  const xref = [`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`,
+    ...offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`),
+    `trailer\n<</Size ${objects.length + 1}/Root 1 0 R>>\nstartxref\n${length}\n%%EOF\n`];
+  chunks.push(Buffer.from(xref.join('')));
+  return Buffer.concat(chunks);
+}
+
 // ---- The sample domain's files --------------------------------------------------------
 
 // id and name of each entity of conf/data/Files.json, and its document.
