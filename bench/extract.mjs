@@ -62,11 +62,30 @@ async function session(url) {
   return sid;
 }
 
-// Resident memory of pid in KiB: now, and the peak so far (VmHWM).
+function statusKb(pid, key) {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+  } catch {
+    return 0; // the process ended meanwhile
+  }
+}
+
+// The gateway's children: the extractor processes that parse documents.
+function children(pid) {
+  try {
+    return fs.readdirSync(`/proc/${pid}/task`).flatMap((t) =>
+      fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
+  } catch {
+    return [];
+  }
+}
+
+// Resident memory in KiB of pid and its extractor processes: now, and the
+// gateway's own peak so far (VmHWM).
 function memory(pid) {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
-  return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+  const rss = children(pid).reduce((sum, c) => sum + statusKb(c, 'VmRSS'), statusKb(pid, 'VmRSS'));
+  return { rss, hwm: statusKb(pid, 'VmHWM') };
 }
 
 // One call; with a token, the time of the first progress event too.

@@ -1132,6 +1132,9 @@ int main(int argc, char **argv) {
   /* "datagate --extract FILE ..." extracts one document and exits. */
   if (argc > 1 && strcmp(argv[1], "--extract") == 0)
     return dg_extract_main(argc - 1, argv + 1, stdout, stderr);
+  /* An extractor process started by get_file_text (src/extract/worker.c). */
+  if (argc == 2 && strcmp(argv[1], "--extract-worker") == 0)
+    return dg_extract_worker_main();
   options_t opt;
   args_result_t args = parse_args(argc, argv, &opt);
   if (args != ARGS_RUN)

@@ -370,7 +370,9 @@ typedef struct dg_file_settings {
   unsigned max_redirects;       /* each target is checked like the first URL */
   size_t chunk_chars;           /* characters of text per chunk */
   size_t max_text_bytes;        /* extracted text kept; the rest is cut */
-  uint64_t extract_timeout_ms;  /* parsing one document */
+  uint64_t extract_timeout_ms;  /* parsing one document (wall time; killed past it) */
+  unsigned extract_cpu_seconds; /* CPU time of one extractor process */
+  size_t extract_memory_bytes;  /* address space of one extractor process */
   unsigned max_concurrent;      /* documents downloaded and extracted at once */
   unsigned max_queued;          /* calls waiting for a slot beyond that */
   size_t cache_bytes;           /* extracted text cached (0: no cache) */

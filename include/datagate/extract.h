@@ -95,12 +95,36 @@ typedef struct dg_extract_limits {
    * Other formats size their steps on their own (a slide, part of a DOCX
    * part, the bytes that arrived). */
   unsigned max_pages_per_step;
+  /* Attributes on one XML element (XML, DOCX, PPTX; E2BIG above): libxml2
+   * checks every attribute against all earlier ones, so a single element
+   * with hundreds of thousands would cost minutes. 0 counts as no limit. */
+  unsigned max_attributes;
 } dg_extract_limits_t;
 
 /* Defaults: 64 MiB input, 32 MiB text, 10000 entries, 128 MiB per part,
  * 256 MiB for all parts, ratio 200, depth 200, 10000 pages or slides,
- * 512 MiB of MuPDF memory, 20 seconds, 64 pages per step. */
+ * 512 MiB of MuPDF memory, 20 seconds, 64 pages per step, 1024 attributes
+ * on one element. */
 void dg_extract_limits_default(dg_extract_limits_t *limits);
+
+/* ---- Isolation ------------------------------------------------------------- */
+
+/* An extraction run in an extractor process of its own: the executable
+ * (this program) is started as `PATH --extract-worker`, with a CPU-time
+ * and an address-space limit set by the operating system (setrlimit)
+ * before it reads the document, and killed (SIGKILL) when the wall-time
+ * limit has passed. The document streams in through a pipe and the text
+ * out through another; the loop waits for neither. */
+typedef struct dg_extract_isolation {
+  const char *worker_path; /* the datagate executable */
+  unsigned cpu_seconds;    /* RLIMIT_CPU; past it the process is killed */
+  size_t memory_bytes;     /* RLIMIT_AS (not set under AddressSanitizer) */
+} dg_extract_isolation_t;
+
+/* The extractor process's side: reads one request and the document from
+ * standard input, writes the text and the outcome to standard output.
+ * Called by main for `--extract-worker`; returns the exit status. */
+int dg_extract_worker_main(void);
 
 /* ---- Chunks ----------------------------------------------------------------- */
 
@@ -124,7 +148,9 @@ typedef struct dg_extract_chunk {
   uint64_t next_offset;
   bool has_more;              /* false on the last chunk */
   dg_extract_format_t format; /* the document's format */
-  const char *truncated;      /* why the text was cut, on the last chunk; else NULL */
+  /* Why the text was cut, on every chunk of a cut text (a chunk streamed
+   * before the cut was found cannot know it); else NULL. */
+  const char *truncated;
 } dg_extract_chunk_t;
 
 /* The seed's File text response envelope for a chunk:
@@ -173,6 +199,9 @@ typedef struct dg_extract_request {
   const dg_extract_limits_t *limits; /* NULL: the defaults; copied at start */
   uint64_t offset;                   /* dg_extract_start: first chunk's offset */
   size_t chunk_chars;                /* dg_extract_start: 0 is the default size */
+  /* dg_extract_start: NULL runs the extractor on the libuv threadpool, in
+   * this process (command line, tests); else in an extractor process. */
+  const dg_extract_isolation_t *isolation;
 } dg_extract_request_t;
 
 /* Extracts data[0..len) to the end on the calling thread. On success *out
@@ -258,8 +287,8 @@ size_t dg_extract_cache_count(const dg_extract_cache_t *cache);
 /* ---- Command line ----------------------------------------------------------------- */
 
 /* `datagate --extract FILE [--content-type T] [--offset N] [--chunk-chars N]
- * [--json]`: extracts FILE (through the threadpool path, as the gateway
- * does) and prints the text to out, or with --json one File text envelope
+ * [--json]`: extracts FILE (the gateway's extractors, on the threadpool of
+ * this process) and prints the text to out, or with --json one File text envelope
  * per chunk from the offset on, one per line. Errors go to err_out. Returns
  * the process exit status. argv[0] is "--extract". */
 int dg_extract_main(int argc, char **argv, FILE *out, FILE *err_out);

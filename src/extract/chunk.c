@@ -234,7 +234,6 @@ int dg_extract_doc_chunk(const dg_extract_doc_t *doc, uint64_t offset, size_t ch
   size_t start = dg__utf8_advance(doc->text, doc->len, from, offset % DG__INDEX_STEP, &taken);
   cut(doc->text, doc->len, start, offset, chunk_chars, out);
   out->format = doc->format;
-  if (!out->has_more)
-    out->truncated = doc->truncated;
+  out->truncated = doc->truncated;
   return 0;
 }

@@ -1,6 +1,7 @@
-/* `datagate --extract FILE`: extracts one file through the same threadpool
- * path the gateway uses, on a private loop, and prints the text or the
- * File text envelopes. Used to try a document by hand and by benchmarks. */
+/* `datagate --extract FILE`: extracts one file with the gateway's
+ * extractors, on the threadpool of a private loop (the command is a process
+ * of its own already), and prints the text or the File text envelopes. Used to try a document by
+ * hand and by benchmarks. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,13 @@
 /* One extraction driven by a download on the loop: bytes are fed as they
  * arrive, the format is detected from the first of them, and the extractor
- * runs on the libuv threadpool one bounded step at a time. After each step
- * the loop cuts the chunks that have become final and hands them over; the
- * completion comes last, exactly once, never from inside dg_extract_feed,
- * dg_extract_finish or dg_extract_close (a zero-delay timer carries
- * failures found there to a later loop turn).
+ * runs either in an extractor process of its own (proc.c, with the limits
+ * of the request's isolation) or on the libuv threadpool one bounded step
+ * at a time. As the text grows the loop cuts the chunks that have become
+ * final and hands them over; the completion comes last, exactly once, never
+ * from inside dg_extract_feed, dg_extract_finish or dg_extract_close (a
+ * zero-delay timer carries failures found there to a later loop turn).
+ * With an extractor process, the threadpool only builds the index of the
+ * finished text (linear in it, bounded by max_text_bytes).
  *
  * Ownership: the loop owns the pending input; the step in flight owns the
  * working input and the run's text, which the loop reads only between
@@ -41,6 +44,11 @@ struct dg_extract {
   char *name;
   dg_extract_format_t forced;
   dg_extract_limits_t limits;
+  bool isolated; /* runs in an extractor process with iso's limits */
+  dg_extract_isolation_t iso;
+  char *worker_path;
+  dg__xproc_t *proc;  /* while the extractor process runs */
+  bool proc_finished; /* the process has the whole document */
   uint64_t offset;
   size_t chunk_chars;
   dg_buf_t pending; /* fed, not yet handed to a step */
@@ -57,6 +65,8 @@ struct dg_extract {
 };
 
 static void schedule(dg_extract_t *x);
+static void stop_process(dg_extract_t *x);
+static void timer_cb(uv_timer_t *t);
 
 static const char *state_name(xstate_t s) {
   static const char *const names[] = {"sniffing", "reading", "done", "closed"};
@@ -114,6 +124,7 @@ static void deliver_done(dg_extract_t *x) {
   if (x->delivered)
     return;
   x->delivered = true;
+  stop_process(x);
   int status = x->failure;
   count_result(x, status);
   if (x->state != X_CLOSED)
@@ -124,6 +135,7 @@ static void deliver_done(dg_extract_t *x) {
 /* ---- Closing ------------------------------------------------------------------ */
 
 static void free_extract(dg_extract_t *x) {
+  stop_process(x);
   if (x->run != NULL) {
     dg__xrun_free(x->run);
     free(x->run);
@@ -133,6 +145,7 @@ static void free_extract(dg_extract_t *x) {
   dg_buf_free(&x->working);
   free(x->content_type);
   free(x->name);
+  free(x->worker_path);
   free(x);
 }
 
@@ -158,6 +171,7 @@ void dg_extract_close(dg_extract_t *x) {
   set_state(x, X_CLOSED);
   if (x->run != NULL)
     atomic_store(&x->run->canceled, true);
+  stop_process(x);
   close_when_idle(x);
 }
 
@@ -205,7 +219,8 @@ static void emit_chunks(dg_extract_t *x, bool complete) {
                             .next_offset = x->pos_chars + chars,
                             .has_more = end < len || !complete,
                             .format = x->run->format};
-    if (!c.has_more && x->run->truncated[0] != '\0')
+    /* Every chunk says the text was cut, once that is known. */
+    if (x->run->truncated[0] != '\0')
       c.truncated = x->run->truncated;
     x->pos = end;
     x->pos_chars += chars;
@@ -272,6 +287,74 @@ static void swap(dg_buf_t *a, dg_buf_t *b) {
   *b = t;
 }
 
+/* ---- In an extractor process ------------------------------------------------------------ */
+
+static void stop_process(dg_extract_t *x) {
+  dg__xproc_close(x->proc);
+  x->proc = NULL;
+}
+
+static void on_proc_text(void *user, const char *text, size_t len) {
+  dg_extract_t *x = user;
+  /* The process bounds its text by max_text_bytes, as the buffer does. */
+  if (dg_buf_append(&x->run->text, text, len) != 0) {
+    fail(x, DG_ENOMEM, NULL);
+    uv_timer_start(&x->timer, timer_cb, 0, 0);
+    return;
+  }
+  emit_chunks(x, false);
+}
+
+/* The index over the finished text is built here, off the loop. */
+static void index_cb(uv_work_t *req) {
+  dg_extract_t *x = req->data;
+  x->doc = dg__xrun_finish(x->run);
+  x->work_rc = x->doc != NULL ? 0 : dg_errctx_set(&x->run->err, DG_ENOMEM, "url", "out of memory");
+}
+
+static void on_proc_end(void *user, int status, const dg_errctx_t *err, const char *truncated) {
+  dg_extract_t *x = user;
+  stop_process(x);
+  if (status != 0) {
+    fail(x, status, err);
+    uv_timer_start(&x->timer, timer_cb, 0, 0);
+    return;
+  }
+  if (truncated[0] != '\0')
+    dg__xrun_cut(x->run, "%s", truncated);
+  x->work.data = x;
+  x->work_busy = true;
+  if (uv_queue_work(x->loop, &x->work, index_cb, after_work_cb) != 0) {
+    x->work_busy = false;
+    fail(x, DG_EIO, NULL);
+    uv_timer_start(&x->timer, timer_cb, 0, 0);
+  }
+}
+
+static const dg__xproc_ops_t proc_ops = {on_proc_text, on_proc_end};
+
+/* Starts the process once the format is known, then hands it the input. */
+static void feed_process(dg_extract_t *x) {
+  dg_errctx_t err;
+  if (x->proc == NULL && !x->proc_finished &&
+      dg__xproc_start(x->loop, &x->iso, x->run->format, x->content_type, &x->limits, &proc_ops, x,
+                      &x->proc, &err) != 0) {
+    fail(x, err.code, &err);
+    return;
+  }
+  if (x->proc == NULL)
+    return;
+  if (x->pending.len > 0 && dg__xproc_write(x->proc, x->pending.data, x->pending.len) != 0) {
+    fail(x, DG_ENOMEM, NULL);
+    return;
+  }
+  dg_buf_reset(&x->pending);
+  if (x->finished && !x->proc_finished) {
+    x->proc_finished = true;
+    dg__xproc_finish(x->proc);
+  }
+}
+
 /* ---- Detection and scheduling ----------------------------------------------------------- */
 
 /* Detects the format once enough bytes are in; false to wait for more. */
@@ -309,10 +392,14 @@ static void schedule(dg_extract_t *x) {
     return;
   if (x->failure == 0 && x->state == X_SNIFFING && !detect(x) && x->failure == 0)
     return;
+  if (x->failure == 0 && x->isolated)
+    feed_process(x);
   if (x->failure != 0) {
     uv_timer_start(&x->timer, timer_cb, 0, 0);
     return;
   }
+  if (x->isolated)
+    return;
   if (x->run->ext->whole) {
     if (!x->finished)
       return;
@@ -345,6 +432,14 @@ static int copy_request(dg_extract_t *x, const dg_extract_request_t *req) {
   if ((req->content_type != NULL && x->content_type == NULL) ||
       (req->name != NULL && x->name == NULL))
     return DG_ENOMEM;
+  if (req->isolation != NULL) {
+    x->isolated = true;
+    x->iso = *req->isolation;
+    x->worker_path = strdup(req->isolation->worker_path);
+    x->iso.worker_path = x->worker_path;
+    if (x->worker_path == NULL)
+      return DG_ENOMEM;
+  }
   dg_buf_init(&x->pending, x->limits.max_input_bytes);
   dg_buf_init(&x->working, x->limits.max_input_bytes);
   return 0;

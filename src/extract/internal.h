@@ -114,6 +114,55 @@ void dg__xrun_cut(dg__xrun_t *run, const char *fmt, ...) __attribute__((format(p
 dg_extract_doc_t *dg__xrun_finish(dg__xrun_t *run);
 void dg__xrun_free(dg__xrun_t *run);
 
+/* ---- Extractor processes (proc.c, worker.c) -------------------------------------
+ * The request on the worker's standard input: dg__wire_head_t, the content
+ * type (content_type_len bytes), then the document up to end of file. Both
+ * sides are the same executable, so the head is written as it is in memory.
+ * The answer on its standard output: frames of a type byte and a 32-bit
+ * little-endian payload length, then the payload:
+ *   'T'  text (at most DG__WIRE_TEXT bytes), appended to what came before;
+ *   'D'  done: the payload is why the text was cut ("" when it was not);
+ *   'E'  failed: a 32-bit little-endian DG_E* code, then the message.
+ * Nothing follows 'D' or 'E'. */
+#define DG__WIRE_MAGIC 0x31584744u /* "DGX1" */
+#define DG__WIRE_TEXT 65536
+#define DG__WIRE_FRAME 5
+#define DG__WIRE_CONTENT_TYPE 1024
+
+typedef struct dg__wire_head {
+  uint32_t magic;
+  uint32_t size; /* sizeof(dg__wire_head_t): both sides are one build */
+  uint32_t format;
+  uint32_t content_type_len;
+  uint32_t cpu_seconds;
+  uint64_t memory_bytes;
+  int64_t parent; /* the gateway's process id */
+  dg_extract_limits_t limits;
+} dg__wire_head_t;
+
+typedef struct dg__xproc dg__xproc_t;
+
+typedef struct dg__xproc_ops {
+  /* Text the extractor wrote, in order; the callback may close. */
+  void (*text)(void *user, const char *text, size_t len);
+  /* Once: 0 with why the text was cut ("" when it was not), or a DG_E*
+   * code with err. The callback may close. */
+  void (*end)(void *user, int status, const dg_errctx_t *err, const char *truncated);
+} dg__xproc_ops_t;
+
+/* Starts `iso->worker_path --extract-worker` and writes the request's
+ * head. Callbacks come only from the loop, never from inside these calls. */
+int dg__xproc_start(uv_loop_t *loop, const dg_extract_isolation_t *iso, dg_extract_format_t format,
+                    const char *content_type, const dg_extract_limits_t *limits,
+                    const dg__xproc_ops_t *ops, void *user, dg__xproc_t **out, dg_errctx_t *err);
+/* Hands the next bytes of the document to the process (copied). */
+int dg__xproc_write(dg__xproc_t *p, const void *data, size_t len);
+/* No more bytes; the wall-time limit starts. */
+void dg__xproc_finish(dg__xproc_t *p);
+/* Kills the process if it still runs; no callback follows. The memory
+ * goes once the process has been reaped. */
+void dg__xproc_close(dg__xproc_t *p);
+
 /* ---- Documents and chunks (doc.c, chunk.c) ------------------------------------- */
 
 #define DG__INDEX_STEP 4096
@@ -146,6 +195,27 @@ void dg__xml_init(void);
 int dg__xml_fail(dg__xrun_t *run, const char *what, const struct _xmlError *e);
 /* Sets run->err for nesting past limits.max_depth; returns DG_E2BIG. */
 int dg__xml_too_deep(dg__xrun_t *run, const char *what);
+/* Sets run->err for an element past limits.max_attributes; DG_E2BIG. */
+int dg__xml_too_many_attributes(dg__xrun_t *run, const char *what);
+
+/* Counts the attributes of each start tag in raw XML bytes, before libxml2
+ * sees them: libxml2 compares every attribute of an element with all the
+ * earlier ones, so one element with 200,000 of them costs minutes of CPU.
+ * Comments, CDATA sections, processing instructions, declarations and
+ * quoted values are skipped; a UTF-16 document (a NUL or a UTF-16 byte
+ * order mark in its first two bytes) is not scanned. Zeroed to start. */
+typedef struct dg__attr_scan {
+  unsigned char state;
+  unsigned char hist[2]; /* the last two bytes seen */
+  unsigned char seen;    /* bytes seen, up to 2 */
+  bool off;
+  unsigned depth; /* of brackets in a declaration */
+  unsigned count; /* attributes of the start tag being read */
+} dg__attr_scan_t;
+
+/* Feeds the next bytes; false once a start tag has more than max
+ * attributes (0: no limit). */
+bool dg__attr_scan(dg__attr_scan_t *s, const unsigned char *p, size_t n, unsigned max);
 
 /* ---- OOXML packages (zip.c) ----------------------------------------------------- */
 
@@ -159,6 +229,7 @@ typedef struct dg__zip_io {
   size_t read;
   int failure;
   unsigned char tail[2]; /* the last two bytes read, for declarations */
+  dg__attr_scan_t attrs;
   char name[256];
 } dg__zip_io_t;
 

@@ -50,6 +50,8 @@ typedef struct mem {
   size_t used; /* capacity handed to MuPDF */
   size_t max;
   bool over;
+  bool late;                                  /* an allocation found the deadline passed */
+  const struct dg__xrun *run;                 /* for the deadline */
   void *free_list[MAX_SHIFT - MIN_SHIFT + 1]; /* blocks kept for reuse, per size */
   size_t cached;
 } mem_t;
@@ -114,9 +116,27 @@ static size_t capacity_of(size_t n, int *cls) {
   return cap;
 }
 
+/* True once the run is canceled or past its deadline. Safe on any thread:
+ * it reads only the cancel flag and the deadline. */
+static bool over(const dg__xrun_t *run) {
+  return atomic_load_explicit(&run->canceled, memory_order_relaxed) ||
+         (run->deadline_ms != 0 && dg_now_ms() > run->deadline_ms);
+}
+
+/* Large allocations look at the clock: a document that makes MuPDF grow
+ * tables object by object is stopped there, not only between pages. */
+static bool mem_late(mem_t *m, size_t n) {
+  if (n <= ((size_t)1 << MAX_SHIFT) || m->run == NULL || !over(m->run))
+    return false;
+  m->late = true;
+  return true;
+}
+
 static void *mem_malloc(void *user, size_t n) {
   mem_t *m = user;
   int cls = 0;
+  if (mem_late(m, n))
+    return NULL;
   size_t cap = capacity_of(n, &cls);
   if (cap > m->max - m->used) {
     m->over = true;
@@ -159,12 +179,36 @@ static void mem_free(void *user, void *ptr) {
   free(p);
 }
 
+/* A large block grows by half again at least, in place where the C
+ * library can (mremap): MuPDF resizes some tables to the exact size needed
+ * (the cross-reference table as objects are found), and copying the whole
+ * block at every growth made the cost quadratic in the table's size. */
+static void *mem_grow_large(mem_t *m, unsigned char *p, size_t old, size_t n) {
+  size_t cap = old + old / 2 > n ? old + old / 2 : n;
+  if (cap - old > m->max - m->used)
+    cap = n; /* the exact size may still fit */
+  if (cap - old > m->max - m->used) {
+    m->over = true;
+    return NULL;
+  }
+  if (mem_late(m, n))
+    return NULL;
+  unsigned char *q = realloc(p, cap + HEADER);
+  if (q == NULL)
+    return NULL;
+  memcpy(q, &cap, sizeof(cap));
+  m->used += cap - old;
+  return q + HEADER;
+}
+
 static void *mem_realloc(void *user, void *ptr, size_t n) {
   if (ptr == NULL)
     return mem_malloc(user, n);
   size_t old = capacity_at(ptr);
-  if (n <= old && old <= ((size_t)1 << MAX_SHIFT))
+  if (n <= old)
     return ptr;
+  if (old > ((size_t)1 << MAX_SHIFT))
+    return mem_grow_large(user, (unsigned char *)ptr - HEADER, old, n);
   void *q = mem_malloc(user, n);
   if (q == NULL)
     return NULL;
@@ -189,15 +233,10 @@ static void mem_release(mem_t *m) {
 static void quiet(void *user, const char *message) {
 }
 
-/* True once the run is canceled or past its deadline. Safe on any thread:
- * it reads only the cancel flag and the deadline. */
-static bool over(const dg__xrun_t *run) {
-  return atomic_load_explicit(&run->canceled, memory_order_relaxed) ||
-         (run->deadline_ms != 0 && dg_now_ms() > run->deadline_ms);
-}
-
 /* The error for what MuPDF threw (called inside fz_catch), in r->err. */
 static int failure(reader_t *r, const char *doing) {
+  if (r->mem.late)
+    return dg_errctx_set(&r->err, DG_ETIMEDOUT, "url", "%s was stopped", doing);
   if (r->mem.over || fz_caught(r->ctx) == FZ_ERROR_MEMORY)
     return dg_errctx_set(&r->err, DG_E2BIG, "url",
                          "%s needs more than the limit of %zu MiB of memory", doing,
@@ -586,6 +625,7 @@ static int open_document(reader_t *r, const void *data, size_t len, int *pages) 
 static int reader_open(reader_t *r, dg__xrun_t *run, size_t max_memory, int *pages) {
   r->run = run;
   r->mem.max = max_memory;
+  r->mem.run = run;
   r->alloc = (fz_alloc_context){&r->mem, mem_malloc, mem_realloc, mem_free};
   size_t store = STORE_BYTES < max_memory / 4 ? STORE_BYTES : max_memory / 4;
   r->ctx = fz_new_context(&r->alloc, NULL, store);

@@ -20,6 +20,7 @@ void dg_extract_limits_default(dg_extract_limits_t *l) {
   l->max_memory_bytes = (size_t)512 << 20;
   l->max_time_ms = 20000;
   l->max_pages_per_step = 64;
+  l->max_attributes = 1024;
 }
 
 int dg__xrun_init(dg__xrun_t *run, dg_extract_format_t format, const dg_extract_limits_t *limits,

@@ -34,6 +34,7 @@ typedef struct xml_state {
   unsigned depth;
   bool *has_children; /* per open element, max_depth + 1 of them */
   int failure;        /* a limit hit inside a callback */
+  dg__attr_scan_t attrs;
   unsigned char head[4];
   size_t head_len;
 } xml_state_t;
@@ -201,6 +202,8 @@ static int xml_step(dg__xrun_t *run, bool *done) {
   dg__xml_init();
   xml_state_t *st = run->state;
   size_t off = 0;
+  if (!dg__attr_scan(&st->attrs, run->in, run->in_len, run->limits.max_attributes))
+    return dg__xml_too_many_attributes(run, "the XML document");
   if (st->ctxt == NULL && run->in_len > 0)
     off = take_head(st, run->in, run->in_len);
   if (st->ctxt == NULL && st->head_len < sizeof(st->head) && !run->in_last)

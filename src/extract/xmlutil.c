@@ -47,3 +47,83 @@ int dg__xml_too_deep(dg__xrun_t *run, const char *what) {
                        "%s nests elements deeper than the limit of %u levels", what,
                        run->limits.max_depth);
 }
+
+/* ---- Attributes per element ---------------------------------------------------- */
+
+enum {
+  S_TEXT = 0,
+  S_LT,        /* after "<" */
+  S_BANG,      /* after "<!" */
+  S_BANG_DASH, /* after "<!-" */
+  S_COMMENT,
+  S_CDATA,
+  S_PI,
+  S_DECL,
+  S_END, /* an end tag */
+  S_TAG, /* a start tag, outside quotes */
+  S_TAG_DQ,
+  S_TAG_SQ,
+};
+
+/* The state after byte c outside start tags. */
+static unsigned char scan_markup(dg__attr_scan_t *s, unsigned char c) {
+  switch (s->state) {
+  case S_TEXT:
+    return c == '<' ? S_LT : S_TEXT;
+  case S_LT:
+    s->count = 0;
+    return c == '!' ? S_BANG : c == '?' ? S_PI : c == '/' ? S_END : S_TAG;
+  case S_BANG:
+    s->depth = c == '[' ? 1 : 0;
+    return c == '-' ? S_BANG_DASH : c == '[' ? S_CDATA : S_DECL;
+  case S_BANG_DASH:
+    return c == '-' ? S_COMMENT : S_DECL;
+  case S_COMMENT:
+    return c == '>' && s->hist[0] == '-' && s->hist[1] == '-' ? S_TEXT : S_COMMENT;
+  case S_CDATA:
+    return c == '>' && s->hist[0] == ']' && s->hist[1] == ']' ? S_TEXT : S_CDATA;
+  case S_PI:
+    return c == '>' && s->hist[1] == '?' ? S_TEXT : S_PI;
+  case S_END:
+    return c == '>' ? S_TEXT : S_END;
+  default: /* S_DECL: a DOCTYPE's internal subset is in brackets */
+    s->depth += c == '[';
+    s->depth -= c == ']' && s->depth > 0;
+    return c == '>' && s->depth == 0 ? S_TEXT : S_DECL;
+  }
+}
+
+/* A UTF-16 document has a NUL or a byte order mark in its first bytes. */
+static void scan_start(dg__attr_scan_t *s, unsigned char c) {
+  unsigned char first = s->hist[1];
+  if (c == 0 || (s->seen == 1 && ((first == 0xff && c == 0xfe) || (first == 0xfe && c == 0xff))))
+    s->off = true;
+  s->seen++;
+}
+
+bool dg__attr_scan(dg__attr_scan_t *s, const unsigned char *p, size_t n, unsigned max) {
+  for (size_t i = 0; i < n && !s->off; i++) {
+    unsigned char c = p[i];
+    if (s->seen < 2)
+      scan_start(s, c);
+    if (s->state == S_TAG) {
+      s->count += c == '=';
+      s->state = c == '"' ? S_TAG_DQ : c == '\'' ? S_TAG_SQ : c == '>' ? S_TEXT : S_TAG;
+      if (max != 0 && s->count > max)
+        return false;
+    } else if (s->state == S_TAG_DQ || s->state == S_TAG_SQ) {
+      s->state = c == (s->state == S_TAG_DQ ? '"' : '\'') ? S_TAG : s->state;
+    } else {
+      s->state = scan_markup(s, c);
+    }
+    s->hist[0] = s->hist[1];
+    s->hist[1] = c;
+  }
+  return true;
+}
+
+int dg__xml_too_many_attributes(dg__xrun_t *run, const char *what) {
+  return dg_errctx_set(&run->err, DG_E2BIG, "url",
+                       "%s has an element with more than the limit of %u attributes", what,
+                       run->limits.max_attributes);
+}

@@ -145,6 +145,11 @@ static int io_read(void *ctx, char *buf, int len) {
   z->io.failure = check_read(z, (size_t)n);
   if (z->io.failure == 0 && declaration(&z->io, (const unsigned char *)buf, (size_t)n))
     z->io.failure = zip_failure(z, DG_EPROTO, "part %s has a DTD, which OOXML forbids", z->io.name);
+  if (z->io.failure == 0 && !dg__attr_scan(&z->io.attrs, (const unsigned char *)buf, (size_t)n,
+                                           z->run->limits.max_attributes))
+    z->io.failure =
+        zip_failure(z, DG_E2BIG, "part %s has an element with more than the limit of %u attributes",
+                    z->io.name, z->run->limits.max_attributes);
   return z->io.failure != 0 ? -1 : (int)n;
 }
 

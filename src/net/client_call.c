@@ -652,6 +652,25 @@ void dg__call_conn_data(dg_http_call_t *call, const char *data, size_t len) {
   int rc = dg__resp_feed(&call->resp, data, len, NULL);
   if (rc != 0 && !finished(call) && call->state == DG__CALL_READING)
     response_failed(call, rc);
+  else if (call->state == DG__CALL_READING && call->conn != NULL && dg__resp_held(&call->resp))
+    dg__uconn_pause(call->conn);
+}
+
+void dg__call_conn_drain(dg_http_call_t *call) {
+  if (call->state != DG__CALL_READING || call->conn == NULL)
+    return;
+  int rc = dg__resp_drain(&call->resp);
+  if (rc == 0 && dg__resp_held(&call->resp)) {
+    dg__uconn_pause(call->conn);
+    return;
+  }
+  /* Reading again before the message ends lets the connection be reused. */
+  if (rc == 0) {
+    dg__uconn_resume(call->conn);
+    rc = dg__resp_settle(&call->resp);
+  }
+  if (rc != 0 && !finished(call) && call->state == DG__CALL_READING)
+    response_failed(call, rc);
 }
 
 /* ---- responses ----------------------------------------------------------------------- */

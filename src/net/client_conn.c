@@ -224,7 +224,7 @@ void dg__uconn_close(dg__uconn_t *c) {
 
 void dg__uconn_release(dg__uconn_t *c, bool reusable) {
   c->call = NULL;
-  if (!reusable || c->broken || c->client->state != DG__CLIENT_RUNNING)
+  if (!reusable || c->broken || c->paused || c->client->state != DG__CLIENT_RUNNING)
     dg__uconn_close(c);
   else
     park(c);
@@ -381,6 +381,32 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   }
   if (buf->base != NULL)
     release_buf(client, buf);
+}
+
+/* ---- pausing while a compressed body is decoded ---------------------------------
+ * The idle timer is free while a call holds the connection: it paces the
+ * decoding, one share per loop turn, while reading stops. */
+
+static void on_drain(uv_timer_t *t) {
+  dg__uconn_t *c = t->data;
+  if (c->state == DG__UCONN_ACTIVE && c->call != NULL)
+    dg__call_conn_drain(c->call);
+}
+
+void dg__uconn_pause(dg__uconn_t *c) {
+  if (c->state != DG__UCONN_ACTIVE)
+    return;
+  if (!c->paused)
+    uv_read_stop((uv_stream_t *)&c->tcp);
+  c->paused = true;
+  uv_timer_start(&c->idle_timer, on_drain, 0, 0);
+}
+
+void dg__uconn_resume(dg__uconn_t *c) {
+  if (!c->paused || c->state != DG__UCONN_ACTIVE)
+    return;
+  c->paused = false;
+  uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
 /* ---- connecting --------------------------------------------------------------- */

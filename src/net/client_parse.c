@@ -14,6 +14,12 @@
 #include "net/internal.h"
 
 #define INFLATE_CHUNK (16 * 1024)
+/* Decoded bytes per feed or drain: a gzip bomb expands a thousandfold, so
+ * one read of 64 KiB could otherwise cost the loop 64 MiB of inflating. */
+#define INFLATE_TURN (256 * 1024)
+/* Compressed bytes held: the connection stops reading while any are, so
+ * at most what one read brought (and its TLS records) is ever held. */
+#define HELD_MAX ((size_t)1 << 20)
 
 static dg__resp_t *of(llhttp_t *p) {
   return p->data;
@@ -186,16 +192,20 @@ static int start_inflate(dg__resp_t *r, const char *at, size_t len) {
   return 0;
 }
 
-static int inflate_some(dg__resp_t *r, const char *at, size_t len) {
+/* Decodes from at until this turn's share is decoded; *used says how many
+ * bytes were taken (the decoded size is checked as it grows). */
+static int inflate_turn(dg__resp_t *r, const char *at, size_t len, size_t *used) {
   char out[INFLATE_CHUNK];
   r->z.next_in = (Bytef *)(uintptr_t)at;
   r->z.avail_in = (uInt)len;
-  while (r->z.avail_in > 0 && r->coding != 0) {
+  *used = 0;
+  while (r->z.avail_in > 0 && r->coding != 0 && r->turn_out < INFLATE_TURN) {
     r->z.next_out = (Bytef *)out;
     r->z.avail_out = sizeof(out);
     int zrc = inflate(&r->z, Z_NO_FLUSH);
     if (zrc != Z_OK && zrc != Z_STREAM_END && zrc != Z_BUF_ERROR)
       return fail(r, DG_EPROTO, "the %s body does not decode", r->coding == 1 ? "gzip" : "deflate");
+    r->turn_out += sizeof(out) - r->z.avail_out;
     if (deliver(r, out, sizeof(out) - r->z.avail_out) != 0)
       return -1;
     r->z_end = zrc == Z_STREAM_END;
@@ -204,7 +214,58 @@ static int inflate_some(dg__resp_t *r, const char *at, size_t len) {
     else if (r->z_end)
       r->z.avail_in = 0; /* bytes after a deflate stream are ignored */
   }
+  *used = len - r->z.avail_in;
   return 0;
+}
+
+static int hold(dg__resp_t *r, const char *at, size_t len) {
+  if (dg_buf_append(&r->zheld, at, len) != 0)
+    return fail(r, DG_E2BIG, "the compressed body arrived faster than it could be decoded");
+  return 0;
+}
+
+static int inflate_some(dg__resp_t *r, const char *at, size_t len) {
+  /* Bytes already held come first. */
+  if (r->zheld.len > 0)
+    return hold(r, at, len);
+  size_t used = 0;
+  if (inflate_turn(r, at, len, &used) != 0)
+    return -1;
+  return used < len ? hold(r, at + used, len - used) : 0;
+}
+
+bool dg__resp_held(const dg__resp_t *r) {
+  return r->zheld.len > 0;
+}
+
+int dg__resp_drain(dg__resp_t *r) {
+  if (r->error != 0)
+    return r->error;
+  size_t used = 0;
+  r->turn_out = 0;
+  if (r->zheld.len > 0 && inflate_turn(r, r->zheld.data, r->zheld.len, &used) != 0)
+    return r->error;
+  dg_buf_consume(&r->zheld, used);
+  return 0;
+}
+
+static int end_marker(dg__resp_t *r) {
+  if (r->z_ready && !r->z_end)
+    return fail(r, DG_EPROTO, "the %s body ended before its end marker",
+                r->coding == 1 ? "gzip" : "deflate");
+  return 0;
+}
+
+int dg__resp_settle(dg__resp_t *r) {
+  if (r->error != 0)
+    return r->error;
+  if (!r->msg_done || r->zheld.len > 0)
+    return 0;
+  r->msg_done = false;
+  if (end_marker(r) != 0)
+    return r->error;
+  r->complete = true;
+  return r->sink->on_complete(r, r->user);
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t len) {
@@ -226,11 +287,15 @@ static int on_message_complete(llhttp_t *p) {
   dg__resp_t *r = of(p);
   if (r->status > 0 && r->status < 200)
     return 0; /* an interim response ended; the real one follows */
-  if (r->z_ready && !r->z_end)
-    return fail(r, DG_EPROTO, "the %s body ended before its end marker",
-                r->coding == 1 ? "gzip" : "deflate");
-  r->complete = true;
   r->keep_alive = llhttp_should_keep_alive(p) != 0;
+  if (r->zheld.len > 0) {
+    /* Complete once what is held is decoded (dg__resp_settle). */
+    r->msg_done = true;
+    return HPE_PAUSED;
+  }
+  if (end_marker(r) != 0)
+    return -1;
+  r->complete = true;
   /* Whatever follows belongs to no request of ours. */
   return HPE_PAUSED;
 }
@@ -252,6 +317,7 @@ void dg__resp_init(dg__resp_t *r, size_t max_header_bytes, const dg__resp_sink_t
   r->settings.on_message_complete = on_message_complete;
   /* Header offsets are 32-bit. */
   dg_buf_init(&r->head, max_header_bytes < UINT32_MAX ? max_header_bytes : UINT32_MAX - 1);
+  dg_buf_init(&r->zheld, HELD_MAX);
   r->sink = sink;
   r->user = user;
 }
@@ -274,6 +340,8 @@ void dg__resp_begin(dg__resp_t *r, bool head_only, size_t max_body) {
   r->raw_len = 0;
   r->coding = 0;
   r->z_end = false;
+  r->msg_done = false;
+  dg_buf_reset(&r->zheld);
   r->head_only = head_only;
   r->started = false;
   r->complete = false;
@@ -302,6 +370,7 @@ int dg__resp_feed(dg__resp_t *r, const char *data, size_t len, size_t *used) {
   if (r->complete || len == 0)
     return 0;
   r->started = true;
+  r->turn_out = 0;
   llhttp_errno_t e = llhttp_execute(&r->parser, data, len);
   size_t taken = len;
   if (e == HPE_PAUSED) {
@@ -340,4 +409,5 @@ int dg__resp_eof(dg__resp_t *r) {
 void dg__resp_free(dg__resp_t *r) {
   end_inflate(r);
   dg_buf_free(&r->head);
+  dg_buf_free(&r->zheld);
 }

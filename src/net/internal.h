@@ -394,6 +394,9 @@ struct dg__resp {
   int coding; /* 0 identity, 1 gzip, 2 deflate (zlib or raw) */
   bool z_ready;
   bool z_end;      /* the compressed stream reached its end marker */
+  bool msg_done;   /* the message ended while compressed bytes were held */
+  size_t turn_out; /* bytes decoded since the last feed or drain began */
+  dg_buf_t zheld;  /* compressed body bytes not decoded yet, in order */
   bool head_only;  /* the request was HEAD: no body */
   bool started;    /* some byte of the response arrived */
   bool complete;   /* the message ended */
@@ -419,6 +422,13 @@ void dg__resp_begin(dg__resp_t *r, bool head_only, size_t max_body);
 int dg__resp_feed(dg__resp_t *r, const char *data, size_t len, size_t *used);
 /* The peer closed: ends a close-delimited body, or fails. */
 int dg__resp_eof(dg__resp_t *r);
+/* A compressed body is decoded a bounded amount per loop turn: what a feed
+ * could not decode is held. While bytes are held the connection stops
+ * reading and each turn drains some (0 or an error); once none is held,
+ * settle ends a message whose end came meanwhile (0 or an error). */
+bool dg__resp_held(const dg__resp_t *r);
+int dg__resp_drain(dg__resp_t *r);
+int dg__resp_settle(dg__resp_t *r);
 void dg__resp_free(dg__resp_t *r);
 const char *dg__resp_header(const dg__resp_t *r, const char *name);
 /* The i-th header (i < r->nheaders) once the head is complete. */
@@ -448,6 +458,7 @@ struct dg__uconn {
   unsigned handles;
   unsigned requests; /* requests carried so far */
   bool reading;
+  bool paused; /* not reading while the call decodes what it holds */
   bool broken; /* failed; never pooled */
   uint64_t idle_since_ms;
   /* The address connected to, checked against the policy of each call
@@ -463,6 +474,10 @@ int dg__uconn_open(dg_http_client_t *client, dg_http_call_t *call, const struct 
 int dg__uconn_write(dg__uconn_t *c, const void *data, size_t len);
 /* The call is done with the connection: pooled when reusable, else closed. */
 void dg__uconn_release(dg__uconn_t *c, bool reusable);
+/* Stops reading and asks for dg__call_conn_drain on the next loop turn. */
+void dg__uconn_pause(dg__uconn_t *c);
+/* Reads again after dg__uconn_pause. */
+void dg__uconn_resume(dg__uconn_t *c);
 void dg__uconn_close(dg__uconn_t *c);
 /* An idle pooled connection for origin, or NULL. */
 dg__uconn_t *dg__pool_checkout(dg_http_client_t *client, const char *origin, dg_http_call_t *call);
@@ -603,6 +618,8 @@ void dg__call_conn_connected(dg_http_call_t *call);
 void dg__call_conn_ready(dg_http_call_t *call);
 void dg__call_conn_data(dg_http_call_t *call, const char *data, size_t len);
 void dg__call_conn_eof(dg_http_call_t *call);
+/* The connection's turn to decode more of a held compressed body. */
+void dg__call_conn_drain(dg_http_call_t *call);
 void dg__call_conn_failed(dg_http_call_t *call, dg_http_failure_t failure, const char *why);
 /* A queued call got its connector slot. */
 void dg__call_admitted(dg_http_call_t *call);

@@ -13,11 +13,22 @@ struct dg_tools_files {
   unsigned nqueued;
   dg__tools_slot_t *head, *tail; /* waiting calls, oldest first */
   bool closing;
+  char worker_path[4096]; /* this executable, started for each extraction */
 };
 
 dg_tools_files_t *dg_tools_files_new(const dg_catalog_t *cat) {
   dg_tools_files_t *f = calloc(1, sizeof(*f));
   const dg_file_settings_t *s = &cat->files;
+#ifdef __linux__
+  /* The running executable itself, even once an upgrade has replaced the
+   * file at its path. */
+  if (f != NULL)
+    dg_strlcpy(f->worker_path, "/proc/self/exe", sizeof(f->worker_path));
+#else
+  size_t len = sizeof(f->worker_path);
+  if (f != NULL && uv_exepath(f->worker_path, &len) != 0)
+    f->worker_path[0] = '\0';
+#endif
   if (f == NULL || s->cache_bytes == 0)
     return f;
   f->cache = dg_extract_cache_new(s->cache_bytes, s->cache_entries, s->cache_ttl_ms);
@@ -39,6 +50,10 @@ void dg_tools_files_close(dg_tools_files_t *f) {
   f->closing = true;
   if (f->active == 0 && f->nqueued == 0)
     free_files(f);
+}
+
+const char *dg__tools_files_worker(const dg_tools_files_t *f) {
+  return f->worker_path;
 }
 
 dg_extract_cache_t *dg__tools_files_cache(dg_tools_files_t *f) {

@@ -202,14 +202,28 @@ static int start_extraction(ft_t *t) {
   limits.max_input_bytes = t->cfg->max_download_bytes;
   limits.max_text_bytes = t->cfg->max_text_bytes;
   limits.max_time_ms = t->cfg->extract_timeout_ms;
+  /* MuPDF's own cap leaves the other half of the address space to the
+   * document, the text and the parsers around it. */
+  limits.max_memory_bytes = t->cfg->extract_memory_bytes / 2;
+  /* Every document is parsed in an extractor process of its own, with
+   * limits the operating system enforces. */
+  dg_extract_isolation_t iso = {.worker_path = dg__tools_files_worker(t->files),
+                                .cpu_seconds = t->cfg->extract_cpu_seconds,
+                                .memory_bytes = t->cfg->extract_memory_bytes};
   /* Without streaming the whole text is cached, whatever the offset. */
   dg_extract_request_t req = {.content_type = t->content_type,
                               .name = t->key,
                               .limits = &limits,
                               .offset = t->stream ? t->offset : 0,
-                              .chunk_chars = t->cfg->chunk_chars};
+                              .chunk_chars = t->cfg->chunk_chars,
+                              .isolation = &iso};
   dg_errctx_t err;
-  int rc = dg_extract_start(dg_tool_call_loop(t->call), &req, on_xchunk, on_xdone, t, &t->x, &err);
+  int rc =
+      iso.worker_path[0] != '\0'
+          ? dg_extract_start(dg_tool_call_loop(t->call), &req, on_xchunk, on_xdone, t, &t->x, &err)
+          : dg_errctx_set(&err, DG_EIO, "url",
+                          "the extractor process cannot be started: this program's path "
+                          "is unknown");
   if (rc != 0) {
     fail_extraction(t, rc, &err);
     t->xstate = X_ENDED;

@@ -219,6 +219,8 @@ void dg__tools_files_release(dg_tools_files_t *files);
 void dg__tools_files_forget(dg_tools_files_t *files, dg__tools_slot_t *slot);
 /* The cache of extracted text, or NULL when caching is off. */
 dg_extract_cache_t *dg__tools_files_cache(dg_tools_files_t *files);
+/* The executable started as the extractor process ("" when unknown). */
+const char *dg__tools_files_worker(const dg_tools_files_t *files);
 
 /* One download with redirects followed here, so that each target is
  * checked against the sources like the first URL (file_fetch.c). */

@@ -279,6 +279,67 @@ export function largeDocx(textBytes) {
   return docx({ body, header: 'Bench header', footer: 'Bench footer' });
 }
 
+// ---- Hostile documents -----------------------------------------------------------------
+
+// ' a0="1" a1="1" ...': the attributes of one element. libxml2 compares
+// each attribute with all the earlier ones, so 200,000 cost minutes.
+function attributes(n) {
+  return Array.from({ length: n }, (_, i) => ` a${i}="1"`).join('');
+}
+
+// An XML document, an HTML page and a DOCX with n attributes on one element.
+export function manyAttributes(n) {
+  const attrs = attributes(n);
+  return {
+    xml: `<?xml version="1.0"?><r><e${attrs}>x</e></r>`,
+    html: `<!DOCTYPE html><html><body><p${attrs}>x</p></body></html>`,
+    docx: zip([
+      { name: '_rels/.rels', data: rels([['rId1', 'officeDocument', 'word/document.xml']]) },
+      { name: 'word/document.xml', data: `<?xml version="1.0"?><w:document ${W_NS}><w:body>` +
+        `<w:p><w:r><w:t${attrs}>x</w:t></w:r></w:p></w:body></w:document>` },
+    ]),
+  };
+}
+
+// A small PDF without a cross-reference table whose objects are numbered
+// count apart up to count * step: repairing it makes MuPDF's table of
+// objects as long as the highest number.
+export function sparseObjectsPdf(count, step) {
+  const head = '%PDF-1.4\n1 0 obj <</Type/Catalog/Pages 2 0 R>> endobj\n' +
+    '2 0 obj <</Type/Pages/Kids[3 0 R]/Count 1>> endobj\n' +
+    '3 0 obj <</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]>> endobj\n';
+  const objects = Array.from({ length: count }, (_, k) => `${(k + 1) * step} 0 obj null endobj\n`);
+  return Buffer.from(head + objects.join('') + 'trailer <</Root 1 0 R>>\n%%EOF\n', 'latin1');
+}
+
+// A small PDF that is slow to read: pages whose compressed content streams
+// each draw ops short lines (a thousandfold smaller compressed), seconds
+// of CPU for MuPDF's interpreter however little text they hold.
+export function slowPdf(pages, ops) {
+  const content = zlib.deflateSync(Buffer.from('0 0 m 1 1 l S\n'.repeat(ops)), { level: 9 });
+  const objects = ['<</Type/Catalog/Pages 2 0 R>>',
+    `<</Type/Pages/Kids[${Array.from({ length: pages }, (_, i) => `${3 + 2 * i} 0 R`).join(' ')}]/Count ${pages}>>`];
+  for (let i = 0; i < pages; i++) {
+    objects.push(`<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Contents ${4 + 2 * i} 0 R>>`);
+    objects.push(Buffer.concat([Buffer.from(`<</Length ${content.length}/Filter/FlateDecode>>\nstream\n`),
+      content, Buffer.from('\nendstream')]));
+  }
+  const chunks = [Buffer.from('%PDF-1.4\n')];
+  const offsets = [];
+  let length = chunks[0].length;
+  objects.forEach((body, i) => {
+    offsets.push(length);
+    const b = Buffer.concat([Buffer.from(`${i + 1} 0 obj\n`), Buffer.from(body), Buffer.from('\nendobj\n')]);
+    chunks.push(b);
+    length += b.length;
+  });
+  const xref = [`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`,
+    ...offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`),
+    `trailer\n<</Size ${objects.length + 1}/Root 1 0 R>>\nstartxref\n${length}\n%%EOF\n`];
+  chunks.push(Buffer.from(xref.join('')));
+  return Buffer.concat(chunks);
+}
+
 // ---- The sample domain's files --------------------------------------------------------
 
 // id and name of each entity of conf/data/Files.json, and its document.

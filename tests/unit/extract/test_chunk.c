@@ -156,6 +156,24 @@ static void test_document_chunks_equal_text_chunks(void **state) {
   free(text);
 }
 
+static void test_every_chunk_of_a_cut_text_says_so(void **state) {
+  char *text = repeat("Some words. ", 100);
+  dg_extract_doc_t *doc =
+      dg__extract_doc_new(strdup(text), strlen(text), DG_EXTRACT_TXT, "cut at 1200 bytes");
+  assert_non_null(doc);
+  dg_extract_chunk_t c = {.has_more = true};
+  dg_errctx_t err;
+  size_t chunks = 0;
+  for (uint64_t at = 0; c.has_more; at = c.next_offset, chunks++) {
+    assert_int_equal(dg_extract_doc_chunk(doc, at, 100, &c, &err), 0);
+    assert_non_null(c.truncated);
+    assert_string_equal(c.truncated, "cut at 1200 bytes");
+  }
+  assert_true(chunks > 5);
+  dg_extract_doc_unref(doc);
+  free(text);
+}
+
 static void test_envelope(void **state) {
   dg_extract_chunk_t c = {.text = "caf\xc3\xa9",
                           .len = 5,
@@ -189,6 +207,7 @@ int main(void) {
       cmocka_unit_test(test_any_offset_and_the_end),
       cmocka_unit_test(test_growing_text_waits_for_one_more_character),
       cmocka_unit_test(test_document_chunks_equal_text_chunks),
+      cmocka_unit_test(test_every_chunk_of_a_cut_text_says_so),
       cmocka_unit_test(test_envelope),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -113,12 +113,30 @@ static void test_long_body_is_read_in_several_steps(void **state) {
   free(d);
 }
 
+static void test_attribute_limit(void **state) {
+  dg_buf_t body;
+  dg_buf_init(&body, SIZE_MAX);
+  assert_int_equal(dg_buf_append_str(&body, "<w:p><w:r><w:t"), 0);
+  for (unsigned i = 0; i < 200000; i++)
+    assert_int_equal(dg_buf_appendf(&body, " a%u=\"1\"", i), 0);
+  assert_int_equal(dg_buf_append_str(&body, ">x</w:t></w:r></w:p>"), 0);
+  size_t len = 0;
+  unsigned char *d = xt_docx(body.data, &len);
+  dg_errctx_t err;
+  assert_int_equal(xt_fail(DG_EXTRACT_UNKNOWN, NULL, d, len, NULL, &err), DG_E2BIG);
+  assert_true(xt_contains(err.message, "word/document.xml has an element with more than the "
+                                       "limit of 1024 attributes"));
+  dg_buf_free(&body);
+  free(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_paragraphs_runs_and_breaks),
       cmocka_unit_test(test_tables_are_rows_of_cells),
       cmocka_unit_test(test_headers_footers_and_notes),
       cmocka_unit_test(test_long_body_is_read_in_several_steps),
+      cmocka_unit_test(test_attribute_limit),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@ typedef struct probe {
   uint64_t first_turn, last_turn;
   bool saw_last;
   char truncated[256]; /* copied: the chunk's text lives only during the callback */
+  size_t truncated_chunks;
   int done_calls;
   int status;
   dg_errctx_t err;
@@ -62,6 +63,7 @@ static void on_chunk(dg_extract_t *x, const dg_extract_chunk_t *c, void *data) {
   p->expect_offset = c->next_offset;
   p->saw_last = !c->has_more;
   dg_strlcpy(p->truncated, c->truncated != NULL ? c->truncated : "", sizeof(p->truncated));
+  p->truncated_chunks += c->truncated != NULL;
   if (p->chunks++ == 0)
     p->first_turn = p->turn;
   p->last_turn = p->turn;
@@ -281,7 +283,7 @@ static void test_close_cancels_once_later(void **state) {
   free(d);
 }
 
-static void test_truncation_reaches_the_last_chunk(void **state) {
+static void test_truncation_reaches_every_chunk(void **state) {
   dg_extract_limits_t limits;
   dg_extract_limits_default(&limits);
   limits.max_text_bytes = 50;
@@ -295,6 +297,9 @@ static void test_truncation_reaches_the_last_chunk(void **state) {
   assert_int_equal(p.text.len, 50);
   assert_true(p.truncated[0] != '\0');
   assert_true(xt_contains(p.truncated, "50 bytes"));
+  /* The cut was known before the first chunk: every chunk says so. */
+  assert_true(p.chunks > 1);
+  assert_int_equal(p.truncated_chunks, p.chunks);
   probe_end(&p);
 }
 
@@ -375,7 +380,7 @@ int main(void) {
       cmocka_unit_test(test_offset_and_past_the_end),
       cmocka_unit_test(test_failures_reach_on_done),
       cmocka_unit_test(test_close_cancels_once_later),
-      cmocka_unit_test(test_truncation_reaches_the_last_chunk),
+      cmocka_unit_test(test_truncation_reaches_every_chunk),
       cmocka_unit_test(test_empty_document_is_one_empty_chunk),
       cmocka_unit_test(test_command_line),
   };

@@ -76,6 +76,50 @@ static void test_depth_limit(void **state) {
   dg_buf_free(&b);
 }
 
+/* One element with n attributes (a0="1" a1="1" ...) inside doc's prefix
+ * and suffix. */
+static void many_attributes(dg_buf_t *b, unsigned n) {
+  for (unsigned i = 0; i < n; i++)
+    assert_int_equal(dg_buf_appendf(b, " a%u=\"1\"", i), 0);
+}
+
+static void test_attribute_limit(void **state) {
+  dg_buf_t b;
+  dg_buf_init(&b, SIZE_MAX);
+  assert_int_equal(dg_buf_append_str(&b, "<?xml version=\"1.0\"?><r><e"), 0);
+  many_attributes(&b, 200000);
+  assert_int_equal(dg_buf_append_str(&b, ">x</e></r>"), 0);
+  dg_errctx_t err;
+  /* Refused before libxml2 compares them (which took minutes). */
+  assert_int_equal(xt_fail(DG_EXTRACT_XML, NULL, b.data, b.len, NULL, &err), DG_E2BIG);
+  assert_true(xt_contains(err.message, "more than the limit of 1024 attributes"));
+  assert_string_equal(err.param, "url");
+  dg_buf_free(&b);
+}
+
+static void test_attribute_limit_counts_only_start_tags(void **state) {
+  dg_buf_t b;
+  dg_buf_init(&b, SIZE_MAX);
+  /* 1024 on one element, and '=' signs in places that are no attributes. */
+  assert_int_equal(dg_buf_append_str(&b, "<?xml version=\"1.0\"?><!-- a=1 b=2 --><r><e"), 0);
+  many_attributes(&b, 1023);
+  assert_int_equal(dg_buf_append_str(&b, " last=\"x=y > z=w\">v</e><![CDATA[<c "), 0);
+  for (int i = 0; i < 2000; i++)
+    assert_int_equal(dg_buf_append_str(&b, "k=1 "), 0);
+  assert_int_equal(dg_buf_append_str(&b, ">]]><?pi a=1 b=2?></r>"), 0);
+  char *t = xt_text(DG_EXTRACT_XML, NULL, b.data, b.len);
+  assert_true(xt_contains(t, "x=y > z=w v <c k=1"));
+  free(t);
+  /* One more attribute is one too many. */
+  dg_buf_reset(&b);
+  assert_int_equal(dg_buf_append_str(&b, "<r><e"), 0);
+  many_attributes(&b, 1025);
+  assert_int_equal(dg_buf_append_str(&b, "/></r>"), 0);
+  dg_errctx_t err;
+  assert_int_equal(xt_fail(DG_EXTRACT_XML, NULL, b.data, b.len, NULL, &err), DG_E2BIG);
+  dg_buf_free(&b);
+}
+
 static void test_malformed_is_a_clear_error(void **state) {
   dg_errctx_t err;
   const char *doc = "<?xml version=\"1.0\"?>\n<a>\n<b>text</a>";
@@ -132,6 +176,8 @@ int main(void) {
       cmocka_unit_test(test_billion_laughs_expand_nothing),
       cmocka_unit_test(test_external_entities_are_not_loaded),
       cmocka_unit_test(test_depth_limit),
+      cmocka_unit_test(test_attribute_limit),
+      cmocka_unit_test(test_attribute_limit_counts_only_start_tags),
       cmocka_unit_test(test_malformed_is_a_clear_error),
       cmocka_unit_test(test_encodings),
       cmocka_unit_test(test_split_anywhere_gives_the_same_text),

@@ -80,10 +80,32 @@ static void send_encoded(raw_conn_t *c, int wbits, const char *coding, bool chun
     raw_send(c, "\r\n0\r\n\r\n");
 }
 
+#define BIG_TEXT ((size_t)2 << 20)
+
+/* 2 MiB of text in a few kilobytes of gzip, Content-Length framed. */
+static void send_big_encoded(raw_conn_t *c) {
+  char *text = malloc(BIG_TEXT);
+  unsigned char *packed = malloc(BIG_TEXT / 8);
+  assert_non_null(text);
+  assert_non_null(packed);
+  for (size_t i = 0; i < BIG_TEXT; i++)
+    text[i] = (char)('a' + (i * 7) % 26);
+  size_t n = compress_text(text, BIG_TEXT, 31, packed, BIG_TEXT / 8);
+  char head[256];
+  snprintf(head, sizeof(head),
+           "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %zu\r\n\r\n", n);
+  raw_send(c, head);
+  raw_send_n(c, packed, n);
+  free(text);
+  free(packed);
+}
+
 static void serve_encoded(raw_conn_t *c) {
   const char *mode = c->srv->user;
   while (raw_read_request(c) > 0) {
-    if (strcmp(mode, "gzip") == 0)
+    if (strcmp(mode, "big") == 0)
+      send_big_encoded(c);
+    else if (strcmp(mode, "gzip") == 0)
       send_encoded(c, 31, "gzip", true);
     else if (strcmp(mode, "deflate") == 0)
       send_encoded(c, 15, "deflate", false);
@@ -254,6 +276,24 @@ static void test_gzip_chunked(void **state) {
 static void test_deflate_zlib_and_raw(void **state) {
   check_encoded("deflate");
   check_encoded("raw");
+}
+
+/* A body that decodes to far more than one turn's share is decoded over
+ * several loop turns while the connection stops reading, and the
+ * connection is reused afterwards. */
+static void test_large_gzip_over_several_turns(void **state) {
+  ctx_t *t = ctx_new();
+  assert_int_equal(raw_start(&t->srv, serve_encoded, "big"), 0);
+  assert_int_equal(ctx_client(t), 0);
+  for (int k = 0; k < 3; k++) {
+    assert_int_equal(call_once(t, "GET", at(t, "/"), &t->out[0]), 200);
+    assert_int_equal(t->out[0].body_len, BIG_TEXT);
+    for (size_t i = 0; i < sizeof(t->out[0].body) - 1; i++)
+      assert_int_equal(t->out[0].body[i], 'a' + (i * 7) % 26);
+    assert_int_equal(dg_http_client_idle_connections(t->client), 1);
+  }
+  assert_int_equal(t->srv.accepted, 1);
+  assert_int_equal(ctx_close(t), 0);
 }
 
 static void test_malformed_response(void **state) {
@@ -1123,6 +1163,7 @@ int main(void) {
       cmocka_unit_test(test_chunked),
       cmocka_unit_test(test_close_delimited),
       cmocka_unit_test(test_gzip_chunked),
+      cmocka_unit_test(test_large_gzip_over_several_turns),
       cmocka_unit_test(test_deflate_zlib_and_raw),
       cmocka_unit_test(test_malformed_response),
       cmocka_unit_test(test_keep_alive_reuse),

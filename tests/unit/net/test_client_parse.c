@@ -19,6 +19,7 @@ typedef struct seen {
   int status;
   char body[65536];
   size_t len;
+  size_t total;    /* body bytes delivered, also past what body keeps */
   int refuse_body; /* error returned from on_body */
 } seen_t;
 
@@ -33,6 +34,7 @@ static int on_body(dg__resp_t *r, const char *data, size_t len, void *user) {
   seen_t *s = user;
   if (s->refuse_body != 0)
     return s->refuse_body;
+  s->total += len;
   if (s->len + len < sizeof(s->body)) {
     memcpy(s->body + s->len, data, len);
     s->len += len;
@@ -292,6 +294,61 @@ static void test_gzip_failures(void **state) {
   fx_free(f);
 }
 
+/* 4 MiB of one byte, gzipped into a few kilobytes. */
+static unsigned char *bomb_of(size_t size, size_t *n) {
+  char *plain = malloc(size + 1);
+  unsigned char *packed = malloc(size / 100 + 4096);
+  assert_non_null(plain);
+  assert_non_null(packed);
+  memset(plain, 'y', size);
+  plain[size] = '\0';
+  *n = gz(plain, 31, packed, size / 100 + 4096);
+  free(plain);
+  return packed;
+}
+
+static void test_gzip_is_decoded_a_share_per_turn(void **state) {
+  size_t n = 0, size = (size_t)4 << 20;
+  unsigned char *packed = bomb_of(size, &n);
+  fixture_t *f = fx(65536, (size_t)64 << 20, false);
+  /* The whole body in one read: only a share is decoded, the rest held. */
+  assert_int_equal(feed_encoded(f, "gzip", packed, n, false), 0);
+  assert_false(f->r.complete);
+  assert_true(dg__resp_held(&f->r));
+  assert_true(f->seen.total > 0 && f->seen.total <= (size_t)512 << 10);
+  int turns = 0;
+  while (dg__resp_held(&f->r)) {
+    size_t before = f->seen.total;
+    assert_int_equal(dg__resp_drain(&f->r), 0);
+    assert_true(f->seen.total - before <= (size_t)512 << 10);
+    turns++;
+  }
+  assert_true(turns >= 4);
+  /* The message's end came with the bytes; it is settled once decoded. */
+  assert_int_equal(f->seen.completes, 0);
+  assert_int_equal(dg__resp_settle(&f->r), 0);
+  assert_true(f->r.complete);
+  assert_int_equal(f->seen.completes, 1);
+  assert_int_equal(f->seen.total, size);
+  fx_free(f);
+  free(packed);
+}
+
+static void test_gzip_bomb_stops_at_the_cap_while_decoding(void **state) {
+  size_t n = 0;
+  unsigned char *packed = bomb_of((size_t)16 << 20, &n);
+  fixture_t *f = fx(65536, (size_t)1 << 20, false);
+  int rc = feed_encoded(f, "gzip", packed, n, false);
+  while (rc == 0 && dg__resp_held(&f->r))
+    rc = dg__resp_drain(&f->r);
+  assert_int_equal(rc, DG_E2BIG);
+  assert_non_null(strstr(f->r.reason, "over the cap of 1048576 bytes"));
+  assert_true(f->seen.total <= (size_t)1 << 20);
+  assert_int_equal(f->seen.completes, 0);
+  fx_free(f);
+  free(packed);
+}
+
 static void test_sink_errors_stop(void **state) {
   fixture_t *f = fx(65536, 4096, false);
   f->seen.refuse_body = DG_ECANCELED;
@@ -319,6 +376,8 @@ int main(void) {
       cmocka_unit_test(test_early_close),
       cmocka_unit_test(test_gzip_and_deflate),
       cmocka_unit_test(test_gzip_failures),
+      cmocka_unit_test(test_gzip_is_decoded_a_share_per_turn),
+      cmocka_unit_test(test_gzip_bomb_stops_at_the_cap_while_decoding),
       cmocka_unit_test(test_sink_errors_stop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
