@@ -233,6 +233,18 @@ typedef enum dg_store_agg_fn {
 } dg_store_agg_fn_t;
 
 const char *dg_store_agg_name(dg_store_agg_fn_t fn);
+/* Whether fn may aggregate prop (Sum and Average numbers, Min and Max
+ * numbers and dates, DistinctCount any stored value); Count takes no
+ * property and answers false. */
+bool dg_store_agg_fits(dg_store_agg_fn_t fn, const dg_property_t *prop);
+
+/* What a property may be used for, as the parsers decide it, so that a
+ * model's description can say it: filters (filterable and stored), a
+ * sortCondition (sortable and stored) and a group key (stored: every
+ * property but an Inbound reference). */
+bool dg_store_can_filter(const dg_property_t *prop);
+bool dg_store_can_sort(const dg_property_t *prop);
+bool dg_store_can_group(const dg_property_t *prop);
 
 /* A joinFilter: the base row is joined to at most one entity of target,
  * whose id equals the base row's key (1-to-1 joins only), and the clause
