@@ -33,6 +33,11 @@ typedef struct dg_tool {
   const char *description;
   const char *input_schema;  /* JSON Schema (draft 2020-12 subset), as JSON text */
   const char *output_schema; /* JSON Schema of structuredContent, as JSON text */
+  /* What tools/call accepts when it is wider than input_schema (NULL: the
+   * same). tools/list shows input_schema, kept to one type per field for
+   * function-calling clients that take no more; this one may still accept,
+   * say, a number where the listed schema asks for its text. */
+  const char *accepted_schema;
   bool read_only;
   bool destructive;
   bool idempotent;

@@ -432,7 +432,7 @@ void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__
   ex->server->inflight++;
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  if (dg_mcp_schema_validate(tool->input_schema, args, &err) != 0) {
+  if (dg_mcp_schema_validate(tool->accepted_schema, args, &err) != 0) {
     dg_tool_call_fail(call, &err);
     return;
   }

@@ -131,7 +131,8 @@ uint64_t dg__mcp_wall_ms(void);
 typedef struct dg__mcp_tool {
   const dg_tool_t *def;
   json_t *input_schema;
-  json_t *output_schema; /* NULL when the tool declares none */
+  json_t *accepted_schema; /* what arguments are checked against: input_schema or wider */
+  json_t *output_schema;   /* NULL when the tool declares none */
 } dg__mcp_tool_t;
 
 /* ---- Server ---------------------------------------------------------------- */

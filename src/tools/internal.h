@@ -76,8 +76,25 @@ typedef enum dg__tools_store_op {
   "\"Name of a property whose dataType is Reference\"},"                                           \
   "\"properties\":" DG__TOOLS_PROPERTIES_SCHEMA "}}}"
 
-/* queryParameterGroups of query_entities and aggregate_entities. */
-#define DG__TOOLS_FILTER_GROUPS_SCHEMA                                                             \
+#define DG__TOOLS_FILTER_VALUE_TEXT                                                                \
+  "Comparison value, written as text: a number as 12.5, a boolean as true or false, a date as "    \
+  "YYYY-MM-DD, the related entity's GUID for a Reference; the text null with valueType null "      \
+  "tests for null. Leave out with comparisonPropertyName"
+
+/* A comparison value as tools/list shows it: text, one type, which
+ * function-calling clients that take one type per field accept (null is
+ * the text "null" with valueType null). */
+#define DG__TOOLS_VALUE_LISTED(what)                                                               \
+  "{\"type\":\"string\",\"maxLength\":4096,\"description\":\"" what "\"}"
+/* What tools/call accepts for it: JSON numbers, booleans and null too, which
+ * mean the same as their text. */
+#define DG__TOOLS_VALUE_ACCEPTED(what)                                                             \
+  "{\"type\":[\"string\",\"number\",\"boolean\",\"null\"],\"maxLength\":4096,"                     \
+  "\"description\":\"" what "\"}"
+
+/* queryParameterGroups of query_entities and aggregate_entities, with the
+ * value schema VALUE (one of the two above). */
+#define DG__TOOLS_FILTER_GROUPS(VALUE)                                                             \
   "{\"type\":\"array\",\"maxItems\":20,"                                                           \
   "\"description\":\"Filter groups, combined with And. Inside a group the parameters combine "     \
   "with the group's andOrOperator.\","                                                             \
@@ -93,19 +110,29 @@ typedef enum dg__tools_store_op {
   "\"propertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                       \
   "\"description\":\"A property from get_data_model_properties (or id); with reference, a "        \
   "property of the related entity\"},"                                                             \
-  "\"value\":{\"type\":[\"string\",\"number\",\"boolean\",\"null\"],\"maxLength\":4096,"           \
-  "\"description\":\"Comparison value: the related entity's GUID for a Reference; the string "     \
-  "null (with valueType null) to test for null; dates as YYYY-MM-DD. Leave out with "              \
-  "comparisonPropertyName\"},"                                                                     \
-  "\"valueType\":{\"type\":\"string\",\"enum\":[\"boolean\",\"string\",\"number\",\"null\"],"      \
-  "\"description\":\"How value is written; null when testing for null\"},"                         \
-  "\"comparisonPropertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"             \
-  "\"description\":\"Compare propertyName with this property of the same entity instead of a "     \
-  "value\"},"                                                                                      \
-  "\"reference\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                          \
-  "\"description\":\"A Reference property: the filter applies to the related entity\"},"           \
-  "\"match\":{\"type\":\"string\",\"enum\":[\"Any\"],\"description\":\"For an Inbound "            \
-  "reference: true when at least one related entity matches\"}}}}}}}"
+  "\"value\":" VALUE(DG__TOOLS_FILTER_VALUE_TEXT) ","                                              \
+                                                  "\"valueType\":{\"type\":\"string\",\"enum\":["  \
+                                                  "\"boolean\",\"string\",\"number\",\"null\"],"   \
+                                                  "\"description\":\"How value is to be read: "    \
+                                                  "number for a numeric property, boolean for a "  \
+                                                  "Boolean, null when testing for null; string "   \
+                                                  "(the default) otherwise\"},"                    \
+                                                  "\"comparisonPropertyName\":{\"type\":"          \
+                                                  "\"string\",\"minLength\":1,\"maxLength\":128,"  \
+                                                  "\"description\":\"Compare propertyName with "   \
+                                                  "this property of the same entity instead of a " \
+                                                  "value\"},"                                      \
+                                                  "\"reference\":{\"type\":\"string\","            \
+                                                  "\"minLength\":1,\"maxLength\":128,"             \
+                                                  "\"description\":\"A Reference property: the "   \
+                                                  "filter applies to the related entity\"},"       \
+                                                  "\"match\":{\"type\":\"string\",\"enum\":["      \
+                                                  "\"Any\"],\"description\":\"For an Inbound "     \
+                                                  "reference: true when at least one related "     \
+                                                  "entity matches\"}}}}}}}"
+
+#define DG__TOOLS_FILTER_GROUPS_SCHEMA DG__TOOLS_FILTER_GROUPS(DG__TOOLS_VALUE_LISTED)
+#define DG__TOOLS_FILTER_GROUPS_ACCEPTED DG__TOOLS_FILTER_GROUPS(DG__TOOLS_VALUE_ACCEPTED)
 
 #define DG__TOOLS_ENTITY_SCHEMA                                                                    \
   "{\"type\":\"object\",\"required\":[\"id\",\"properties\"],\"properties\":{"                     \

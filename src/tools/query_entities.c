@@ -4,25 +4,30 @@
 #include "datagate/tools.h"
 #include "tools/internal.h"
 
-static const char input_schema[] =
-    "{\"type\":\"object\",\"required\":[\"dataModelId\"],\"additionalProperties\":false,"
-    "\"properties\":{"
-    "\"dataModelId\":{\"type\":\"string\",\"format\":\"uuid\","
-    "\"description\":\"Identifier of a Data Model, from get_data_models\"},"
-    "\"queryParameterGroups\":" DG__TOOLS_FILTER_GROUPS_SCHEMA ","
-    "\"paging\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"pageNumber\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000000,\"default\":1,"
-    "\"description\":\"1-based; pass the previous response's nextPage\"},"
-    "\"pageSize\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"default\":25}}},"
-    "\"sortCondition\":{\"type\":\"object\",\"required\":[\"propertyName\"],"
-    "\"additionalProperties\":false,\"properties\":{"
-    "\"propertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128},"
-    "\"sortOrder\":{\"type\":\"string\",\"enum\":[\"Ascending\",\"Descending\"],"
-    "\"default\":\"Ascending\"}}},"
-    "\"countOnly\":{\"type\":\"boolean\",\"default\":false,"
-    "\"description\":\"When true only {count} is returned\"},"
-    "\"properties\":" DG__TOOLS_PROPERTIES_SCHEMA ","
-    "\"expand\":" DG__TOOLS_EXPAND_SCHEMA "}}";
+/* The arguments with the filter groups GROUPS: the listed schema and the
+ * accepted one differ only in how a filter value may be written. */
+#define INPUT_SCHEMA(GROUPS)                                                                       \
+  "{\"type\":\"object\",\"required\":[\"dataModelId\"],\"additionalProperties\":false,"            \
+  "\"properties\":{"                                                                               \
+  "\"dataModelId\":{\"type\":\"string\",\"format\":\"uuid\","                                      \
+  "\"description\":\"Identifier of a Data Model, from get_data_models\"},"                         \
+  "\"queryParameterGroups\":" GROUPS ","                                                           \
+  "\"paging\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"                \
+  "\"pageNumber\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000000,\"default\":1,"          \
+  "\"description\":\"1-based; pass the previous response's nextPage\"},"                           \
+  "\"pageSize\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"default\":25}}},"            \
+  "\"sortCondition\":{\"type\":\"object\",\"required\":[\"propertyName\"],"                        \
+  "\"additionalProperties\":false,\"properties\":{"                                                \
+  "\"propertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128},"                      \
+  "\"sortOrder\":{\"type\":\"string\",\"enum\":[\"Ascending\",\"Descending\"],"                    \
+  "\"default\":\"Ascending\"}}},"                                                                  \
+  "\"countOnly\":{\"type\":\"boolean\",\"default\":false,"                                         \
+  "\"description\":\"When true only {count} is returned\"},"                                       \
+  "\"properties\":" DG__TOOLS_PROPERTIES_SCHEMA ","                                                \
+  "\"expand\":" DG__TOOLS_EXPAND_SCHEMA "}}"
+
+static const char input_schema[] = INPUT_SCHEMA(DG__TOOLS_FILTER_GROUPS_SCHEMA);
+static const char accepted_schema[] = INPUT_SCHEMA(DG__TOOLS_FILTER_GROUPS_ACCEPTED);
 
 static const char output_schema[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -75,6 +80,7 @@ const dg_tool_t dg_tool_query_entities = {
         "reference, an array of at most 100 for an Inbound one (properties.expandedTruncated "
         "then names the references that were cut).",
     .input_schema = input_schema,
+    .accepted_schema = accepted_schema,
     .output_schema = output_schema,
     .read_only = true,
     .destructive = false,

@@ -140,7 +140,7 @@ static struct dg_tool_call run(fixture_t *fx, const char *name, const char *user
   struct dg_tool_call call = {
       .cat = fx->cat, .args = json_loads(args, 0, NULL), .arena = fx->arena};
   assert_int_equal(dg_auth_principal_for_user(fx->cat, user, fx->arena, &call.principal), 0);
-  json_t *in = schema_of(t->input_schema);
+  json_t *in = schema_of(t->accepted_schema ? t->accepted_schema : t->input_schema);
   dg_errctx_t err;
   assert_int_equal(dg_mcp_schema_validate(in, call.args, &err), 0);
   json_decref(in);
@@ -275,6 +275,38 @@ static void test_input_schema_refuses_bad_arguments(void **state) {
   json_decref(in);
 }
 
+/* The listed schema writes a filter value as text; the accepted one also
+ * takes the JSON number, boolean or null that callers wrote before. */
+static void test_accepted_schema_widens_values(void **state) {
+  const char *text = "{\"dataModelId\": \"" ORDERS_ID "\", \"queryParameterGroups\": [{"
+                     "\"parameters\": [{\"operator\": \"GreaterThan\", \"propertyName\": "
+                     "\"Amount\", \"value\": \"100\", \"valueType\": \"number\"}]}]}";
+  const char *number = "{\"dataModelId\": \"" ORDERS_ID "\", \"queryParameterGroups\": [{"
+                       "\"parameters\": [{\"operator\": \"GreaterThan\", \"propertyName\": "
+                       "\"Amount\", \"value\": 100}]}]}";
+  const char *names[] = {"query_entities", "aggregate_entities"};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(names); i++) {
+    const dg_tool_t *t = tool(names[i]);
+    assert_non_null(t->accepted_schema);
+    json_t *listed = schema_of(t->input_schema);
+    json_t *accepted = schema_of(t->accepted_schema);
+    json_t *a = json_loads(text, 0, NULL), *b = json_loads(number, 0, NULL);
+    if (i == 1) {
+      json_object_set_new(a, "aggregations", json_pack("[{s:s}]", "function", "Count"));
+      json_object_set_new(b, "aggregations", json_pack("[{s:s}]", "function", "Count"));
+    }
+    dg_errctx_t err;
+    assert_int_equal(dg_mcp_schema_validate(listed, a, &err), 0);
+    assert_int_equal(dg_mcp_schema_validate(accepted, a, &err), 0);
+    assert_int_not_equal(dg_mcp_schema_validate(listed, b, &err), 0);
+    assert_int_equal(dg_mcp_schema_validate(accepted, b, &err), 0);
+    json_decref(a);
+    json_decref(b);
+    json_decref(listed);
+    json_decref(accepted);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_registry_entries),
@@ -282,6 +314,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_run_get_data_models, ct_setup, ct_teardown),
       cmocka_unit_test_setup_teardown(test_run_get_data_model_properties, ct_setup, ct_teardown),
       cmocka_unit_test(test_input_schema_refuses_bad_arguments),
+      cmocka_unit_test(test_accepted_schema_widens_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
