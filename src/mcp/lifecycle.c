@@ -76,7 +76,7 @@ static json_t *tool_entry(const dg__mcp_tool_t *t, bool with_output) {
 
 /* The list is built and written out as JSON text once per variant and
  * shared: an answer copies the text instead of serialising every schema
- * again (the list of twelve tools is about 20 KB). */
+ * again (the list of thirteen tools is about 22 KB). */
 static json_t *tool_list(dg_mcp_server_t *s, bool with_output) {
   json_t **cached = &s->tool_list[with_output];
   if (*cached != NULL)

@@ -212,6 +212,59 @@ int dg__tools_saved_request(const dg_saved_query_t *q, const char *const *values
 json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, const char *body,
                             size_t len, size_t max_bytes, dg_errctx_t *err);
 
+/* Maps a response body like dg__tools_saved_map, but hands each entity
+ * (borrowed; only the selected fields) to sink instead of collecting it,
+ * with no size limit. */
+typedef struct dg__tools_saved_each {
+  const dg_saved_query_t *q;
+  const bool *selected;
+  size_t max_items; /* items mapped at most (SIZE_MAX: all) */
+  /* A negative DG_E* code stops the mapping and is returned. */
+  int (*sink)(void *user, const json_t *entity);
+  void *user;
+} dg__tools_saved_each_t;
+
+/* Returns 0, with *more true when the body held more than max_items items
+ * and *warnings the mapping's warnings (NULL when none; the caller
+ * releases); or a DG_E* code with err (the body is not JSON, a GraphQL
+ * API answered only errors, out of memory) or the sink's code. Safe on a
+ * worker thread. */
+int dg__tools_saved_each(const dg__tools_saved_each_t *each, const char *body, size_t len,
+                         bool *more, json_t **warnings, dg_errctx_t *err);
+
+/* ---- aggregate_saved_query (saved_aggregate.c) ------------------------- */
+
+/* One clause: fn over the field at index field of the query (Count: none). */
+typedef struct dg__tools_saved_clause {
+  dg_store_agg_fn_t fn;
+  const dg_saved_field_t *field; /* NULL for Count */
+  const char *key;               /* result key, camelCased */
+} dg__tools_saved_clause_t;
+
+/* A checked aggregate_saved_query request, in the call's arena. */
+typedef struct dg__tools_saved_agg {
+  const dg_saved_query_t *q;
+  dg__tools_saved_clause_t *clauses;
+  size_t nclauses;
+  const dg_saved_field_t **keys; /* group keys */
+  size_t nkeys;
+  bool *needed;       /* per field of q: used by a clause or a key */
+  size_t max_grouped; /* records a grouped aggregate may cover */
+} dg__tools_saved_agg_t;
+
+/* Checks aggregations and groupBy against the fields of q that p may see,
+ * with err naming the argument, what was given and what is allowed. */
+int dg__tools_saved_agg_parse(const dg_saved_query_t *q, const dg_principal_t *p,
+                              const json_t *args, size_t max_grouped, dg_arena_t *arena,
+                              dg__tools_saved_agg_t *out, dg_errctx_t *err);
+/* Aggregates every item of a Saved Query's response body: {matchedCount,
+ * groupByProperties, rows: [{groupKey, aggregates}], warnings?}, rows in
+ * key order, nulls first. NULL with err when the body cannot be mapped or
+ * a grouped aggregate would cover more than max_grouped records. Safe on
+ * a worker thread. */
+json_t *dg__tools_saved_agg_run(const dg__tools_saved_agg_t *a, const char *body, size_t len,
+                                dg_errctx_t *err);
+
 /* ---- get_file_text (file_source.c, files.c, file_fetch.c) ---------------- */
 
 /* Checks a document URL: the scheme must be allowed, the URL valid and

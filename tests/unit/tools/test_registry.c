@@ -165,10 +165,11 @@ static void call_free(struct dg_tool_call *call) {
 
 static void test_registry_entries(void **state) {
   const char *expected[] = {
-      "get_data_models",     "get_data_model_properties", "lookup_by_keyword",
-      "query_entities",      "aggregate_entities",        "get_entities_by_ids",
-      "get_saved_queries",   "get_saved_query_details",   "execute_saved_query",
-      "get_data_entry_form", "submit_data_entry_form",    "get_file_text"};
+      "get_data_models",       "get_data_model_properties", "lookup_by_keyword",
+      "query_entities",        "aggregate_entities",        "get_entities_by_ids",
+      "get_saved_queries",     "get_saved_query_details",   "execute_saved_query",
+      "aggregate_saved_query", "get_data_entry_form",       "submit_data_entry_form",
+      "get_file_text"};
   assert_int_equal(dg_tools_count, DG_ARRAY_SIZE(expected));
   for (size_t i = 0; i < DG_ARRAY_SIZE(expected); i++)
     assert_string_equal(dg_tools_registry[i]->name, expected[i]);
@@ -183,9 +184,10 @@ static void test_registry_entries(void **state) {
     assert_true(t->read_only == !submit && t->destructive == submit && t->idempotent == !submit);
     if (submit)
       assert_non_null(strstr(t->description, "confirm"));
-    /* Only execute_saved_query, get_file_text and the save actions reach
+    /* Only the Saved Query runs, get_file_text and the save actions reach
      * external systems. */
     assert_true(t->open_world == (strcmp(t->name, "execute_saved_query") == 0 ||
+                                  strcmp(t->name, "aggregate_saved_query") == 0 ||
                                   strcmp(t->name, "get_file_text") == 0 || submit));
     /* Each description says which tool comes first: get_data_models, or
      * get_saved_queries for the Saved Query tools. */
