@@ -42,6 +42,10 @@ typedef struct dg_tool {
   bool destructive;
   bool idempotent;
   bool open_world; /* talks to external systems */
+  /* May ask the user through the client while it runs (elicitation/create):
+   * over HTTP its calls are then answered as an SSE stream when the client
+   * declared elicitation, so that the question can travel on it. */
+  bool elicits;
   /* Runs the tool with arguments already validated against input_schema.
    * The tool ends the call exactly once with dg_tool_call_succeed or
    * dg_tool_call_fail*, now or from a later callback on the loop thread. */
@@ -86,6 +90,37 @@ int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double tot
                                const char *message, json_t *meta);
 /* True when the caller gave a progress token (chunks may be streamed). */
 bool dg_tool_call_wants_progress(const dg_tool_call_t *call);
+
+/* ---- Asking the user (elicitation, protocol 2025-06-18 and later) ------- */
+typedef enum dg_elicit_action {
+  DG_ELICIT_ACCEPT,
+  DG_ELICIT_DECLINE,
+  DG_ELICIT_CANCEL,
+} dg_elicit_action_t;
+
+/* The user's answer: status 0 with the action and, for accept, the content
+ * the user gave (borrowed, may be NULL); or a DG_E* code: DG_EPROTO when
+ * the client answered with an error or an answer that is not one,
+ * DG_ECANCELED when the call was canceled, timed out or its client went
+ * away (the call then still has to be ended). Fires once, on a later loop
+ * turn than dg_tool_call_elicit. */
+typedef void (*dg_tool_call_elicit_cb)(dg_tool_call_t *call, int status, dg_elicit_action_t action,
+                                       const json_t *content, void *data);
+
+/* True when the caller can be asked now: the client declared form
+ * elicitation at initialize, the session's protocol is 2025-06-18 or
+ * later, and the call's transport can carry a request to it (over HTTP, a
+ * call answered as an SSE stream). */
+bool dg_tool_call_can_elicit(const dg_tool_call_t *call);
+/* Sends elicitation/create with message and requested_schema (a flat
+ * object of primitive properties; borrowed) to the caller's client. While
+ * the user decides, the call's timeout is replaced by a wait of at most
+ * DG_MCP_ELICIT_WAIT_MS; it restarts in full with the answer. Returns 0
+ * (cb follows), DG_ENOTSUP when the caller cannot be asked, DG_EBUSY when a
+ * question of this call is pending, DG_ENOMEM. */
+#define DG_MCP_ELICIT_WAIT_MS (10u * 60u * 1000u)
+int dg_tool_call_elicit(dg_tool_call_t *call, const char *message, const json_t *requested_schema,
+                        dg_tool_call_elicit_cb cb, void *data);
 
 /* Ends the call with structuredContent = result (stolen) and the same JSON
  * as one text content item. */

@@ -39,6 +39,11 @@ struct dg_tool_call {
   void *cancel_data;
   dg_tool_call_t *prev, *next; /* the session's calls */
   uv_timer_t timer;            /* the timeout, then a deferred cancel callback */
+  /* A question to the user waiting for the client's answer. */
+  json_t *elicit_id; /* the request id sent; NULL when none is pending */
+  unsigned elicit_seq;
+  dg_tool_call_elicit_cb elicit_cb;
+  void *elicit_data;
 };
 
 /* The one legal transition: a running call ends, once. */
@@ -206,6 +211,8 @@ static void call_finish(dg_tool_call_t *call, outcome_t outcome, json_t *tool_re
     outcome = OUT_CANCELED;
   call_set_state(call, CALL_ENDED);
   uv_timer_stop(&call->timer);
+  json_decref(call->elicit_id); /* a question the tool gave up on */
+  call->elicit_id = NULL;
   dg__mcp_slot_t *slot = call->slot;
   call->slot = NULL;
   if (slot != NULL)
@@ -275,8 +282,12 @@ static void fire_cancel(dg_tool_call_t *call) {
   call->cancel_fn(call, call->cancel_data);
 }
 
+static void elicit_end(dg_tool_call_t *call, int status, dg_elicit_action_t action,
+                       const json_t *content);
+
 /* Stops the call's reply: a timeout answers with a tool error, the other
- * reasons answer nothing. The tool hears its cancel callback. */
+ * reasons answer nothing. A question to the user is abandoned; the tool
+ * hears its cancel callback. */
 static void call_stop(dg_tool_call_t *call, call_stop_t why, json_t *answer) {
   if (call->state != CALL_RUNNING || call->stop != STOP_NONE) {
     json_decref(answer);
@@ -289,6 +300,7 @@ static void call_stop(dg_tool_call_t *call, call_stop_t why, json_t *answer) {
     dg__mcp_exchange_answer(call->ex, slot, answer ? dg__mcp_result(slot->id, answer) : NULL);
   else
     json_decref(answer);
+  elicit_end(call, DG_ECANCELED, DG_ELICIT_CANCEL, NULL);
   fire_cancel(call);
 }
 
@@ -362,6 +374,84 @@ int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double tot
 void dg_tool_call_progress(dg_tool_call_t *call, double progress, double total,
                            const char *message) {
   dg_tool_call_progress_meta(call, progress, total, message, NULL);
+}
+
+/* ---- Asking the user ------------------------------------------------------------ */
+
+bool dg_tool_call_can_elicit(const dg_tool_call_t *call) {
+  const dg__mcp_session_t *ss = call->session;
+  const dg__mcp_transport_t *t = call->ex->transport;
+  if (ss == NULL || !ss->elicitation || !dg__mcp_session_at_least(ss, DG__MCP_V2025_06_18) ||
+      call->state != CALL_RUNNING || call->slot == NULL || t == NULL || t->notify == NULL)
+    return false;
+  return t->can_notify == NULL || t->can_notify(call->ex) == 0;
+}
+
+/* Hands the answer to the tool once; the call's own timeout runs again. */
+static void elicit_end(dg_tool_call_t *call, int status, dg_elicit_action_t action,
+                       const json_t *content) {
+  if (call->elicit_id == NULL)
+    return;
+  json_decref(call->elicit_id);
+  call->elicit_id = NULL;
+  if (status == 0 && call->state == CALL_RUNNING) {
+    uv_timer_stop(&call->timer);
+    if (call->timeout_ms > 0)
+      uv_timer_start(&call->timer, on_timer, call->timeout_ms, 0);
+  }
+  call->elicit_cb(call, status, action, content, call->elicit_data);
+}
+
+int dg_tool_call_elicit(dg_tool_call_t *call, const char *message, const json_t *requested_schema,
+                        dg_tool_call_elicit_cb cb, void *data) {
+  if (call->elicit_id != NULL)
+    return DG_EBUSY;
+  if (!dg_tool_call_can_elicit(call))
+    return DG_ENOTSUP;
+  json_t *id = json_sprintf("elicit-%s-%u", call->request_id, ++call->elicit_seq);
+  json_t *req = json_pack("{s:s,s:O,s:s,s:{s:o,s:O}}", "jsonrpc", "2.0", "id", id, "method",
+                          "elicitation/create", "params", "message", dg__mcp_text(message),
+                          "requestedSchema", requested_schema);
+  if (id == NULL || req == NULL) {
+    json_decref(id);
+    json_decref(req);
+    return DG_ENOMEM;
+  }
+  call->elicit_id = id;
+  call->elicit_cb = cb;
+  call->elicit_data = data;
+  uv_timer_start(&call->timer, on_timer, DG_MCP_ELICIT_WAIT_MS, 0);
+  call->ex->transport->notify(call->ex, req);
+  json_decref(req);
+  return 0;
+}
+
+/* The action of an elicitation result, or -1 when it is not one. */
+static int elicit_action(const json_t *result) {
+  static const char *const names[] = {"accept", "decline", "cancel"};
+  const char *action = json_string_value(json_object_get(result, "action"));
+  for (int i = 0; action != NULL && i < 3; i++) {
+    if (strcmp(action, names[i]) == 0)
+      return i;
+  }
+  return -1;
+}
+
+void dg__mcp_call_response(dg__mcp_session_t *ss, const json_t *msg) {
+  const json_t *id = json_object_get(msg, "id");
+  dg_tool_call_t *c = ss->calls;
+  while (c != NULL && !(c->elicit_id != NULL && json_equal(c->elicit_id, (json_t *)id)))
+    c = c->next;
+  if (c == NULL)
+    return; /* an answer nobody waits for any more */
+  const json_t *result = json_object_get(msg, "result");
+  int action = elicit_action(result);
+  if (action < 0) {
+    elicit_end(c, DG_EPROTO, DG_ELICIT_CANCEL, NULL);
+    return;
+  }
+  const json_t *content = json_object_get(result, "content");
+  elicit_end(c, 0, (dg_elicit_action_t)action, json_is_object(content) ? content : NULL);
 }
 
 /* ---- Start ------------------------------------------------------------------------ */

@@ -179,6 +179,7 @@ struct dg__mcp_session {
   bool http;                     /* has an Mcp-Session-Id */
   const char *version;           /* negotiated protocol version; NULL before initialize */
   bool initialized;              /* notifications/initialized seen */
+  bool elicitation;              /* the client declared form elicitation at initialize */
   char *principal;               /* HTTP: the principal name bound to the session */
   uint64_t last_active_ms;       /* HTTP idle expiry: the last use on this worker */
   dg__mcp_sid_t sid;             /* HTTP: what the id says */
@@ -316,6 +317,12 @@ void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__
 void dg__mcp_call_cancel_id(dg__mcp_session_t *ss, const json_t *request_id);
 /* The client is gone: the call is canceled and detached from its slot. */
 void dg__mcp_call_detach(dg_tool_call_t *call);
+/* A response from the client (msg: {id, result | error}): the answer to a
+ * pending elicitation of one of the session's calls, or ignored. */
+void dg__mcp_call_response(dg__mcp_session_t *ss, const json_t *msg);
+/* True when msg is a tools/call of a tool that may ask the user and the
+ * session's client can be asked (lifecycle.c). */
+bool dg__mcp_may_elicit(const dg__mcp_exchange_t *ex, const json_t *msg);
 
 /* ---- Transports ------------------------------------------------------------ */
 extern const dg__mcp_transport_t dg__mcp_http_transport;

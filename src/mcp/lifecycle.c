@@ -28,6 +28,23 @@ static json_t *server_info(const dg_mcp_config_t *c) {
                    "datagate data integration gateway");
 }
 
+/* Form elicitation: capabilities.elicitation {} (before 2025-11-25 the
+ * only kind) or with "form"; a client that offers only "url" cannot fill
+ * in a form. */
+static bool form_elicitation(const json_t *caps) {
+  const json_t *e = json_object_get(caps, "elicitation");
+  return json_is_object(e) && (json_object_size(e) == 0 || json_object_get(e, "form") != NULL);
+}
+
+bool dg__mcp_may_elicit(const dg__mcp_exchange_t *ex, const json_t *msg) {
+  const dg__mcp_session_t *ss = ex->session;
+  if (ss == NULL || !ss->elicitation || !dg__mcp_is_request(msg, "tools/call"))
+    return false;
+  const char *name = json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
+  const dg__mcp_tool_t *tool = name ? dg__mcp_server_tool(ex->server, name) : NULL;
+  return tool != NULL && tool->def->elicits;
+}
+
 static void do_initialize(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params) {
   dg__mcp_session_t *ss = ex->session;
   const char *wanted = json_string_value(json_object_get(params, "protocolVersion"));
@@ -47,6 +64,7 @@ static void do_initialize(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *
     return;
   }
   ss->version = negotiate(wanted);
+  ss->elicitation = form_elicitation(json_object_get(params, "capabilities"));
   const dg_mcp_config_t *c = &ex->server->config;
   json_t *result =
       json_pack("{s:s,s:{s:{s:b}},s:o}", "protocolVersion", ss->version, "capabilities", "tools",

@@ -382,6 +382,34 @@ char *dg__tools_lower(dg_arena_t *arena, const char *s);
 /* A fetch of one record with every stored property; NULL out of memory. */
 dg_store_fetch_t *dg__tools_record_fetch(const dg_model_t *m, const char *id, dg_arena_t *arena);
 
+/* ---- Confirming a submission (submit_confirm.c) ------------------------------ */
+
+typedef enum dg__tools_confirmation {
+  DG__TOOLS_CONFIRMED,
+  DG__TOOLS_DECLINED,  /* the user said no */
+  DG__TOOLS_CANCELLED, /* the user dismissed the question, or the client failed to ask */
+  DG__TOOLS_ABANDONED, /* the call was canceled or timed out while the user decided */
+} dg__tools_confirmation_t;
+
+typedef void (*dg__tools_confirm_fn)(void *data, dg__tools_confirmation_t outcome);
+
+/* What the question shows: the record's write (its values already
+ * checked), the endpoint whose save actions will run (NULL: none), and the
+ * submitting system (may be NULL). */
+typedef struct dg__tools_confirm_view {
+  const dg_store_write_t *write;
+  const dg_endpoint_t *endpoint;
+  const char *system;
+} dg__tools_confirm_view_t;
+
+/* Asks the caller's user to confirm, as server.submitConfirmation says.
+ * Returns 1 when the submission may go ahead without a question, 0 when the
+ * user is being asked (done follows, once, on a later loop turn), or a
+ * negative DG_E* code with err when it may not go ahead (confirmation is
+ * required and this client cannot be asked). */
+int dg__tools_confirm_submit(dg_tool_call_t *call, const dg__tools_confirm_view_t *view,
+                             dg__tools_confirm_fn done, void *data, dg_errctx_t *err);
+
 /* get_data_entry_form's fields ({key, label, type, control, required,
  * group, value, choices?, lookup?}) as an Adaptive Card 1.5 (form_card.c). */
 json_t *dg__tools_form_card(const dg_model_t *m, const json_t *fields, const char *id);

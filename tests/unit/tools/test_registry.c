@@ -92,6 +92,21 @@ int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double tot
   return DG_ENOTSUP;
 }
 
+bool dg_tool_call_can_elicit(const dg_tool_call_t *call) {
+  (void)call;
+  return false;
+}
+
+int dg_tool_call_elicit(dg_tool_call_t *call, const char *message, const json_t *requested_schema,
+                        dg_tool_call_elicit_cb cb, void *data) {
+  (void)call;
+  (void)message;
+  (void)requested_schema;
+  (void)cb;
+  (void)data;
+  return DG_ENOTSUP;
+}
+
 void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result) {
   call->ended++;
   call->result = result;
@@ -184,6 +199,8 @@ static void test_registry_entries(void **state) {
     assert_true(t->read_only == !submit && t->destructive == submit && t->idempotent == !submit);
     if (submit)
       assert_non_null(strstr(t->description, "confirm"));
+    /* Only the submission asks the user a question. */
+    assert_true(t->elicits == submit);
     /* Only the Saved Query runs, get_file_text and the save actions reach
      * external systems. */
     assert_true(t->open_world == (strcmp(t->name, "execute_saved_query") == 0 ||
