@@ -159,6 +159,34 @@ int dg_mcp_shared_new(const dg_server_settings_t *settings, unsigned workers, dg
  * other processes keep theirs. NULL is ignored. */
 void dg_mcp_shared_free(dg_mcp_shared_t *shared);
 
+/* ---- Resources -------------------------------------------------------------
+ * A resource is read by running one of the server's tools: the provider
+ * maps a URI to a tool and its arguments, so that a read has exactly the
+ * tool's permissions, limits and truncation, and turns the tool's answer
+ * into the resource's contents. */
+
+/* The contents array of a read (new reference) from the tool's result
+ * written out as compact JSON (text, len bytes), or NULL when the resource
+ * does not exist (answered with error -32002). */
+typedef json_t *(*dg_mcp_contents_fn)(const char *uri, const char *text, size_t len);
+
+typedef struct dg_mcp_resource_read {
+  const char *tool;            /* the name of the tool that answers */
+  json_t *args;                /* its arguments (a new reference, handed over) */
+  dg_mcp_contents_fn contents; /* its answer as contents */
+} dg_mcp_resource_read_t;
+
+typedef struct dg_mcp_resources {
+  /* resources/list: [{uri, name, title?, description?, mimeType?}] of what
+   * p may read (new reference; NULL when out of memory). */
+  json_t *(*list)(const dg_catalog_t *cat, const dg_principal_t *p);
+  /* resources/templates/list: [{uriTemplate, name, ...}] (new reference). */
+  json_t *(*templates)(void);
+  /* resources/read: 0 with *out, or DG_ENOENT with err for a URI that
+   * names no resource (answered with -32002). */
+  int (*resolve)(const char *uri, dg_mcp_resource_read_t *out, dg_errctx_t *err);
+} dg_mcp_resources_t;
+
 /* ---- Server --------------------------------------------------------------- */
 typedef struct dg_mcp_config {
   const char *server_name; /* "datagate" */
@@ -167,6 +195,8 @@ typedef struct dg_mcp_config {
   const dg_tool_t *const *tools;
   size_t ntools;
   void *tool_context; /* handed to tools through dg_tool_call_context */
+  /* NULL: no resources (the capability is not declared). */
+  const dg_mcp_resources_t *resources;
   /* Borrowed; it must outlive the server. NULL: the server makes its own
    * (one process, a random key). */
   dg_mcp_shared_t *shared;

@@ -44,6 +44,8 @@ struct dg_tool_call {
   unsigned elicit_seq;
   dg_tool_call_elicit_cb elicit_cb;
   void *elicit_data;
+  dg__mcp_read_t read; /* a resources/read (uri set) answered by this call */
+  int error_code;      /* the DG_E* code of the tool's failure */
 };
 
 /* The one legal transition: a running call ends, once. */
@@ -174,6 +176,43 @@ static json_t *success_result(dg_tool_call_t *call, json_t *result) {
   return r;
 }
 
+/* ---- Resource reads ------------------------------------------------------------ */
+
+/* A tool failure as a read's error: what the caller named does not exist
+ * or is not theirs (-32002), or the read failed (-32603). */
+static json_t *read_error(const dg_tool_call_t *call, const json_t *id, const char *text) {
+  int code = call->error_code;
+  bool missing = code == DG_EINVAL || code == DG_ENOENT || code == DG_EPERM;
+  return dg__mcp_error(id, missing ? DG__RPC_RESOURCE_NOT_FOUND : DG__RPC_INTERNAL, "%s%s",
+                       missing ? "Resource not found: " : "", text);
+}
+
+/* The reply of a resources/read from the tool result r (stolen). */
+static json_t *read_reply(const dg_tool_call_t *call, const json_t *id, json_t *r) {
+  const json_t *item = json_array_get(json_object_get(r, "content"), 0);
+  const json_t *text = json_object_get(item, "text");
+  json_t *reply;
+  if (json_is_true(json_object_get(r, "isError")) || !json_is_string(text)) {
+    reply = read_error(call, id, json_is_string(text) ? json_string_value(text) : "no answer");
+  } else {
+    json_t *contents =
+        call->read.contents(call->read.uri, json_string_value(text), json_string_length(text));
+    reply = contents != NULL ? dg__mcp_result(id, json_pack("{s:o}", "contents", contents))
+                             : dg__mcp_error(id, DG__RPC_RESOURCE_NOT_FOUND,
+                                             "Resource not found: %s", call->read.uri);
+  }
+  json_decref(r);
+  return reply;
+}
+
+/* What the slot is answered with: the tool result (stolen), or for a
+ * resource read its contents or error. */
+static json_t *slot_reply(const dg_tool_call_t *call, const json_t *id, json_t *tool_result) {
+  if (call->read.uri == NULL)
+    return dg__mcp_result(id, tool_result);
+  return read_reply(call, id, tool_result);
+}
+
 /* ---- Release ------------------------------------------------------------------- */
 
 static void on_timer_closed(uv_handle_t *handle) {
@@ -216,7 +255,7 @@ static void call_finish(dg_tool_call_t *call, outcome_t outcome, json_t *tool_re
   dg__mcp_slot_t *slot = call->slot;
   call->slot = NULL;
   if (slot != NULL)
-    dg__mcp_exchange_answer(call->ex, slot, dg__mcp_result(slot->id, tool_result));
+    dg__mcp_exchange_answer(call->ex, slot, slot_reply(call, slot->id, tool_result));
   else
     json_decref(tool_result);
   record(call, outcome);
@@ -259,6 +298,7 @@ void dg_tool_call_fail(dg_tool_call_t *call, const dg_errctx_t *err) {
   if (!may_end(call))
     return;
   const char *text = err != NULL && err->message[0] ? err->message : "the tool failed";
+  call->error_code = err != NULL ? err->code : DG_EINVAL;
   call_finish(call, OUT_ERROR, error_result(text));
 }
 
@@ -296,8 +336,9 @@ static void call_stop(dg_tool_call_t *call, call_stop_t why, json_t *answer) {
   call->stop = why;
   dg__mcp_slot_t *slot = call->slot;
   call->slot = NULL;
+  call->error_code = DG_ETIMEDOUT;
   if (slot != NULL)
-    dg__mcp_exchange_answer(call->ex, slot, answer ? dg__mcp_result(slot->id, answer) : NULL);
+    dg__mcp_exchange_answer(call->ex, slot, answer ? slot_reply(call, slot->id, answer) : NULL);
   else
     json_decref(answer);
   elicit_end(call, DG_ECANCELED, DG_ELICIT_CANCEL, NULL);
@@ -504,7 +545,7 @@ static bool over_limit(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot) {
 }
 
 void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__mcp_tool_t *tool,
-                        json_t *params) {
+                        json_t *params, const dg__mcp_read_t *read) {
   if (over_limit(ex, slot))
     return;
   json_t *args = take_arguments(params);
@@ -515,6 +556,8 @@ void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__
     return;
   }
   call->args = args;
+  if (read != NULL)
+    call->read = *read;
   json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
   call->progress_token = json_is_string(token) || json_is_integer(token) ? token : NULL;
   slot->call = call;

@@ -26,6 +26,7 @@
 #define DG__RPC_INTERNAL (-32603)
 #define DG__RPC_SERVER_BUSY (-32000)
 #define DG__RPC_UNAUTHORIZED (-32001)
+#define DG__RPC_RESOURCE_NOT_FOUND (-32002) /* MCP: resources/read of an unknown URI */
 
 /* Protocol versions by index into DG_MCP_VERSIONS. */
 #define DG__MCP_NVERSIONS 3
@@ -309,9 +310,18 @@ void dg__mcp_handle_request(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const 
 void dg__mcp_handle_notification(dg__mcp_exchange_t *ex, const char *method, json_t *params);
 
 /* ---- Tool calls (call.c) ------------------------------------------------- */
-/* Validates and runs tools/call; answers slot now or when the tool ends. */
+/* A resources/read answered by a tool call: the URI (in the exchange's
+ * arena) and how the tool's answer becomes the contents. */
+typedef struct dg__mcp_read {
+  const char *uri;
+  dg_mcp_contents_fn contents;
+} dg__mcp_read_t;
+
+/* Validates and runs tools/call, or with read a resources/read through
+ * the tool (params {name, arguments}); answers slot now or when the tool
+ * ends. */
 void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__mcp_tool_t *tool,
-                        json_t *params);
+                        json_t *params, const dg__mcp_read_t *read);
 /* notifications/cancelled: cancels the session's running call with this
  * request id; its response is not sent. */
 void dg__mcp_call_cancel_id(dg__mcp_session_t *ss, const json_t *request_id);
