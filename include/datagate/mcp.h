@@ -125,6 +125,11 @@ int dg_tool_call_elicit(dg_tool_call_t *call, const char *message, const json_t 
 /* Ends the call with structuredContent = result (stolen) and the same JSON
  * as one text content item. */
 void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result);
+/* As dg_tool_call_succeed, but the text content item is text (len bytes,
+ * copied) instead of result written out: for a result whose text a client
+ * should read differently, such as document text fenced as untrusted. The
+ * text is bounded by the result limit like any result. */
+void dg_tool_call_succeed_text(dg_tool_call_t *call, json_t *result, const char *text, size_t len);
 /* Ends the call with isError: true and err->message as the text (naming the
  * parameter, what was given and what is allowed). */
 void dg_tool_call_fail(dg_tool_call_t *call, const dg_errctx_t *err);

@@ -45,6 +45,7 @@ struct dg_tool_call {
   dg_tool_call_elicit_cb elicit_cb;
   void *elicit_data;
   dg__mcp_read_t read; /* a resources/read (uri set) answered by this call */
+  json_t *text;        /* the text item the tool gave instead of its result's JSON */
   int error_code;      /* the DG_E* code of the tool's failure */
 };
 
@@ -146,9 +147,15 @@ static json_t *too_big(dg_tool_call_t *call, size_t limit) {
   return error_result(msg);
 }
 
-/* The text item: the result written out, or, for a result a tool wrote on
- * a worker thread already (dg_json_raw), that text itself. */
+/* The text item: the text the tool gave (dg_tool_call_succeed_text), the
+ * result written out, or, for a result a tool wrote on a worker thread
+ * already (dg_json_raw), that text itself. */
 static json_t *text_item(dg_tool_call_t *call, const json_t *result) {
+  /* A resource read turns the result itself into contents. */
+  if (call->text != NULL && call->read.uri == NULL)
+    return json_string_length(call->text) <= dg_tool_call_result_limit(call)
+               ? json_incref(call->text)
+               : NULL;
   const json_t *raw = dg_json_raw_text(result);
   if (raw != NULL)
     return json_string_length(raw) <= dg_tool_call_result_limit(call) ? json_incref((json_t *)raw)
@@ -292,6 +299,12 @@ void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result) {
   json_t *r = success_result(call, result ? result : json_object());
   bool too_big = json_is_true(json_object_get(r, "isError"));
   call_finish(call, too_big ? OUT_ERROR : OUT_OK, r);
+}
+
+void dg_tool_call_succeed_text(dg_tool_call_t *call, json_t *result, const char *text, size_t len) {
+  call->text = json_stringn_nocheck(text, len);
+  dg_arena_defer(call->arena, (void (*)(void *))json_decref, call->text);
+  dg_tool_call_succeed(call, result);
 }
 
 void dg_tool_call_fail(dg_tool_call_t *call, const dg_errctx_t *err) {

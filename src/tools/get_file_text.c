@@ -35,7 +35,9 @@ static const char output_schema[] =
     "\"totalChars\":{\"type\":\"integer\",\"minimum\":0},"
     "\"truncated\":{\"type\":\"boolean\"},"
     "\"truncatedReason\":{\"type\":\"string\"},"
-    "\"streamedThrough\":{\"type\":\"integer\",\"minimum\":0}}}";
+    "\"streamedThrough\":{\"type\":\"integer\",\"minimum\":0},"
+    "\"provenance\":{\"type\":\"object\",\"description\":\"Where the text came from: "
+    "{kind, source, sourceName, offset, endOffset, untrusted}\"}}}";
 
 typedef enum xstate { X_NONE, X_RUNNING, X_ENDED } xstate_t;
 
@@ -148,7 +150,9 @@ static void answer(ft_t *t, dg_extract_doc_t *doc, bool streamed) {
     json_object_set_new(result, "totalChars", json_integer((json_int_t)dg_extract_doc_chars(doc)));
   if (result != NULL && t->stream)
     json_object_set_new(result, "streamedThrough", json_integer((json_int_t)t->streamed_through));
-  dg__tools_reply(t->call, result, "The document's text could not be returned");
+  char url[2048];
+  dg_http_url_display(&t->url, url, sizeof(url));
+  dg__tools_reply_document(t->call, result, url, t->source ? t->source->name : NULL);
 }
 
 /* Ends the call once neither the download nor the extraction runs. */

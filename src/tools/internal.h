@@ -265,6 +265,17 @@ int dg__tools_saved_agg_parse(const dg_saved_query_t *q, const dg_principal_t *p
 json_t *dg__tools_saved_agg_run(const dg__tools_saved_agg_t *a, const char *body, size_t len,
                                 dg_errctx_t *err);
 
+/* ---- Provenance (provenance.c) ------------------------------------------- */
+
+/* Ends a get_file_text call with result (a chunk, stolen; NULL: out of
+ * memory): structuredContent gains "provenance" {kind "document", source
+ * (the URL without its query), sourceName, offset, endOffset, untrusted},
+ * and the text item is the result without its text followed by the text
+ * between BEGIN and END markers that name the source and share a random
+ * tag. */
+void dg__tools_reply_document(dg_tool_call_t *call, json_t *result, const char *source,
+                              const char *source_name);
+
 /* ---- get_file_text (file_source.c, files.c, file_fetch.c) ---------------- */
 
 /* Checks a document URL: the scheme must be allowed, the URL valid and

@@ -92,6 +92,12 @@ int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double tot
   return DG_ENOTSUP;
 }
 
+void dg_tool_call_succeed_text(dg_tool_call_t *call, json_t *result, const char *text, size_t len) {
+  (void)text;
+  (void)len;
+  dg_tool_call_succeed(call, result);
+}
+
 bool dg_tool_call_can_elicit(const dg_tool_call_t *call) {
   (void)call;
   return false;
