@@ -303,7 +303,9 @@ void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result) {
 
 void dg_tool_call_succeed_text(dg_tool_call_t *call, json_t *result, const char *text, size_t len) {
   call->text = json_stringn_nocheck(text, len);
-  dg_arena_defer(call->arena, (void (*)(void *))json_decref, call->text);
+  /* A failed defer has released the text: the result's JSON is sent then. */
+  if (call->text != NULL && dg_arena_defer(call->arena, (void (*)(void *))json_decref, call->text))
+    call->text = NULL;
   dg_tool_call_succeed(call, result);
 }
 

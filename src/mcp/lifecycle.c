@@ -195,9 +195,12 @@ static void read_through(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const cha
   const char *copy = dg_arena_strdup(ex->arena, uri);
   if (tool == NULL)
     json_decref(r->args);
-  if (params == NULL || copy == NULL ||
-      dg_arena_defer(ex->arena, (void (*)(void *))json_decref, params) != 0) {
+  if (params == NULL || copy == NULL) {
     json_decref(params);
+    params = NULL;
+  }
+  /* A failed defer has released params already. */
+  if (params == NULL || dg_arena_defer(ex->arena, (void (*)(void *))json_decref, params) != 0) {
     dg__mcp_exchange_answer(ex, slot,
                             dg__mcp_error(slot->id, DG__RPC_INTERNAL,
                                           "Internal error: the resource could not be read"));

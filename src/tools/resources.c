@@ -73,12 +73,11 @@ static json_t *document_contents(const char *uri, const char *text, size_t len) 
     if (strcmp(key, "text") != 0)
       json_object_set(meta, key, v);
   }
-  json_t *out = json_is_string(body)
-                    ? json_pack("[{s:s,s:s,s:O,s:{s:o}}]", "uri", uri, "mimeType", "text/plain",
+  json_t *out = json_is_string(body) && meta != NULL
+                    ? json_pack("[{s:s,s:s,s:O,s:{s:O}}]", "uri", uri, "mimeType", "text/plain",
                                 "text", body, "_meta", "datagate/document", meta)
                     : NULL;
-  if (out == NULL)
-    json_decref(meta);
+  json_decref(meta);
   json_decref(doc);
   return out;
 }
