@@ -174,6 +174,11 @@ typedef struct dg_store_query {
   dg_store_select_t select;
   dg_store_expand_t *expand;
   size_t nexpand;
+  /* The answer's budget in bytes (0: the store's limit; never above it).
+   * The entities that do not fit whole are left out, and the answer says
+   * so: "truncated": true, "omittedCount" and "continueWith" {pageNumber,
+   * pageSize}, the paging that starts at the first entity left out. */
+  size_t max_bytes;
 } dg_store_query_t;
 
 typedef struct dg_store_fetch {
@@ -199,6 +204,9 @@ typedef struct dg_store_lookup {
   dg_store_lookup_model_t *models;
   size_t nmodels;
   int64_t limit;
+  /* As dg_store_query_t.max_bytes; the hits left out are named in
+   * "omitted": [{id, dataModelId}] (for get_entities_by_ids). */
+  size_t max_bytes;
 } dg_store_lookup_t;
 
 typedef enum dg_store_write_mode {

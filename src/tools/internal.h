@@ -140,6 +140,16 @@ typedef enum dg__tools_store_op {
   "\"expanded\":{\"type\":\"object\"},\"expandedTruncated\":{\"type\":\"array\",\"items\":"        \
   "{\"type\":\"string\"}}}}}}"
 
+/* The optional maxResultBytes argument of the tools whose answers are
+ * trimmed to fit: a smaller budget for one call (the server's
+ * maxResultBytes caps it). */
+#define DG__TOOLS_BUDGET_SCHEMA                                                                    \
+  "{\"type\":\"integer\",\"minimum\":1024,\"maximum\":1073741824,\"description\":\"Bytes "         \
+  "the answer may take, at most the server's limit (maxResultBytes, 1 MiB by default); what does " \
+  "not fit whole is left out, and the answer says what and how to get it\"}"
+/* The maxResultBytes argument within the server's limit (0: not given). */
+size_t dg__tools_budget(dg_tool_call_t *call);
+
 /* The parser context of a call: its catalog, principal and arena. */
 void dg__tools_parse_ctx(dg_tool_call_t *call, dg_errctx_t *err, dg_store_parse_t *out);
 /* The running store, or NULL after failing the call with a clear error. */
@@ -275,6 +285,9 @@ json_t *dg__tools_saved_agg_run(const dg__tools_saved_agg_t *a, const char *body
  * tag. */
 void dg__tools_reply_document(dg_tool_call_t *call, json_t *result, const char *source,
                               const char *source_name);
+/* Bytes of document text that an answer of budget bytes has room for
+ * beside its envelope and fence. */
+size_t dg__tools_document_room(size_t budget);
 
 /* ---- get_file_text (file_source.c, files.c, file_fetch.c) ---------------- */
 

@@ -12,6 +12,16 @@
 
 #define FENCE_TAG_CHARS 12
 
+/* The envelope (the result without its text, provenance included) and the
+ * two markers with their URL take well under this. */
+#define DOCUMENT_ENVELOPE 1024
+#define URL_MAX 2048
+
+size_t dg__tools_document_room(size_t budget) {
+  size_t overhead = DOCUMENT_ENVELOPE + 3 * URL_MAX;
+  return budget > overhead + 256 ? budget - overhead : 256;
+}
+
 void dg__tools_reply_document(dg_tool_call_t *call, json_t *result, const char *source,
                               const char *source_name) {
   if (result == NULL) {

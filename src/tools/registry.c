@@ -60,6 +60,12 @@ void dg__tools_reply(dg_tool_call_t *call, json_t *result, const char *what) {
     dg_tool_call_succeed(call, result);
 }
 
+size_t dg__tools_budget(dg_tool_call_t *call) {
+  json_int_t asked = json_integer_value(json_object_get(dg_tool_call_args(call), "maxResultBytes"));
+  size_t limit = dg_tool_call_result_limit(call);
+  return asked > 0 && (uint64_t)asked < limit ? (size_t)asked : 0;
+}
+
 void *dg__tools_call_state(dg_tool_call_t *call, size_t size, const char *what) {
   void *state = dg_arena_calloc(dg_tool_call_arena(call), 1, size);
   if (state == NULL)
