@@ -336,19 +336,57 @@ static void reserve_answer(dg_buf_t *out, const parents_t *p) {
   (void)dg_buf_reserve(out, p->pieces.len + (p->n + 1) * (PARENT_FRAME + 32 * p->nexpand));
 }
 
-/* "entities":[...] in the order of ids (NULL: as read). */
-static int put_entities(dg_buf_t *out, const parents_t *p, const char *const *ids, size_t nids) {
-  int rc = put(out, "\"entities\":[");
+/* Room kept after the entities for the rest of an answer. */
+#define TAIL_RESERVE 512
+/* An id left out of a fetch's answer: "<guid>", */
+#define ID_BYTES 40
+
+/* Drops what was written after mark. */
+static void unwrite(dg_buf_t *out, size_t mark) {
+  out->len = mark;
+  if (out->data != NULL)
+    out->data[mark] = '\0';
+}
+
+/* ,"truncated":true,"omittedIds":[...]: the ids from k on that exist. */
+static int put_omitted_ids(dg_buf_t *out, const parents_t *p, const char *const *ids, size_t k,
+                           size_t nids) {
+  int rc = put(out, ",\"truncated\":true,\"omittedIds\":[");
   size_t written = 0;
-  for (size_t k = 0; rc == 0 && k < (ids != NULL ? nids : p->n); k++) {
-    size_t i = ids != NULL ? parent_of(p, ids[k]) : k;
-    if (i == p->n)
+  for (; rc == 0 && k < nids; k++) {
+    if (parent_of(p, ids[k]) == p->n)
       continue;
     rc = written++ > 0 ? put(out, ",") : 0;
     if (rc == 0)
-      rc = put_parent(out, p, i);
+      rc = put_string(out, ids[k]);
   }
   return rc == 0 ? put(out, "]") : rc;
+}
+
+/* "entities":[...] in the order of ids, the whole entities that leave room
+ * within budget for the ids of the others, which follow as omittedIds;
+ * DG_E2BIG when not even the first one fits. */
+static int put_entities(dg_buf_t *out, const parents_t *p, const char *const *ids, size_t nids,
+                        size_t budget) {
+  int rc = put(out, "\"entities\":[");
+  size_t written = 0, k = 0;
+  for (; rc == 0 && k < nids; k++) {
+    size_t i = parent_of(p, ids[k]), mark = out->len;
+    if (i == p->n)
+      continue;
+    rc = written > 0 ? put(out, ",") : 0;
+    if (rc == 0)
+      rc = put_parent(out, p, i);
+    if (rc == DG_E2BIG || (rc == 0 && out->len + TAIL_RESERVE + nids * ID_BYTES > budget)) {
+      unwrite(out, mark);
+      rc = written > 0 ? 0 : DG_E2BIG;
+      break;
+    }
+    written++;
+  }
+  if (rc == 0)
+    rc = put(out, "]");
+  return rc == 0 && k < nids ? put_omitted_ids(out, p, ids, k, nids) : rc;
 }
 
 /* ---- Query and fetch ---------------------------------------------------------------------------
@@ -372,16 +410,6 @@ static int read_count(run_t *run, const dg_store_query_t *q) {
   dg_buf_init(&out, run->max);
   return dg__sqlite_set_result(run, dg_buf_appendf(&out, "{\"count\":%lld}", (long long)count),
                                &out);
-}
-
-/* Room kept after the entities for the rest of an answer. */
-#define TAIL_RESERVE 512
-
-/* Drops what was written after mark. */
-static void unwrite(dg_buf_t *out, size_t mark) {
-  out->len = mark;
-  if (out->data != NULL)
-    out->data[mark] = '\0';
 }
 
 /* "entities":[...] of a page: the whole entities that leave room for the
@@ -490,7 +518,7 @@ int dg__sqlite_read_fetch(run_t *run, const dg_store_fetch_t *f) {
     reserve_answer(&out, &p);
     int put_rc = put(&out, "{");
     if (put_rc == 0)
-      put_rc = put_entities(&out, &p, f->ids, f->nids);
+      put_rc = put_entities(&out, &p, f->ids, f->nids, run->max);
     rc = dg__sqlite_set_result(run, put_rc == 0 ? put(&out, "}") : put_rc, &out);
   }
   dg_buf_free(&out);

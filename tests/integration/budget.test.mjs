@@ -166,3 +166,21 @@ describe('get_data_entry_form within a budget', () => {
     assert.deepEqual([...s.fields.map((f) => f.key), ...[...s.omittedFields].reverse()], full.fields.map((f) => f.key));
   });
 });
+
+describe('get_entities_by_ids within the server limit', () => {
+  it('keeps the entities that fit, in the order asked, and lists the others', async () => {
+    const ids = [];
+    for (let page = 1; ids.length < 50; page++) {
+      const { s } = await tool('query_entities', { dataModelId: ID.Orders, properties: [], paging: { pageNumber: page, pageSize: 25 } });
+      ids.push(...s.entities.map((e) => e.id));
+      if (!s.hasMore) break;
+    }
+    const asked = ids.slice(0, 50).reverse();
+    const { s, bytes } = await tool('get_entities_by_ids', { dataModelId: ID.Orders, entityIds: asked });
+    assert.ok(bytes <= SERVER_LIMIT);
+    assert.equal(s.truncated, true);
+    assert.deepEqual([...s.entities.map((e) => e.id), ...s.omittedIds], asked);
+    const rest = (await tool('get_entities_by_ids', { dataModelId: ID.Orders, entityIds: s.omittedIds.slice(0, 5) })).s;
+    assert.deepEqual(rest.entities.map((e) => e.id), s.omittedIds.slice(0, 5));
+  });
+});
