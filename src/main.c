@@ -680,6 +680,7 @@ static int start_mcp(app_t *app, dg_errctx_t *err) {
       .tools = dg_tools_registry,
       .ntools = dg_tools_count,
       .tool_context = &app->env,
+      .resources = &dg_tools_resources,
       .shared = app->shared,
   };
   return dg_mcp_server_new(&app->loop, &config, app->cat, &app->mcp, err);

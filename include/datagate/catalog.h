@@ -199,6 +199,10 @@ typedef struct dg_server_settings {
   size_t max_result_bytes; /* tool results over this are truncated (said in the result) */
   /* A grouped aggregate that matches more records than this is refused. */
   uint64_t max_grouped_aggregate_records;
+  /* Whether submit_data_entry_form asks the user to confirm through the
+   * client (elicitation): "always" (a client that cannot be asked is
+   * refused), "when-supported" (the default) or "never". */
+  const char *submit_confirmation;
   const char *log_level;
   const char *access_log; /* path, "-" for stderr, NULL for off */
   const char *stdio_user; /* principal used by --stdio */

@@ -33,10 +33,19 @@ typedef struct dg_tool {
   const char *description;
   const char *input_schema;  /* JSON Schema (draft 2020-12 subset), as JSON text */
   const char *output_schema; /* JSON Schema of structuredContent, as JSON text */
+  /* What tools/call accepts when it is wider than input_schema (NULL: the
+   * same). tools/list shows input_schema, kept to one type per field for
+   * function-calling clients that take no more; this one may still accept,
+   * say, a number where the listed schema asks for its text. */
+  const char *accepted_schema;
   bool read_only;
   bool destructive;
   bool idempotent;
   bool open_world; /* talks to external systems */
+  /* May ask the user through the client while it runs (elicitation/create):
+   * over HTTP its calls are then answered as an SSE stream when the client
+   * declared elicitation, so that the question can travel on it. */
+  bool elicits;
   /* Runs the tool with arguments already validated against input_schema.
    * The tool ends the call exactly once with dg_tool_call_succeed or
    * dg_tool_call_fail*, now or from a later callback on the loop thread. */
@@ -85,9 +94,45 @@ int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double tot
 /* True when the caller gave a progress token (chunks may be streamed). */
 bool dg_tool_call_wants_progress(const dg_tool_call_t *call);
 
+/* ---- Asking the user (elicitation, protocol 2025-06-18 and later) ------- */
+typedef enum dg_elicit_action {
+  DG_ELICIT_ACCEPT,
+  DG_ELICIT_DECLINE,
+  DG_ELICIT_CANCEL,
+} dg_elicit_action_t;
+
+/* The user's answer: status 0 with the action and, for accept, the content
+ * the user gave (borrowed, may be NULL); or a DG_E* code: DG_EPROTO when
+ * the client answered with an error or an answer that is not one,
+ * DG_ECANCELED when the call was canceled, timed out or its client went
+ * away (the call then still has to be ended). Fires once, on a later loop
+ * turn than dg_tool_call_elicit. */
+typedef void (*dg_tool_call_elicit_cb)(dg_tool_call_t *call, int status, dg_elicit_action_t action,
+                                       const json_t *content, void *data);
+
+/* True when the caller can be asked now: the client declared form
+ * elicitation at initialize, the session's protocol is 2025-06-18 or
+ * later, and the call's transport can carry a request to it (over HTTP, a
+ * call answered as an SSE stream). */
+bool dg_tool_call_can_elicit(const dg_tool_call_t *call);
+/* Sends elicitation/create with message and requested_schema (a flat
+ * object of primitive properties; borrowed) to the caller's client. While
+ * the user decides, the call's timeout is replaced by a wait of at most
+ * DG_MCP_ELICIT_WAIT_MS; it restarts in full with the answer. Returns 0
+ * (cb follows), DG_ENOTSUP when the caller cannot be asked, DG_EBUSY when a
+ * question of this call is pending, DG_ENOMEM. */
+#define DG_MCP_ELICIT_WAIT_MS (10u * 60u * 1000u)
+int dg_tool_call_elicit(dg_tool_call_t *call, const char *message, const json_t *requested_schema,
+                        dg_tool_call_elicit_cb cb, void *data);
+
 /* Ends the call with structuredContent = result (stolen) and the same JSON
  * as one text content item. */
 void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result);
+/* As dg_tool_call_succeed, but the text content item is text (len bytes,
+ * copied) instead of result written out: for a result whose text a client
+ * should read differently, such as document text fenced as untrusted. The
+ * text is bounded by the result limit like any result. */
+void dg_tool_call_succeed_text(dg_tool_call_t *call, json_t *result, const char *text, size_t len);
 /* Ends the call with isError: true and err->message as the text (naming the
  * parameter, what was given and what is allowed). */
 void dg_tool_call_fail(dg_tool_call_t *call, const dg_errctx_t *err);
@@ -122,6 +167,34 @@ int dg_mcp_shared_new(const dg_server_settings_t *settings, unsigned workers, dg
  * other processes keep theirs. NULL is ignored. */
 void dg_mcp_shared_free(dg_mcp_shared_t *shared);
 
+/* ---- Resources -------------------------------------------------------------
+ * A resource is read by running one of the server's tools: the provider
+ * maps a URI to a tool and its arguments, so that a read has exactly the
+ * tool's permissions, limits and truncation, and turns the tool's answer
+ * into the resource's contents. */
+
+/* The contents array of a read (new reference) from the tool's result
+ * written out as compact JSON (text, len bytes), or NULL when the resource
+ * does not exist (answered with error -32002). */
+typedef json_t *(*dg_mcp_contents_fn)(const char *uri, const char *text, size_t len);
+
+typedef struct dg_mcp_resource_read {
+  const char *tool;            /* the name of the tool that answers */
+  json_t *args;                /* its arguments (a new reference, handed over) */
+  dg_mcp_contents_fn contents; /* its answer as contents */
+} dg_mcp_resource_read_t;
+
+typedef struct dg_mcp_resources {
+  /* resources/list: [{uri, name, title?, description?, mimeType?}] of what
+   * p may read (new reference; NULL when out of memory). */
+  json_t *(*list)(const dg_catalog_t *cat, const dg_principal_t *p);
+  /* resources/templates/list: [{uriTemplate, name, ...}] (new reference). */
+  json_t *(*templates)(void);
+  /* resources/read: 0 with *out, or DG_ENOENT with err for a URI that
+   * names no resource (answered with -32002). */
+  int (*resolve)(const char *uri, dg_mcp_resource_read_t *out, dg_errctx_t *err);
+} dg_mcp_resources_t;
+
 /* ---- Server --------------------------------------------------------------- */
 typedef struct dg_mcp_config {
   const char *server_name; /* "datagate" */
@@ -130,6 +203,8 @@ typedef struct dg_mcp_config {
   const dg_tool_t *const *tools;
   size_t ntools;
   void *tool_context; /* handed to tools through dg_tool_call_context */
+  /* NULL: no resources (the capability is not declared). */
+  const dg_mcp_resources_t *resources;
   /* Borrowed; it must outlive the server. NULL: the server makes its own
    * (one process, a random key). */
   dg_mcp_shared_t *shared;

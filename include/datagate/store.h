@@ -174,6 +174,11 @@ typedef struct dg_store_query {
   dg_store_select_t select;
   dg_store_expand_t *expand;
   size_t nexpand;
+  /* The answer's budget in bytes (0: the store's limit; never above it).
+   * The entities that do not fit whole are left out, and the answer says
+   * so: "truncated": true, "omittedCount" and "continueWith" {pageNumber,
+   * pageSize}, the paging that starts at the first entity left out. */
+  size_t max_bytes;
 } dg_store_query_t;
 
 typedef struct dg_store_fetch {
@@ -199,6 +204,9 @@ typedef struct dg_store_lookup {
   dg_store_lookup_model_t *models;
   size_t nmodels;
   int64_t limit;
+  /* As dg_store_query_t.max_bytes; the hits left out are named in
+   * "omitted": [{id, dataModelId}] (for get_entities_by_ids). */
+  size_t max_bytes;
 } dg_store_lookup_t;
 
 typedef enum dg_store_write_mode {
@@ -233,6 +241,18 @@ typedef enum dg_store_agg_fn {
 } dg_store_agg_fn_t;
 
 const char *dg_store_agg_name(dg_store_agg_fn_t fn);
+/* Whether fn may aggregate prop (Sum and Average numbers, Min and Max
+ * numbers and dates, DistinctCount any stored value); Count takes no
+ * property and answers false. */
+bool dg_store_agg_fits(dg_store_agg_fn_t fn, const dg_property_t *prop);
+
+/* What a property may be used for, as the parsers decide it, so that a
+ * model's description can say it: filters (filterable and stored), a
+ * sortCondition (sortable and stored) and a group key (stored: every
+ * property but an Inbound reference). */
+bool dg_store_can_filter(const dg_property_t *prop);
+bool dg_store_can_sort(const dg_property_t *prop);
+bool dg_store_can_group(const dg_property_t *prop);
 
 /* A joinFilter: the base row is joined to at most one entity of target,
  * whose id equals the base row's key (1-to-1 joins only), and the clause

@@ -46,6 +46,10 @@ dg_tools_env_t *dg_tools_env(const dg_tool_call_t *call);
 extern const dg_tool_t *const dg_tools_registry[];
 extern const size_t dg_tools_count;
 
+/* MCP resources (resources.c): the Data Models the caller may read,
+ * entities by id and documents by URL, each read through its tool. */
+extern const dg_mcp_resources_t dg_tools_resources;
+
 /* The initialize result's instructions: which tool to call first. */
 extern const char dg_tools_instructions[];
 

@@ -31,6 +31,13 @@ static void check_log_level(dg__cfg_t *cfg, const json_t *v, void *obj, const ch
                   json_string_value(v));
 }
 
+static void check_confirmation(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
+  const char *s = json_string_value(v);
+  if (s != NULL && strcmp(s, "always") != 0 && strcmp(s, "when-supported") != 0 &&
+      strcmp(s, "never") != 0)
+    dg__cfg_error(cfg, path, "unknown value '%s' (allowed: always, when-supported, never)", s);
+}
+
 static void check_origins(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   const dg_server_settings_t *s = obj;
   for (size_t i = 0; i < s->nallowed_origins; i++) {
@@ -158,6 +165,8 @@ static const dg__cfg_field_t server_fields[] = {
      S(max_result_bytes), 0, NULL},
     {"maxGroupedAggregateRecords", DG__CFG_U64, false, NULL, 100000, 1, 1000000000, NULL,
      S(max_grouped_aggregate_records), 0, NULL},
+    {"submitConfirmation", DG__CFG_STRING, false, "when-supported", 0, 1, 16, NULL,
+     S(submit_confirmation), 0, check_confirmation},
     {"logLevel", DG__CFG_STRING, false, "info", 0, 1, 16, NULL, S(log_level), 0, check_log_level},
     {"accessLog", DG__CFG_PATH, false, "-", 0, 1, 4096, NULL, S(access_log), 0, NULL},
     {"stdioUser", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, S(stdio_user), 0, NULL},

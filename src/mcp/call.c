@@ -40,6 +40,14 @@ struct dg_tool_call {
   void *cancel_data;
   dg_tool_call_t *prev, *next; /* the session's calls */
   uv_timer_t timer;            /* the timeout, then a deferred cancel callback */
+  /* A question to the user waiting for the client's answer. */
+  json_t *elicit_id; /* the request id sent; NULL when none is pending */
+  unsigned elicit_seq;
+  dg_tool_call_elicit_cb elicit_cb;
+  void *elicit_data;
+  dg__mcp_read_t read; /* a resources/read (uri set) answered by this call */
+  json_t *text;        /* the text item the tool gave instead of its result's JSON */
+  int error_code;      /* the DG_E* code of the tool's failure */
 };
 
 /* The one legal transition: a running call ends, once. */
@@ -144,9 +152,15 @@ static json_t *too_big(dg_tool_call_t *call, size_t limit) {
   return error_result(msg);
 }
 
-/* The text item: the result written out, or, for a result a tool wrote on
- * a worker thread already (dg_json_raw), that text itself. */
+/* The text item: the text the tool gave (dg_tool_call_succeed_text), the
+ * result written out, or, for a result a tool wrote on a worker thread
+ * already (dg_json_raw), that text itself. */
 static json_t *text_item(dg_tool_call_t *call, const json_t *result) {
+  /* A resource read turns the result itself into contents. */
+  if (call->text != NULL && call->read.uri == NULL)
+    return json_string_length(call->text) <= dg_tool_call_result_limit(call)
+               ? json_incref(call->text)
+               : NULL;
   const json_t *raw = dg_json_raw_text(result);
   if (raw != NULL)
     return json_string_length(raw) <= dg_tool_call_result_limit(call) ? json_incref((json_t *)raw)
@@ -172,6 +186,43 @@ static json_t *success_result(dg_tool_call_t *call, json_t *result) {
   else
     json_decref(result);
   return r;
+}
+
+/* ---- Resource reads ------------------------------------------------------------ */
+
+/* A tool failure as a read's error: what the caller named does not exist
+ * or is not theirs (-32002), or the read failed (-32603). */
+static json_t *read_error(const dg_tool_call_t *call, const json_t *id, const char *text) {
+  int code = call->error_code;
+  bool missing = code == DG_EINVAL || code == DG_ENOENT || code == DG_EPERM;
+  return dg__mcp_error(id, missing ? DG__RPC_RESOURCE_NOT_FOUND : DG__RPC_INTERNAL, "%s%s",
+                       missing ? "Resource not found: " : "", text);
+}
+
+/* The reply of a resources/read from the tool result r (stolen). */
+static json_t *read_reply(const dg_tool_call_t *call, const json_t *id, json_t *r) {
+  const json_t *item = json_array_get(json_object_get(r, "content"), 0);
+  const json_t *text = json_object_get(item, "text");
+  json_t *reply;
+  if (json_is_true(json_object_get(r, "isError")) || !json_is_string(text)) {
+    reply = read_error(call, id, json_is_string(text) ? json_string_value(text) : "no answer");
+  } else {
+    json_t *contents =
+        call->read.contents(call->read.uri, json_string_value(text), json_string_length(text));
+    reply = contents != NULL ? dg__mcp_result(id, json_pack("{s:o}", "contents", contents))
+                             : dg__mcp_error(id, DG__RPC_RESOURCE_NOT_FOUND,
+                                             "Resource not found: %s", call->read.uri);
+  }
+  json_decref(r);
+  return reply;
+}
+
+/* What the slot is answered with: the tool result (stolen), or for a
+ * resource read its contents or error. */
+static json_t *slot_reply(const dg_tool_call_t *call, const json_t *id, json_t *tool_result) {
+  if (call->read.uri == NULL)
+    return dg__mcp_result(id, tool_result);
+  return read_reply(call, id, tool_result);
 }
 
 /* ---- Release ------------------------------------------------------------------- */
@@ -214,10 +265,12 @@ static void call_finish(dg_tool_call_t *call, outcome_t outcome, json_t *tool_re
     outcome = OUT_CANCELED;
   call_set_state(call, CALL_ENDED);
   uv_timer_stop(&call->timer);
+  json_decref(call->elicit_id); /* a question the tool gave up on */
+  call->elicit_id = NULL;
   dg__mcp_slot_t *slot = call->slot;
   call->slot = NULL;
   if (slot != NULL)
-    dg__mcp_exchange_answer(call->ex, slot, dg__mcp_result(slot->id, tool_result));
+    dg__mcp_exchange_answer(call->ex, slot, slot_reply(call, slot->id, tool_result));
   else
     json_decref(tool_result);
   record(call, outcome);
@@ -256,10 +309,19 @@ void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result) {
   call_finish(call, too_big ? OUT_ERROR : OUT_OK, r);
 }
 
+void dg_tool_call_succeed_text(dg_tool_call_t *call, json_t *result, const char *text, size_t len) {
+  call->text = json_stringn_nocheck(text, len);
+  /* A failed defer has released the text: the result's JSON is sent then. */
+  if (call->text != NULL && dg_arena_defer(call->arena, (void (*)(void *))json_decref, call->text))
+    call->text = NULL;
+  dg_tool_call_succeed(call, result);
+}
+
 void dg_tool_call_fail(dg_tool_call_t *call, const dg_errctx_t *err) {
   if (!may_end(call))
     return;
   const char *text = err != NULL && err->message[0] ? err->message : "the tool failed";
+  call->error_code = err != NULL ? err->code : DG_EINVAL;
   call_finish(call, OUT_ERROR, error_result(text));
 }
 
@@ -283,8 +345,12 @@ static void fire_cancel(dg_tool_call_t *call) {
   call->cancel_fn(call, call->cancel_data);
 }
 
+static void elicit_end(dg_tool_call_t *call, int status, dg_elicit_action_t action,
+                       const json_t *content);
+
 /* Stops the call's reply: a timeout answers with a tool error, the other
- * reasons answer nothing. The tool hears its cancel callback. */
+ * reasons answer nothing. A question to the user is abandoned; the tool
+ * hears its cancel callback. */
 static void call_stop(dg_tool_call_t *call, call_stop_t why, json_t *answer) {
   if (call->state != CALL_RUNNING || call->stop != STOP_NONE) {
     json_decref(answer);
@@ -293,10 +359,12 @@ static void call_stop(dg_tool_call_t *call, call_stop_t why, json_t *answer) {
   call->stop = why;
   dg__mcp_slot_t *slot = call->slot;
   call->slot = NULL;
+  call->error_code = DG_ETIMEDOUT;
   if (slot != NULL)
-    dg__mcp_exchange_answer(call->ex, slot, answer ? dg__mcp_result(slot->id, answer) : NULL);
+    dg__mcp_exchange_answer(call->ex, slot, answer ? slot_reply(call, slot->id, answer) : NULL);
   else
     json_decref(answer);
+  elicit_end(call, DG_ECANCELED, DG_ELICIT_CANCEL, NULL);
   fire_cancel(call);
 }
 
@@ -374,6 +442,84 @@ void dg_tool_call_progress(dg_tool_call_t *call, double progress, double total,
   dg_tool_call_progress_meta(call, progress, total, message, NULL);
 }
 
+/* ---- Asking the user ------------------------------------------------------------ */
+
+bool dg_tool_call_can_elicit(const dg_tool_call_t *call) {
+  const dg__mcp_session_t *ss = call->session;
+  const dg__mcp_transport_t *t = call->ex->transport;
+  if (ss == NULL || !ss->elicitation || !dg__mcp_session_at_least(ss, DG__MCP_V2025_06_18) ||
+      call->state != CALL_RUNNING || call->slot == NULL || t == NULL || t->notify == NULL)
+    return false;
+  return t->can_notify == NULL || t->can_notify(call->ex) == 0;
+}
+
+/* Hands the answer to the tool once; the call's own timeout runs again. */
+static void elicit_end(dg_tool_call_t *call, int status, dg_elicit_action_t action,
+                       const json_t *content) {
+  if (call->elicit_id == NULL)
+    return;
+  json_decref(call->elicit_id);
+  call->elicit_id = NULL;
+  if (status == 0 && call->state == CALL_RUNNING) {
+    uv_timer_stop(&call->timer);
+    if (call->timeout_ms > 0)
+      uv_timer_start(&call->timer, on_timer, call->timeout_ms, 0);
+  }
+  call->elicit_cb(call, status, action, content, call->elicit_data);
+}
+
+int dg_tool_call_elicit(dg_tool_call_t *call, const char *message, const json_t *requested_schema,
+                        dg_tool_call_elicit_cb cb, void *data) {
+  if (call->elicit_id != NULL)
+    return DG_EBUSY;
+  if (!dg_tool_call_can_elicit(call))
+    return DG_ENOTSUP;
+  json_t *id = json_sprintf("elicit-%s-%u", call->request_id, ++call->elicit_seq);
+  json_t *req = json_pack("{s:s,s:O,s:s,s:{s:o,s:O}}", "jsonrpc", "2.0", "id", id, "method",
+                          "elicitation/create", "params", "message", dg__mcp_text(message),
+                          "requestedSchema", requested_schema);
+  if (id == NULL || req == NULL) {
+    json_decref(id);
+    json_decref(req);
+    return DG_ENOMEM;
+  }
+  call->elicit_id = id;
+  call->elicit_cb = cb;
+  call->elicit_data = data;
+  uv_timer_start(&call->timer, on_timer, DG_MCP_ELICIT_WAIT_MS, 0);
+  call->ex->transport->notify(call->ex, req);
+  json_decref(req);
+  return 0;
+}
+
+/* The action of an elicitation result, or -1 when it is not one. */
+static int elicit_action(const json_t *result) {
+  static const char *const names[] = {"accept", "decline", "cancel"};
+  const char *action = json_string_value(json_object_get(result, "action"));
+  for (int i = 0; action != NULL && i < 3; i++) {
+    if (strcmp(action, names[i]) == 0)
+      return i;
+  }
+  return -1;
+}
+
+void dg__mcp_call_response(dg__mcp_session_t *ss, const json_t *msg) {
+  const json_t *id = json_object_get(msg, "id");
+  dg_tool_call_t *c = ss->calls;
+  while (c != NULL && !(c->elicit_id != NULL && json_equal(c->elicit_id, (json_t *)id)))
+    c = c->next;
+  if (c == NULL)
+    return; /* an answer nobody waits for any more */
+  const json_t *result = json_object_get(msg, "result");
+  int action = elicit_action(result);
+  if (action < 0) {
+    elicit_end(c, DG_EPROTO, DG_ELICIT_CANCEL, NULL);
+    return;
+  }
+  const json_t *content = json_object_get(result, "content");
+  elicit_end(c, 0, (dg_elicit_action_t)action, json_is_object(content) ? content : NULL);
+}
+
 /* ---- Start ------------------------------------------------------------------------ */
 
 static dg_tool_call_t *call_new(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot,
@@ -425,7 +571,7 @@ static bool over_limit(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot) {
 }
 
 void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__mcp_tool_t *tool,
-                        json_t *params) {
+                        json_t *params, const dg__mcp_read_t *read) {
   if (over_limit(ex, slot))
     return;
   json_t *args = take_arguments(params);
@@ -436,6 +582,8 @@ void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__
     return;
   }
   call->args = args;
+  if (read != NULL)
+    call->read = *read;
   json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
   call->progress_token = json_is_string(token) || json_is_integer(token) ? token : NULL;
   slot->call = call;
@@ -443,7 +591,7 @@ void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__
   ex->server->inflight++;
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  if (dg_mcp_schema_validate(tool->input_schema, args, &err) != 0) {
+  if (dg_mcp_schema_validate(tool->accepted_schema, args, &err) != 0) {
     dg_tool_call_fail(call, &err);
     return;
   }

@@ -4,7 +4,9 @@
  *   POST    one JSON-RPC message (a batch at 2025-03-26): 202 when it holds
  *           no request; otherwise the response as application/json, or as
  *           an SSE stream when the client accepts one and asked for
- *           progress. initialize creates the session (Mcp-Session-Id).
+ *           progress, or calls a tool that may ask the user a question
+ *           (elicitation/create travels on the stream). initialize creates
+ *           the session (Mcp-Session-Id).
  *   GET     the session's server-to-client SSE stream (one per session).
  *   DELETE  ends the session.
  *
@@ -380,7 +382,7 @@ static void post_start(dg__mcp_exchange_t *ex, dg_http_request_t *req, dg__mcp_s
   dg__mcp_exchange_bind(ex, ss, &dg__mcp_http_transport, hx);
   const char *accept = dg_http_request_header(req, "Accept");
   if (accept != NULL && dg__mcp_lists_token(accept, "text/event-stream") &&
-      dg__mcp_wants_progress(msg)) {
+      (dg__mcp_wants_progress(msg) || dg__mcp_may_elicit(ex, msg))) {
     int rc = begin_stream(ss, req);
     if (rc == DG_ECLOSED) { /* the client is gone and the request released */
       hx->req = NULL;

@@ -31,6 +31,7 @@
 /* A request the client cancelled, when an answer must still be given
  * (the code LSP uses for it). */
 #define DG__RPC_CANCELLED (-32800)
+#define DG__RPC_RESOURCE_NOT_FOUND (-32002) /* MCP: resources/read of an unknown URI */
 
 /* Protocol versions by index into DG_MCP_VERSIONS. */
 #define DG__MCP_NVERSIONS 4
@@ -137,7 +138,8 @@ uint64_t dg__mcp_wall_ms(void);
 typedef struct dg__mcp_tool {
   const dg_tool_t *def;
   json_t *input_schema;
-  json_t *output_schema; /* NULL when the tool declares none */
+  json_t *accepted_schema; /* what arguments are checked against: input_schema or wider */
+  json_t *output_schema;   /* NULL when the tool declares none */
 } dg__mcp_tool_t;
 
 /* ---- Server ---------------------------------------------------------------- */
@@ -187,6 +189,7 @@ struct dg__mcp_session {
   bool http;                     /* has an Mcp-Session-Id */
   const char *version;           /* negotiated protocol version; NULL before initialize */
   bool initialized;              /* notifications/initialized seen */
+  bool elicitation;              /* the client declared form elicitation at initialize */
   char *principal;               /* HTTP: the principal name bound to the session */
   uint64_t last_active_ms;       /* HTTP idle expiry: the last use on this worker */
   dg__mcp_sid_t sid;             /* HTTP: what the id says */
@@ -325,14 +328,29 @@ void dg__mcp_handle_request(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const 
 void dg__mcp_handle_notification(dg__mcp_exchange_t *ex, const char *method, json_t *params);
 
 /* ---- Tool calls (call.c) ------------------------------------------------- */
-/* Validates and runs tools/call; answers slot now or when the tool ends. */
+/* A resources/read answered by a tool call: the URI (in the exchange's
+ * arena) and how the tool's answer becomes the contents. */
+typedef struct dg__mcp_read {
+  const char *uri;
+  dg_mcp_contents_fn contents;
+} dg__mcp_read_t;
+
+/* Validates and runs tools/call, or with read a resources/read through
+ * the tool (params {name, arguments}); answers slot now or when the tool
+ * ends. */
 void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__mcp_tool_t *tool,
-                        json_t *params);
+                        json_t *params, const dg__mcp_read_t *read);
 /* notifications/cancelled: cancels the session's running call with this
  * request id; its response is not sent. */
 void dg__mcp_call_cancel_id(dg__mcp_session_t *ss, const json_t *request_id);
 /* The client is gone: the call is canceled and detached from its slot. */
 void dg__mcp_call_detach(dg_tool_call_t *call);
+/* A response from the client (msg: {id, result | error}): the answer to a
+ * pending elicitation of one of the session's calls, or ignored. */
+void dg__mcp_call_response(dg__mcp_session_t *ss, const json_t *msg);
+/* True when msg is a tools/call of a tool that may ask the user and the
+ * session's client can be asked (lifecycle.c). */
+bool dg__mcp_may_elicit(const dg__mcp_exchange_t *ex, const json_t *msg);
 
 /* ---- Transports ------------------------------------------------------------ */
 extern const dg__mcp_transport_t dg__mcp_http_transport;

@@ -296,14 +296,16 @@ static json_t *check_envelope(const json_t *msg) {
   return NULL;
 }
 
-/* A message without a method is a response from the client (we send no
- * requests, so it is ignored) or invalid. */
+/* A message without a method is a response from the client (to a question
+ * a tool asked; others are ignored) or invalid. */
 static void dispatch_methodless(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *msg) {
   json_t *id = json_object_get(msg, "id");
   bool response = id != NULL && (json_object_get(msg, "result") || json_object_get(msg, "error"));
   count_message(ex, NULL);
   if (response) {
     dg__mcp_exchange_answer(ex, slot, NULL);
+    if (ex->session != NULL)
+      dg__mcp_call_response(ex->session, msg);
     return;
   }
   dg__mcp_exchange_answer(ex, slot,

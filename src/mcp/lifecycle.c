@@ -1,7 +1,9 @@
 /* The MCP methods: initialize with version negotiation, ping, tools/list,
- * tools/call (handed to call.c), and the notifications we act on. Methods
- * of capabilities we do not declare (resources, prompts, logging) are
- * unknown methods, as the specification asks. */
+ * tools/call (handed to call.c), resources/list, resources/templates/list
+ * and resources/read (a read runs a tool through call.c) when the server
+ * has resources, and the notifications we act on. Methods of capabilities
+ * we do not declare (prompts, logging, resource subscriptions) are unknown
+ * methods, as the specification asks. */
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +33,23 @@ static json_t *server_info(const dg_mcp_config_t *c, const dg__mcp_session_t *ss
   return info;
 }
 
+/* Form elicitation: capabilities.elicitation {} (before 2025-11-25 the
+ * only kind) or with "form"; a client that offers only "url" cannot fill
+ * in a form. */
+static bool form_elicitation(const json_t *caps) {
+  const json_t *e = json_object_get(caps, "elicitation");
+  return json_is_object(e) && (json_object_size(e) == 0 || json_object_get(e, "form") != NULL);
+}
+
+bool dg__mcp_may_elicit(const dg__mcp_exchange_t *ex, const json_t *msg) {
+  const dg__mcp_session_t *ss = ex->session;
+  if (ss == NULL || !ss->elicitation || !dg__mcp_is_request(msg, "tools/call"))
+    return false;
+  const char *name = json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
+  const dg__mcp_tool_t *tool = name ? dg__mcp_server_tool(ex->server, name) : NULL;
+  return tool != NULL && tool->def->elicits;
+}
+
 static void do_initialize(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params) {
   dg__mcp_session_t *ss = ex->session;
   const char *wanted = json_string_value(json_object_get(params, "protocolVersion"));
@@ -50,10 +69,14 @@ static void do_initialize(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *
     return;
   }
   ss->version = negotiate(wanted);
+  ss->elicitation = form_elicitation(json_object_get(params, "capabilities"));
   const dg_mcp_config_t *c = &ex->server->config;
   json_t *result =
       json_pack("{s:s,s:{s:{s:b}},s:o}", "protocolVersion", ss->version, "capabilities", "tools",
                 "listChanged", 0, "serverInfo", server_info(c, ss));
+  /* Resources are read and listed; no subscriptions, no change notices. */
+  if (c->resources != NULL)
+    json_object_set_new(json_object_get(result, "capabilities"), "resources", json_object());
   if (c->instructions != NULL)
     json_object_set_new(result, "instructions", json_string(c->instructions));
   dg__mcp_exchange_answer(ex, slot, dg__mcp_result(slot->id, result));
@@ -95,7 +118,7 @@ static json_t *tool_entry(const dg__mcp_tool_t *t, int level) {
 
 /* The list is built and written out as JSON text once per variant and
  * shared: an answer copies the text instead of serialising every schema
- * again (the list of twelve tools is about 20 KB). */
+ * again (the list of thirteen tools is about 22 KB). */
 static json_t *tool_list(dg_mcp_server_t *s, int level) {
   json_t **cached = &s->tool_list[level];
   if (*cached != NULL)
@@ -153,27 +176,100 @@ static void do_tools_call(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *
     unknown_tool(ex, slot, name);
     return;
   }
-  dg__mcp_call_start(ex, slot, tool, params);
+  dg__mcp_call_start(ex, slot, tool, params, NULL);
+}
+
+/* ---- Resources ---------------------------------------------------------------- */
+
+static const dg_mcp_resources_t *resources_of(dg__mcp_exchange_t *ex) {
+  return ex->server->config.resources;
+}
+
+static void do_resources_list(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params) {
+  json_t *list = resources_of(ex)->list(ex->cat, ex->principal);
+  json_t *result = list ? json_pack("{s:o}", "resources", list) : NULL;
+  dg__mcp_exchange_answer(ex, slot,
+                          result ? dg__mcp_result(slot->id, result)
+                                 : dg__mcp_error(slot->id, DG__RPC_INTERNAL,
+                                                 "Internal error: the resource list could not be "
+                                                 "written"));
+}
+
+static void do_resource_templates(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params) {
+  json_t *list = resources_of(ex)->templates();
+  json_t *result = list ? json_pack("{s:o}", "resourceTemplates", list) : NULL;
+  dg__mcp_exchange_answer(
+      ex, slot,
+      result ? dg__mcp_result(slot->id, result)
+             : dg__mcp_error(slot->id, DG__RPC_INTERNAL, "Internal error: out of memory"));
+}
+
+/* A read runs the tool the provider names, with the call's params held by
+ * the exchange for as long as the call may read them. */
+static void read_through(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const char *uri,
+                         dg_mcp_resource_read_t *r) {
+  const dg__mcp_tool_t *tool = dg__mcp_server_tool(ex->server, r->tool);
+  json_t *params = tool ? json_pack("{s:s,s:o}", "name", r->tool, "arguments", r->args) : NULL;
+  const char *copy = dg_arena_strdup(ex->arena, uri);
+  if (tool == NULL)
+    json_decref(r->args);
+  if (params == NULL || copy == NULL) {
+    json_decref(params);
+    params = NULL;
+  }
+  /* A failed defer has released params already. */
+  if (params == NULL || dg_arena_defer(ex->arena, (void (*)(void *))json_decref, params) != 0) {
+    dg__mcp_exchange_answer(ex, slot,
+                            dg__mcp_error(slot->id, DG__RPC_INTERNAL,
+                                          "Internal error: the resource could not be read"));
+    return;
+  }
+  dg__mcp_read_t read = {.uri = copy, .contents = r->contents};
+  dg__mcp_call_start(ex, slot, tool, params, &read);
+}
+
+static void do_resources_read(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params) {
+  const char *uri = json_string_value(json_object_get(params, "uri"));
+  if (uri == NULL) {
+    dg__mcp_exchange_answer(ex, slot,
+                            dg__mcp_error(slot->id, DG__RPC_INVALID_PARAMS,
+                                          "Invalid params: resources/read needs params {\"uri\": "
+                                          "<a URI from resources/list or a template>}"));
+    return;
+  }
+  dg_mcp_resource_read_t r = {0};
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  if (resources_of(ex)->resolve(uri, &r, &err) != 0) {
+    dg__mcp_exchange_answer(ex, slot,
+                            dg__mcp_error(slot->id, DG__RPC_RESOURCE_NOT_FOUND, "%s", err.message));
+    return;
+  }
+  read_through(ex, slot, uri, &r);
 }
 
 typedef struct method {
   const char *name;
   void (*fn)(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, json_t *params);
   bool before_initialize; /* allowed before initialize */
+  bool resources;         /* only when the server has resources */
 } method_t;
 
 static const method_t methods[] = {
-    {"initialize", do_initialize, true},
-    {"ping", do_ping, true},
-    {"tools/list", do_tools_list, false},
-    {"tools/call", do_tools_call, false},
+    {"initialize", do_initialize, true, false},
+    {"ping", do_ping, true, false},
+    {"tools/list", do_tools_list, false, false},
+    {"tools/call", do_tools_call, false, false},
+    {"resources/list", do_resources_list, false, true},
+    {"resources/templates/list", do_resource_templates, false, true},
+    {"resources/read", do_resources_read, false, true},
 };
 
 void dg__mcp_handle_request(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const char *method,
                             json_t *params) {
   for (size_t i = 0; i < DG_ARRAY_SIZE(methods); i++) {
     const method_t *m = &methods[i];
-    if (strcmp(m->name, method) != 0)
+    if (strcmp(m->name, method) != 0 || (m->resources && resources_of(ex) == NULL))
       continue;
     if (!m->before_initialize && ex->session->version == NULL) {
       dg__mcp_exchange_answer(ex, slot,
@@ -186,9 +282,13 @@ void dg__mcp_handle_request(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const 
   }
   dg__mcp_exchange_answer(ex, slot,
                           dg__mcp_error(slot->id, DG__RPC_METHOD_NOT_FOUND,
-                                        "Method not found: %.200s (this server offers tools only: "
-                                        "initialize, ping, tools/list, tools/call)",
-                                        method));
+                                        "Method not found: %.200s (this server offers initialize, "
+                                        "ping, tools/list, tools/call%s)",
+                                        method,
+                                        resources_of(ex) != NULL
+                                            ? ", resources/list, resources/templates/list, "
+                                              "resources/read"
+                                            : ""));
 }
 
 void dg__mcp_handle_notification(dg__mcp_exchange_t *ex, const char *method, json_t *params) {

@@ -29,6 +29,7 @@ void dg_mcp_server_set_ready(dg_mcp_server_t *server, bool ready) {
 static void free_tools(dg_mcp_server_t *s) {
   for (size_t i = 0; i < s->ntools; i++) {
     json_decref(s->tools[i].input_schema);
+    json_decref(s->tools[i].accepted_schema);
     json_decref(s->tools[i].output_schema);
   }
   free(s->tools);
@@ -78,6 +79,10 @@ static int load_tools(dg_mcp_server_t *s, dg_errctx_t *err) {
                           "inputSchema", &mt->input_schema, err);
     if (rc == 0 && t->output_schema != NULL)
       rc = parse_schema(t->output_schema, t->name, "outputSchema", &mt->output_schema, err);
+    if (rc == 0 && t->accepted_schema != NULL)
+      rc = parse_schema(t->accepted_schema, t->name, "acceptedSchema", &mt->accepted_schema, err);
+    else if (rc == 0)
+      mt->accepted_schema = json_incref(mt->input_schema);
     if (rc != 0)
       return rc;
   }

@@ -104,7 +104,7 @@ static int object_or_null(const dg_store_parse_t *ps, const json_t *v, const cha
 
 /* ---- Names ------------------------------------------------------------------------------- */
 
-static bool can_filter(const dg_property_t *prop) {
+bool dg_store_can_filter(const dg_property_t *prop) {
   return prop->filterable && dg__store_is_stored(prop);
 }
 
@@ -130,10 +130,11 @@ static int filter_property(const dg_store_parse_t *ps, const dg_model_t *m, cons
   if (*is_id)
     return 0;
   if (prop == NULL)
-    return unknown_property(ps, m, param, name, can_filter, true, "filter on");
+    return unknown_property(ps, m, param, name, dg_store_can_filter, true, "filter on");
   char names[NAMES_MAX];
   if (dg__store_is_inbound(prop)) {
-    dg__store_names(names, sizeof(names), ps->principal, prop->reference->target, can_filter, true);
+    dg__store_names(names, sizeof(names), ps->principal, prop->reference->target,
+                    dg_store_can_filter, true);
     return dg__store_invalid(
         ps->err, param,
         "'%s' is an Inbound reference (a collection of %s); to filter on the related entities "
@@ -141,7 +142,7 @@ static int filter_property(const dg_store_parse_t *ps, const dg_model_t *m, cons
         prop->name, prop->reference->target->name, prop->name, names);
   }
   if (!prop->filterable) {
-    dg__store_names(names, sizeof(names), ps->principal, m, can_filter, true);
+    dg__store_names(names, sizeof(names), ps->principal, m, dg_store_can_filter, true);
     return dg__store_invalid(ps->err, param,
                              "'%s' cannot be used in filters; filterable properties of %s: %s.",
                              prop->name, m->name, names);
@@ -448,7 +449,7 @@ int dg_store_parse_filters(const dg_store_parse_t *ps, const dg_model_t *model,
 
 /* ---- Sort, paging, countOnly ------------------------------------------------------------- */
 
-static bool can_sort(const dg_property_t *prop) {
+bool dg_store_can_sort(const dg_property_t *prop) {
   return prop->sortable && dg__store_is_stored(prop);
 }
 
@@ -474,9 +475,9 @@ static int parse_sort(const dg_store_parse_t *ps, const dg_model_t *m, const jso
                              "Ascending).",
                              order);
   const dg_property_t *prop = dg__store_visible(ps->principal, m, name, true, &is_id);
-  if (!is_id && (prop == NULL || !can_sort(prop))) {
+  if (!is_id && (prop == NULL || !dg_store_can_sort(prop))) {
     char names[NAMES_MAX];
-    dg__store_names(names, sizeof(names), ps->principal, m, can_sort, true);
+    dg__store_names(names, sizeof(names), ps->principal, m, dg_store_can_sort, true);
     if (prop != NULL)
       return dg__store_invalid(ps->err, dg__path_key(&p, "sortCondition", "propertyName"),
                                "'%s' cannot be sorted by; sortable properties of %s: %s.",

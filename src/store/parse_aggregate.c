@@ -123,6 +123,14 @@ static bool (*const fits[])(const dg_property_t *) = {
     [DG_STORE_AGG_MAX] = is_ordered,  [DG_STORE_AGG_DISTINCT_COUNT] = is_stored,
 };
 
+bool dg_store_agg_fits(dg_store_agg_fn_t fn, const dg_property_t *prop) {
+  return (unsigned)fn < DG_STORE_AGG__COUNT && fn != DG_STORE_AGG_COUNT && fits[fn](prop);
+}
+
+bool dg_store_can_group(const dg_property_t *prop) {
+  return is_stored(prop);
+}
+
 static const char *const fits_text[] = {
     [DG_STORE_AGG_SUM] = "a numeric property (Int, Long, Double or Decimal)",
     [DG_STORE_AGG_AVERAGE] = "a numeric property (Int, Long, Double or Decimal)",
@@ -677,8 +685,8 @@ static int key_property(const dg_store_parse_t *ps, const dg_model_t *m, const c
                         const char *param, dg_store_group_key_t *k) {
   char names[NAMES_MAX], hint[256];
   k->prop = dg__store_visible(ps->principal, m, name, false, NULL);
-  names_of(ps, m, is_stored, false, names, sizeof(names));
-  if (k->prop != NULL && is_stored(k->prop))
+  names_of(ps, m, dg_store_can_group, false, names, sizeof(names));
+  if (k->prop != NULL && dg_store_can_group(k->prop))
     return 0;
   if (k->prop == NULL) {
     dotted_hint(ps, m, name, hint, sizeof(hint));

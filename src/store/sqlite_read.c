@@ -64,13 +64,26 @@ static int put_span(dg_buf_t *out, const dg_buf_t *pieces, span_t s) {
 /* Room for the framing put_parent adds around each parent's pieces. */
 #define PARENT_FRAME 128
 
+/* What a page's or a search's rows may take before its answer is written:
+ * more than the answer, which keeps the entities that fit. */
+#define PIECES_MIN (16u << 20)
+static size_t pieces_max(const run_t *run) {
+  size_t max = run->max < SIZE_MAX / 8 ? run->max * 4 : run->max;
+  return max > PIECES_MIN ? max : PIECES_MIN;
+}
+
+/* The budget of an answer: the caller's, within the store's limit. */
+static size_t budget_of(const run_t *run, size_t asked) {
+  return asked > 0 && asked < run->max ? asked : run->max;
+}
+
 static int parents_init(run_t *run, parents_t *p, size_t cap, const dg_store_expand_t *expand,
                         size_t nexpand) {
   size_t cells = (cap + 1) * (nexpand + 1);
   memset(p, 0, sizeof(*p));
   p->expand = expand;
   p->nexpand = nexpand;
-  dg_buf_init(&p->pieces, run->max);
+  dg_buf_init(&p->pieces, pieces_max(run));
   (void)dg_buf_reserve(&p->pieces, cap * (nexpand + 1) * ROW_GUESS); /* a hint: may be refused */
   p->ids = dg_arena_calloc(run->arena, cap + 1, sizeof(*p->ids));
   p->bodies = dg_arena_calloc(run->arena, cap + 1, sizeof(*p->bodies));
@@ -323,19 +336,57 @@ static void reserve_answer(dg_buf_t *out, const parents_t *p) {
   (void)dg_buf_reserve(out, p->pieces.len + (p->n + 1) * (PARENT_FRAME + 32 * p->nexpand));
 }
 
-/* "entities":[...] in the order of ids (NULL: as read). */
-static int put_entities(dg_buf_t *out, const parents_t *p, const char *const *ids, size_t nids) {
-  int rc = put(out, "\"entities\":[");
+/* Room kept after the entities for the rest of an answer. */
+#define TAIL_RESERVE 512
+/* An id left out of a fetch's answer: "<guid>", */
+#define ID_BYTES 40
+
+/* Drops what was written after mark. */
+static void unwrite(dg_buf_t *out, size_t mark) {
+  out->len = mark;
+  if (out->data != NULL)
+    out->data[mark] = '\0';
+}
+
+/* ,"truncated":true,"omittedIds":[...]: the ids from k on that exist. */
+static int put_omitted_ids(dg_buf_t *out, const parents_t *p, const char *const *ids, size_t k,
+                           size_t nids) {
+  int rc = put(out, ",\"truncated\":true,\"omittedIds\":[");
   size_t written = 0;
-  for (size_t k = 0; rc == 0 && k < (ids != NULL ? nids : p->n); k++) {
-    size_t i = ids != NULL ? parent_of(p, ids[k]) : k;
-    if (i == p->n)
+  for (; rc == 0 && k < nids; k++) {
+    if (parent_of(p, ids[k]) == p->n)
       continue;
     rc = written++ > 0 ? put(out, ",") : 0;
     if (rc == 0)
-      rc = put_parent(out, p, i);
+      rc = put_string(out, ids[k]);
   }
   return rc == 0 ? put(out, "]") : rc;
+}
+
+/* "entities":[...] in the order of ids, the whole entities that leave room
+ * within budget for the ids of the others, which follow as omittedIds;
+ * DG_E2BIG when not even the first one fits. */
+static int put_entities(dg_buf_t *out, const parents_t *p, const char *const *ids, size_t nids,
+                        size_t budget) {
+  int rc = put(out, "\"entities\":[");
+  size_t written = 0, k = 0;
+  for (; rc == 0 && k < nids; k++) {
+    size_t i = parent_of(p, ids[k]), mark = out->len;
+    if (i == p->n)
+      continue;
+    rc = written > 0 ? put(out, ",") : 0;
+    if (rc == 0)
+      rc = put_parent(out, p, i);
+    if (rc == DG_E2BIG || (rc == 0 && out->len + TAIL_RESERVE + nids * ID_BYTES > budget)) {
+      unwrite(out, mark);
+      rc = written > 0 ? 0 : DG_E2BIG;
+      break;
+    }
+    written++;
+  }
+  if (rc == 0)
+    rc = put(out, "]");
+  return rc == 0 && k < nids ? put_omitted_ids(out, p, ids, k, nids) : rc;
 }
 
 /* ---- Query and fetch ---------------------------------------------------------------------------
@@ -361,19 +412,57 @@ static int read_count(run_t *run, const dg_store_query_t *q) {
                                &out);
 }
 
-static int put_page(dg_buf_t *out, const dg_store_query_t *q, const parents_t *p, bool more) {
+/* "entities":[...] of a page: the whole entities that leave room for the
+ * rest of the answer within budget (*kept of them); DG_E2BIG when not even
+ * the first one does. */
+static int put_fitting(dg_buf_t *out, const parents_t *p, size_t budget, size_t *kept) {
+  int rc = put(out, "\"entities\":[");
+  size_t k = 0;
+  for (; rc == 0 && k < p->n; k++) {
+    size_t mark = out->len;
+    rc = k > 0 ? put(out, ",") : 0;
+    if (rc == 0)
+      rc = put_parent(out, p, k);
+    if (rc == DG_E2BIG || (rc == 0 && out->len + TAIL_RESERVE > budget)) {
+      unwrite(out, mark);
+      rc = k > 0 ? 0 : DG_E2BIG;
+      break;
+    }
+  }
+  *kept = k;
+  return rc == 0 ? put(out, "]") : rc;
+}
+
+/* What was left out of a page and the paging that reads on from it: the
+ * largest page size up to the entities kept whose pages start there. */
+static int put_rest(dg_buf_t *out, const dg_store_query_t *q, size_t kept, size_t omitted) {
+  uint64_t start = (uint64_t)(q->page_number - 1) * (uint64_t)q->page_size + kept;
+  uint64_t size = kept;
+  while (size > 1 && start % size != 0)
+    size--;
+  return dg_buf_appendf(out,
+                        ",\"truncated\":true,\"omittedCount\":%zu,\"continueWith\":{"
+                        "\"pageNumber\":%llu,\"pageSize\":%llu}",
+                        omitted, (unsigned long long)(start / size + 1), (unsigned long long)size);
+}
+
+static int put_page(dg_buf_t *out, const dg_store_query_t *q, const parents_t *p, bool more,
+                    size_t budget) {
+  size_t kept = 0;
   int rc = put(out, "{");
   if (rc == 0)
-    rc = put_entities(out, p, NULL, 0);
+    rc = put_fitting(out, p, budget, &kept);
   if (rc == 0)
     rc =
         dg_buf_appendf(out, ",\"pageNumber\":%lld,\"pageSize\":%lld,\"hasMore\":%s,\"nextPage\":",
                        (long long)q->page_number, (long long)q->page_size, more ? "true" : "false");
   if (rc == 0 && more)
-    rc = dg_buf_appendf(out, "%lld}", (long long)q->page_number + 1);
+    rc = dg_buf_appendf(out, "%lld", (long long)q->page_number + 1);
   else if (rc == 0)
-    rc = put(out, "null}");
-  return rc;
+    rc = put(out, "null");
+  if (rc == 0 && kept < p->n)
+    rc = put_rest(out, q, kept, p->n - kept);
+  return rc == 0 ? put(out, "}") : rc;
 }
 
 static int read_page(run_t *run, const dg_store_query_t *q) {
@@ -396,7 +485,8 @@ static int read_page(run_t *run, const dg_store_query_t *q) {
   dg__sql_free(&sql);
   if (rc == 0) {
     reserve_answer(&out, &p);
-    rc = dg__sqlite_set_result(run, put_page(&out, q, &p, more), &out);
+    rc =
+        dg__sqlite_set_result(run, put_page(&out, q, &p, more, budget_of(run, q->max_bytes)), &out);
   }
   dg_buf_free(&out);
   dg_buf_free(&p.pieces);
@@ -428,7 +518,7 @@ int dg__sqlite_read_fetch(run_t *run, const dg_store_fetch_t *f) {
     reserve_answer(&out, &p);
     int put_rc = put(&out, "{");
     if (put_rc == 0)
-      put_rc = put_entities(&out, &p, f->ids, f->nids);
+      put_rc = put_entities(&out, &p, f->ids, f->nids, run->max);
     rc = dg__sqlite_set_result(run, put_rc == 0 ? put(&out, "}") : put_rc, &out);
   }
   dg_buf_free(&out);
@@ -445,6 +535,7 @@ typedef struct hit {
   size_t model; /* index into the lookup's models */
   size_t seq;   /* rank order within its model */
   span_t text;
+  const char *id; /* in the run's arena */
 } hit_t;
 
 typedef struct hits {
@@ -492,10 +583,14 @@ static int hit_row(run_t *run, sqlite3_stmt *st, void *data) {
   int rc = put_hit(&h->pieces, h->l->models[h->model].model, h->cols, h->row);
   if (rc != 0)
     return dg__sqlite_put_failed(run, rc);
+  const char *id = h->row[0].kind == DG_STORE_TEXT ? h->row[0].text : "";
   h->items[h->n] = (hit_t){.score = sqlite3_column_double(st, (int)h->cols->n),
                            .model = h->model,
                            .seq = h->n,
-                           .text = {off, h->pieces.len - off, true}};
+                           .text = {off, h->pieces.len - off, true},
+                           .id = dg_arena_strdup(run->arena, id)};
+  if (h->items[h->n].id == NULL)
+    return dg__sqlite_oom(run);
   h->n++;
   return 0;
 }
@@ -571,20 +666,53 @@ static int compare_hits(const void *a, const void *b) {
   return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static int put_hits(dg_buf_t *out, const hits_t *h) {
+#define OMITTED_BYTES 96 /* {"id":"<guid>","dataModelId":"<guid>"}, */
+
+/* ,"truncated":true,"omittedCount":n-from,"omitted":[{id, dataModelId}]:
+ * the ids of the hits left out, best first, as many as budget has room
+ * for. */
+static int put_omitted(dg_buf_t *out, const hits_t *h, size_t from, size_t n, size_t budget) {
+  int rc = dg_buf_appendf(out, ",\"truncated\":true,\"omittedCount\":%zu,\"omitted\":[", n - from);
+  for (size_t i = from; rc == 0 && i < n && out->len + OMITTED_BYTES + 8 <= budget; i++) {
+    rc = dg_buf_appendf(out, "%s{\"id\":", i > from ? "," : "");
+    if (rc == 0)
+      rc = put_string(out, h->items[i].id);
+    if (rc == 0)
+      rc = dg_buf_appendf(out, ",\"dataModelId\":\"%s\"}",
+                          h->l->models[h->items[i].model].model->id);
+  }
+  return rc == 0 ? put(out, "]") : rc;
+}
+
+/* The hits that fit whole within budget, leaving room for the ids of some
+ * of the others (a quarter of the budget at most). */
+static int put_hits(dg_buf_t *out, const hits_t *h, size_t budget) {
+  size_t n = h->n < (size_t)h->l->limit ? h->n : (size_t)h->l->limit;
+  size_t i = 0, max_listed = budget / 4 / OMITTED_BYTES;
   int rc = put(out, "{\"entities\":[");
-  for (size_t i = 0; rc == 0 && i < h->n && i < (size_t)h->l->limit; i++) {
+  for (; rc == 0 && i < n; i++) {
+    size_t listed = n - i - 1 < max_listed ? n - i - 1 : max_listed;
+    size_t mark = out->len, reserve = TAIL_RESERVE + listed * OMITTED_BYTES;
     rc = i > 0 ? put(out, ",") : 0;
     if (rc == 0)
       rc = put_span(out, &h->pieces, h->items[i].text);
+    if (rc == DG_E2BIG || (rc == 0 && out->len + reserve > budget)) {
+      unwrite(out, mark);
+      rc = i > 0 ? 0 : DG_E2BIG;
+      break;
+    }
   }
-  return rc == 0 ? put(out, "]}") : rc;
+  if (rc == 0)
+    rc = put(out, "]");
+  if (rc == 0 && i < n)
+    rc = put_omitted(out, h, i, n, budget > TAIL_RESERVE / 2 ? budget - TAIL_RESERVE / 2 : 0);
+  return rc == 0 ? put(out, "}") : rc;
 }
 
 int dg__sqlite_read_lookup(run_t *run, const dg_store_lookup_t *l) {
   hits_t h = {.l = l, .cap = (size_t)l->limit * l->nmodels};
   dg_buf_t out;
-  dg_buf_init(&h.pieces, run->max);
+  dg_buf_init(&h.pieces, pieces_max(run));
   dg_buf_init(&out, run->max);
   h.items = dg_arena_calloc(run->arena, h.cap + 1, sizeof(*h.items));
   int rc = h.items != NULL ? 0 : dg__sqlite_oom(run);
@@ -594,7 +722,7 @@ int dg__sqlite_read_lookup(run_t *run, const dg_store_lookup_t *l) {
   }
   if (rc == 0) {
     qsort(h.items, h.n, sizeof(*h.items), compare_hits);
-    rc = dg__sqlite_set_result(run, put_hits(&out, &h), &out);
+    rc = dg__sqlite_set_result(run, put_hits(&out, &h, budget_of(run, l->max_bytes)), &out);
   }
   dg_buf_free(&out);
   dg_buf_free(&h.pieces);

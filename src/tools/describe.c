@@ -92,6 +92,31 @@ static json_t *choices_json(const dg_property_t *prop) {
   return a;
 }
 
+/* The aggregate functions that take prop (Count takes none). */
+static json_t *aggregate_functions_json(const dg_property_t *prop) {
+  json_t *a = json_array();
+  for (int fn = 0; a != NULL && fn < DG_STORE_AGG__COUNT; fn++) {
+    if (dg_store_agg_fits((dg_store_agg_fn_t)fn, prop) &&
+        json_array_append_new(a, json_string(dg_store_agg_name((dg_store_agg_fn_t)fn))) != 0) {
+      json_decref(a);
+      return NULL;
+    }
+  }
+  return a;
+}
+
+/* What the query tools accept the property for, so that a caller need not
+ * learn it from a refusal. */
+static void put_uses(json_t *o, const dg_property_t *prop, bool *ok) {
+  json_t *fns = aggregate_functions_json(prop);
+  dg__tools_put(o, "filterable", json_boolean(dg_store_can_filter(prop)), ok);
+  dg__tools_put(o, "sortable", json_boolean(dg_store_can_sort(prop)), ok);
+  dg__tools_put(o, "groupable", json_boolean(dg_store_can_group(prop)), ok);
+  dg__tools_put(o, "aggregatable", json_boolean(json_array_size(fns) > 0), ok);
+  dg__tools_put(o, "aggregateFunctions", fns, ok);
+  dg__tools_put(o, "keywordSearchable", json_boolean(prop->keyword), ok);
+}
+
 static json_t *property_entry(const dg_property_t *prop, const dg_principal_t *p) {
   json_t *o = json_object();
   bool ok = o != NULL;
@@ -104,6 +129,7 @@ static json_t *property_entry(const dg_property_t *prop, const dg_principal_t *p
   /* An Inbound collection is a reverse view: it cannot be written. */
   bool read_only = prop->read_only || (prop->reference != NULL && prop->reference->derived);
   dg__tools_put(o, "readOnly", json_boolean(read_only), &ok);
+  put_uses(o, prop, &ok);
   if (prop->nchoices > 0)
     dg__tools_put(o, "choices", choices_json(prop), &ok);
   if (prop->reference != NULL)

@@ -43,7 +43,9 @@ static const char output_schema[] =
     "\"properties\":{\"type\":\"object\"}}}},"
     "\"count\":{\"type\":\"integer\",\"minimum\":0},"
     "\"truncated\":{\"type\":\"boolean\"},"
-    "\"warnings\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
+    "\"warnings\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"provenance\":{\"type\":\"object\",\"description\":\"Where the records came from: "
+    "{kind, connector, request, savedQueryId, untrusted}\"}}}";
 
 /* One execution, in the call's arena. */
 typedef struct exec {
@@ -108,11 +110,23 @@ static json_t *written(json_t *result, size_t limit) {
   return raw;
 }
 
+/* Where the records came from: the connector and the call that answered
+ * (its URL without the query); the records' own ids are in entities.
+ * Touches only x's immutable strings, so it may run on a worker thread. */
+static json_t *with_provenance(exec_t *x, json_t *result) {
+  if (result != NULL)
+    json_object_set_new(result, "provenance",
+                        json_pack("{s:s,s:s,s:s,s:s,s:b}", "kind", "externalApi", "connector",
+                                  x->q->connector->name, "request", x->where, "savedQueryId",
+                                  x->q->id, "untrusted", 1));
+  return result;
+}
+
 static void map_work(uv_work_t *req) {
   exec_t *x = req->data;
-  x->result =
-      written(dg__tools_saved_map(x->q, x->selected, x->body, x->len, x->max_bytes, &x->err),
-              x->result_limit);
+  x->result = written(with_provenance(x, dg__tools_saved_map(x->q, x->selected, x->body, x->len,
+                                                             x->max_bytes, &x->err)),
+                      x->result_limit);
 }
 
 static void map_done(uv_work_t *req, int status) {
@@ -142,9 +156,10 @@ static void on_upstream(dg_connector_call_t *call, const dg_connector_result_t *
   const dg_http_response_t *res = result->response;
   x->where = where(x, res);
   if (res->body_len <= INLINE_MAP_BYTES) {
-    x->result = written(
-        dg__tools_saved_map(x->q, x->selected, res->body, res->body_len, x->max_bytes, &x->err),
-        x->result_limit);
+    x->result =
+        written(with_provenance(x, dg__tools_saved_map(x->q, x->selected, res->body, res->body_len,
+                                                       x->max_bytes, &x->err)),
+                x->result_limit);
     finish(x);
     return;
   }

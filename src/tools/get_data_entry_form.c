@@ -34,7 +34,8 @@ static const char input_schema[] =
     "\"key\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128},"
     "\"value\":{\"type\":\"string\",\"maxLength\":65536}}}},"
     "\"id\":{\"type\":\"string\",\"format\":\"uuid\",\"description\":\"A record to modify: the "
-    "form is prefilled with its values; omit it for a new record\"}}}";
+    "form is prefilled with its values; omit it for a new record\"},"
+    "\"maxResultBytes\":" DG__TOOLS_BUDGET_SCHEMA "}}";
 
 static const char output_schema[] =
     "{\"type\":\"object\",\"required\":[\"dataModelId\",\"name\",\"format\",\"formValues\"],"
@@ -55,7 +56,10 @@ static const char output_schema[] =
     "\"fields\":{\"type\":\"array\"},\"truncated\":{\"type\":\"boolean\"},"
     "\"lines\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"required\":[\"id\","
     "\"formValues\"]}}}}},"
-    "\"instructions\":{\"type\":\"string\"}}}";
+    "\"instructions\":{\"type\":\"string\"},"
+    "\"truncated\":{\"type\":\"boolean\"},"
+    "\"omittedChoices\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"omittedFields\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
 
 static const char instructions[] =
     "Fill in the fields with the user, then call submit_data_entry_form with this dataModelId, "
@@ -195,16 +199,15 @@ static json_t *form_values(const json_t *list) {
   return out;
 }
 
-static void build(form_t *f) {
-  json_t *list = fields(f);
+/* The form of the fields in list (stolen); NULL when out of memory. */
+static json_t *form_of(form_t *f, json_t *list) {
   json_t *r =
       list ? json_pack("{s:s,s:s,s:s,s:o}", "dataModelId", f->model->id, "name", f->model->name,
                        "format", f->card ? "AdaptiveCard" : "Json", "formValues", form_values(list))
            : NULL;
   if (r == NULL) {
     json_decref(list);
-    dg_tool_call_failf(f->call, "The form could not be built: out of memory.");
-    return;
+    return NULL;
   }
   if (f->id != NULL)
     json_object_set_new(r, "id", json_string(f->id));
@@ -215,6 +218,70 @@ static void build(form_t *f) {
   json_object_set(r, "childLists", f->lines);
   json_object_set_new(r, "fields", list);
   json_object_set_new(r, "instructions", json_string(instructions));
+  return r;
+}
+
+/* Whether the form written out is over budget bytes. */
+static bool over(const json_t *r, size_t budget) {
+  dg_buf_t text;
+  dg_buf_init(&text, budget);
+  bool too_big = dg_json_write(r, &text) != 0;
+  dg_buf_free(&text);
+  return too_big;
+}
+
+/* Drops the longest list of related records; the field then asks for the
+ * record's id instead. False when none is left. */
+static bool drop_choices(form_t *f, json_t *omitted) {
+  const char *key, *longest = NULL;
+  json_t *v;
+  json_object_foreach(f->choices, key, v) {
+    if (longest == NULL ||
+        json_array_size(v) > json_array_size(json_object_get(f->choices, longest)))
+      longest = key;
+  }
+  if (longest == NULL)
+    return false;
+  json_array_append_new(omitted, json_string(longest));
+  json_object_del(f->choices, longest);
+  return true;
+}
+
+/* The form within budget: lists of related records are dropped first
+ * (longest first), then whole fields from the end; what was left out is
+ * named. */
+static json_t *fitting_form(form_t *f, size_t budget) {
+  json_t *r = form_of(f, fields(f));
+  json_t *choices = json_array(), *dropped = json_array();
+  while (r != NULL && over(r, budget) && drop_choices(f, choices)) {
+    json_decref(r);
+    r = form_of(f, fields(f));
+  }
+  while (r != NULL && over(r, budget) && json_array_size(json_object_get(r, "fields")) > 1) {
+    json_t *list = json_deep_copy(json_object_get(r, "fields"));
+    size_t last = json_array_size(list) - 1;
+    json_array_append(dropped, json_object_get(json_array_get(list, last), "key"));
+    json_array_remove(list, last);
+    json_decref(r);
+    r = form_of(f, list);
+  }
+  if (r != NULL && (json_array_size(choices) > 0 || json_array_size(dropped) > 0)) {
+    json_object_set_new(r, "truncated", json_true());
+    json_object_set(r, "omittedChoices", choices);
+    json_object_set(r, "omittedFields", dropped);
+  }
+  json_decref(choices);
+  json_decref(dropped);
+  return r;
+}
+
+static void build(form_t *f) {
+  size_t budget = dg__tools_budget(f->call);
+  json_t *r = fitting_form(f, budget ? budget : dg_tool_call_result_limit(f->call));
+  if (r == NULL) {
+    dg_tool_call_failf(f->call, "The form could not be built: out of memory.");
+    return;
+  }
   dg_tool_call_succeed(f->call, r);
 }
 
@@ -540,7 +607,10 @@ const dg_tool_t dg_tool_get_data_entry_form = {
         "(an order's OrderLines) with each line's id and formValues, which "
         "submit_data_entry_form changes, adds and removes in the same call. formValues is what "
         "to send to submit_data_entry_form once the user has filled in and confirmed the form. "
-        "Call get_data_models first.",
+        "A form over the size limit (or the smaller maxResultBytes you give) drops lists of "
+        "related records first (those fields then take an id, found with lookup_by_keyword), "
+        "then whole fields from the end, and says truncated: true with omittedChoices and "
+        "omittedFields. Call get_data_models first.",
     .input_schema = input_schema,
     .output_schema = output_schema,
     .read_only = true,

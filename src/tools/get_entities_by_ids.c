@@ -16,7 +16,9 @@ static const char input_schema[] =
 
 static const char output_schema[] =
     "{\"type\":\"object\",\"required\":[\"entities\"],\"properties\":{"
-    "\"entities\":{\"type\":\"array\",\"items\":" DG__TOOLS_ENTITY_SCHEMA "}}}";
+    "\"entities\":{\"type\":\"array\",\"items\":" DG__TOOLS_ENTITY_SCHEMA "},"
+    "\"truncated\":{\"type\":\"boolean\"},"
+    "\"omittedIds\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
 
 static void run(dg_tool_call_t *call) {
   dg_errctx_t err;
@@ -44,7 +46,9 @@ const dg_tool_t dg_tool_get_entities_by_ids = {
         "results. Call get_data_models first for the dataModelId; the ids come from "
         "query_entities, lookup_by_keyword or a Reference property's value. properties chooses "
         "the fields returned (id always); expand loads related entities inline under "
-        "properties.expanded.<reference>, exactly as in query_entities.",
+        "properties.expanded.<reference>, exactly as in query_entities. An answer over the size "
+        "limit keeps the entities that fit whole and lists the others in omittedIds (truncated: "
+        "true): ask for those in another call.",
     .input_schema = input_schema,
     .output_schema = output_schema,
     .read_only = true,

@@ -21,7 +21,8 @@ static const char input_schema[] =
     "externalFileLocation URL of an entity (an entity of type File)\"},"
     "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":4294967295,\"default\":0,"
     "\"description\":\"Character offset of the chunk: 0 at first, then the previous response's "
-    "nextOffset\"}}}";
+    "nextOffset\"},"
+    "\"maxResultBytes\":" DG__TOOLS_BUDGET_SCHEMA "}}";
 
 static const char output_schema[] =
     "{\"type\":\"object\",\"required\":[\"text\",\"offset\",\"nextOffset\",\"hasMore\","
@@ -35,7 +36,11 @@ static const char output_schema[] =
     "\"totalChars\":{\"type\":\"integer\",\"minimum\":0},"
     "\"truncated\":{\"type\":\"boolean\"},"
     "\"truncatedReason\":{\"type\":\"string\"},"
-    "\"streamedThrough\":{\"type\":\"integer\",\"minimum\":0}}}";
+    "\"streamedThrough\":{\"type\":\"integer\",\"minimum\":0},"
+    "\"shortened\":{\"type\":\"boolean\",\"description\":\"The chunk is shorter than "
+    "chunkChars so that the answer fits its size limit; nextOffset reads on\"},"
+    "\"provenance\":{\"type\":\"object\",\"description\":\"Where the text came from: "
+    "{kind, source, sourceName, offset, endOffset, untrusted}\"}}}";
 
 typedef enum xstate { X_NONE, X_RUNNING, X_ENDED } xstate_t;
 
@@ -128,10 +133,30 @@ static void stream_doc(ft_t *t, dg_extract_doc_t *doc) {
   }
 }
 
+/* The chunk at offset that fits the answer's budget: a shorter one than
+ * chunkChars when its text would not (nextOffset then reads on). */
+static int fitting_chunk(ft_t *t, dg_extract_doc_t *doc, dg_extract_chunk_t *c, bool *shortened,
+                         dg_errctx_t *err) {
+  size_t budget = dg__tools_budget(t->call);
+  size_t room = dg__tools_document_room(budget ? budget : dg_tool_call_result_limit(t->call));
+  size_t chars = t->cfg->chunk_chars;
+  int rc = dg_extract_doc_chunk(doc, t->offset, chars, c, err);
+  *shortened = false;
+  while (rc == 0 && c->len > room && chars > DG_EXTRACT_CHUNK_MIN) {
+    /* Fewer characters in proportion, with a margin for wide ones. */
+    size_t next = (size_t)((double)chars * (double)room / (double)c->len * 0.9);
+    chars = next > DG_EXTRACT_CHUNK_MIN && next < chars ? next : DG_EXTRACT_CHUNK_MIN;
+    rc = dg_extract_doc_chunk(doc, t->offset, chars, c, err);
+    *shortened = true;
+  }
+  return rc;
+}
+
 static void answer(ft_t *t, dg_extract_doc_t *doc, bool streamed) {
   dg_extract_chunk_t c;
   dg_errctx_t err;
-  if (dg_extract_doc_chunk(doc, t->offset, t->cfg->chunk_chars, &c, &err) != 0) {
+  bool shortened = false;
+  if (fitting_chunk(t, doc, &c, &shortened, &err) != 0) {
     char msg[sizeof(err.message)];
     dg_strlcpy(msg, err.message, sizeof(msg));
     dg_errctx_set(&err, DG_EINVAL, "offset",
@@ -148,7 +173,11 @@ static void answer(ft_t *t, dg_extract_doc_t *doc, bool streamed) {
     json_object_set_new(result, "totalChars", json_integer((json_int_t)dg_extract_doc_chars(doc)));
   if (result != NULL && t->stream)
     json_object_set_new(result, "streamedThrough", json_integer((json_int_t)t->streamed_through));
-  dg__tools_reply(t->call, result, "The document's text could not be returned");
+  if (result != NULL && shortened)
+    json_object_set_new(result, "shortened", json_true());
+  char url[2048];
+  dg_http_url_display(&t->url, url, sizeof(url));
+  dg__tools_reply_document(t->call, result, url, t->source ? t->source->name : NULL);
 }
 
 /* Ends the call once neither the download nor the extraction runs. */

@@ -76,8 +76,25 @@ typedef enum dg__tools_store_op {
   "\"Name of a property whose dataType is Reference\"},"                                           \
   "\"properties\":" DG__TOOLS_PROPERTIES_SCHEMA "}}}"
 
-/* queryParameterGroups of query_entities and aggregate_entities. */
-#define DG__TOOLS_FILTER_GROUPS_SCHEMA                                                             \
+#define DG__TOOLS_FILTER_VALUE_TEXT                                                                \
+  "Comparison value, written as text: a number as 12.5, a boolean as true or false, a date as "    \
+  "YYYY-MM-DD, the related entity's GUID for a Reference; the text null with valueType null "      \
+  "tests for null. Leave out with comparisonPropertyName"
+
+/* A comparison value as tools/list shows it: text, one type, which
+ * function-calling clients that take one type per field accept (null is
+ * the text "null" with valueType null). */
+#define DG__TOOLS_VALUE_LISTED(what)                                                               \
+  "{\"type\":\"string\",\"maxLength\":4096,\"description\":\"" what "\"}"
+/* What tools/call accepts for it: JSON numbers, booleans and null too, which
+ * mean the same as their text. */
+#define DG__TOOLS_VALUE_ACCEPTED(what)                                                             \
+  "{\"type\":[\"string\",\"number\",\"boolean\",\"null\"],\"maxLength\":4096,"                     \
+  "\"description\":\"" what "\"}"
+
+/* queryParameterGroups of query_entities and aggregate_entities, with the
+ * value schema VALUE (one of the two above). */
+#define DG__TOOLS_FILTER_GROUPS(VALUE)                                                             \
   "{\"type\":\"array\",\"maxItems\":20,"                                                           \
   "\"description\":\"Filter groups, combined with And. Inside a group the parameters combine "     \
   "with the group's andOrOperator.\","                                                             \
@@ -93,25 +110,45 @@ typedef enum dg__tools_store_op {
   "\"propertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                       \
   "\"description\":\"A property from get_data_model_properties (or id); with reference, a "        \
   "property of the related entity\"},"                                                             \
-  "\"value\":{\"type\":[\"string\",\"number\",\"boolean\",\"null\"],\"maxLength\":4096,"           \
-  "\"description\":\"Comparison value: the related entity's GUID for a Reference; the string "     \
-  "null (with valueType null) to test for null; dates as YYYY-MM-DD. Leave out with "              \
-  "comparisonPropertyName\"},"                                                                     \
-  "\"valueType\":{\"type\":\"string\",\"enum\":[\"boolean\",\"string\",\"number\",\"null\"],"      \
-  "\"description\":\"How value is written; null when testing for null\"},"                         \
-  "\"comparisonPropertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"             \
-  "\"description\":\"Compare propertyName with this property of the same entity instead of a "     \
-  "value\"},"                                                                                      \
-  "\"reference\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                          \
-  "\"description\":\"A Reference property: the filter applies to the related entity\"},"           \
-  "\"match\":{\"type\":\"string\",\"enum\":[\"Any\"],\"description\":\"For an Inbound "            \
-  "reference: true when at least one related entity matches\"}}}}}}}"
+  "\"value\":" VALUE(DG__TOOLS_FILTER_VALUE_TEXT) ","                                              \
+                                                  "\"valueType\":{\"type\":\"string\",\"enum\":["  \
+                                                  "\"boolean\",\"string\",\"number\",\"null\"],"   \
+                                                  "\"description\":\"How value is to be read: "    \
+                                                  "number for a numeric property, boolean for a "  \
+                                                  "Boolean, null when testing for null; string "   \
+                                                  "(the default) otherwise\"},"                    \
+                                                  "\"comparisonPropertyName\":{\"type\":"          \
+                                                  "\"string\",\"minLength\":1,\"maxLength\":128,"  \
+                                                  "\"description\":\"Compare propertyName with "   \
+                                                  "this property of the same entity instead of a " \
+                                                  "value\"},"                                      \
+                                                  "\"reference\":{\"type\":\"string\","            \
+                                                  "\"minLength\":1,\"maxLength\":128,"             \
+                                                  "\"description\":\"A Reference property: the "   \
+                                                  "filter applies to the related entity\"},"       \
+                                                  "\"match\":{\"type\":\"string\",\"enum\":["      \
+                                                  "\"Any\"],\"description\":\"For an Inbound "     \
+                                                  "reference: true when at least one related "     \
+                                                  "entity matches\"}}}}}}}"
+
+#define DG__TOOLS_FILTER_GROUPS_SCHEMA DG__TOOLS_FILTER_GROUPS(DG__TOOLS_VALUE_LISTED)
+#define DG__TOOLS_FILTER_GROUPS_ACCEPTED DG__TOOLS_FILTER_GROUPS(DG__TOOLS_VALUE_ACCEPTED)
 
 #define DG__TOOLS_ENTITY_SCHEMA                                                                    \
   "{\"type\":\"object\",\"required\":[\"id\",\"properties\"],\"properties\":{"                     \
   "\"id\":{\"type\":\"string\"},\"properties\":{\"type\":\"object\",\"properties\":{"              \
   "\"expanded\":{\"type\":\"object\"},\"expandedTruncated\":{\"type\":\"array\",\"items\":"        \
   "{\"type\":\"string\"}}}}}}"
+
+/* The optional maxResultBytes argument of the tools whose answers are
+ * trimmed to fit: a smaller budget for one call (the server's
+ * maxResultBytes caps it). */
+#define DG__TOOLS_BUDGET_SCHEMA                                                                    \
+  "{\"type\":\"integer\",\"minimum\":1024,\"maximum\":1073741824,\"description\":\"Bytes "         \
+  "the answer may take, at most the server's limit (maxResultBytes, 1 MiB by default); what does " \
+  "not fit whole is left out, and the answer says what and how to get it\"}"
+/* The maxResultBytes argument within the server's limit (0: not given). */
+size_t dg__tools_budget(dg_tool_call_t *call);
 
 /* The parser context of a call: its catalog, principal and arena. */
 void dg__tools_parse_ctx(dg_tool_call_t *call, dg_errctx_t *err, dg_store_parse_t *out);
@@ -184,6 +221,73 @@ int dg__tools_saved_request(const dg_saved_query_t *q, const char *const *values
  * a GraphQL API answered only errors. Safe on a worker thread. */
 json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, const char *body,
                             size_t len, size_t max_bytes, dg_errctx_t *err);
+
+/* Maps a response body like dg__tools_saved_map, but hands each entity
+ * (borrowed; only the selected fields) to sink instead of collecting it,
+ * with no size limit. */
+typedef struct dg__tools_saved_each {
+  const dg_saved_query_t *q;
+  const bool *selected;
+  size_t max_items; /* items mapped at most (SIZE_MAX: all) */
+  /* A negative DG_E* code stops the mapping and is returned. */
+  int (*sink)(void *user, const json_t *entity);
+  void *user;
+} dg__tools_saved_each_t;
+
+/* Returns 0, with *more true when the body held more than max_items items
+ * and *warnings the mapping's warnings (NULL when none; the caller
+ * releases); or a DG_E* code with err (the body is not JSON, a GraphQL
+ * API answered only errors, out of memory) or the sink's code. Safe on a
+ * worker thread. */
+int dg__tools_saved_each(const dg__tools_saved_each_t *each, const char *body, size_t len,
+                         bool *more, json_t **warnings, dg_errctx_t *err);
+
+/* ---- aggregate_saved_query (saved_aggregate.c) ------------------------- */
+
+/* One clause: fn over the field at index field of the query (Count: none). */
+typedef struct dg__tools_saved_clause {
+  dg_store_agg_fn_t fn;
+  const dg_saved_field_t *field; /* NULL for Count */
+  const char *key;               /* result key, camelCased */
+} dg__tools_saved_clause_t;
+
+/* A checked aggregate_saved_query request, in the call's arena. */
+typedef struct dg__tools_saved_agg {
+  const dg_saved_query_t *q;
+  dg__tools_saved_clause_t *clauses;
+  size_t nclauses;
+  const dg_saved_field_t **keys; /* group keys */
+  size_t nkeys;
+  bool *needed;       /* per field of q: used by a clause or a key */
+  size_t max_grouped; /* records a grouped aggregate may cover */
+} dg__tools_saved_agg_t;
+
+/* Checks aggregations and groupBy against the fields of q that p may see,
+ * with err naming the argument, what was given and what is allowed. */
+int dg__tools_saved_agg_parse(const dg_saved_query_t *q, const dg_principal_t *p,
+                              const json_t *args, size_t max_grouped, dg_arena_t *arena,
+                              dg__tools_saved_agg_t *out, dg_errctx_t *err);
+/* Aggregates every item of a Saved Query's response body: {matchedCount,
+ * groupByProperties, rows: [{groupKey, aggregates}], warnings?}, rows in
+ * key order, nulls first. NULL with err when the body cannot be mapped or
+ * a grouped aggregate would cover more than max_grouped records. Safe on
+ * a worker thread. */
+json_t *dg__tools_saved_agg_run(const dg__tools_saved_agg_t *a, const char *body, size_t len,
+                                dg_errctx_t *err);
+
+/* ---- Provenance (provenance.c) ------------------------------------------- */
+
+/* Ends a get_file_text call with result (a chunk, stolen; NULL: out of
+ * memory): structuredContent gains "provenance" {kind "document", source
+ * (the URL without its query), sourceName, offset, endOffset, untrusted},
+ * and the text item is the result without its text followed by the text
+ * between BEGIN and END markers that name the source and share a random
+ * tag. */
+void dg__tools_reply_document(dg_tool_call_t *call, json_t *result, const char *source,
+                              const char *source_name);
+/* Bytes of document text that an answer of budget bytes has room for
+ * beside its envelope and fence. */
+size_t dg__tools_document_room(size_t budget);
 
 /* ---- get_file_text (file_source.c, files.c, file_fetch.c) ---------------- */
 
@@ -368,6 +472,34 @@ json_t *dg__tools_store_json(json_t *result);
 char *dg__tools_lower(dg_arena_t *arena, const char *s);
 /* A fetch of one record with every stored property; NULL out of memory. */
 dg_store_fetch_t *dg__tools_record_fetch(const dg_model_t *m, const char *id, dg_arena_t *arena);
+
+/* ---- Confirming a submission (submit_confirm.c) ------------------------------ */
+
+typedef enum dg__tools_confirmation {
+  DG__TOOLS_CONFIRMED,
+  DG__TOOLS_DECLINED,  /* the user said no */
+  DG__TOOLS_CANCELLED, /* the user dismissed the question, or the client failed to ask */
+  DG__TOOLS_ABANDONED, /* the call was canceled or timed out while the user decided */
+} dg__tools_confirmation_t;
+
+typedef void (*dg__tools_confirm_fn)(void *data, dg__tools_confirmation_t outcome);
+
+/* What the question shows: the record's write (its values already
+ * checked), the endpoint whose save actions will run (NULL: none), and the
+ * submitting system (may be NULL). */
+typedef struct dg__tools_confirm_view {
+  const dg_store_write_t *write;
+  const dg_endpoint_t *endpoint;
+  const char *system;
+} dg__tools_confirm_view_t;
+
+/* Asks the caller's user to confirm, as server.submitConfirmation says.
+ * Returns 1 when the submission may go ahead without a question, 0 when the
+ * user is being asked (done follows, once, on a later loop turn), or a
+ * negative DG_E* code with err when it may not go ahead (confirmation is
+ * required and this client cannot be asked). */
+int dg__tools_confirm_submit(dg_tool_call_t *call, const dg__tools_confirm_view_t *view,
+                             dg__tools_confirm_fn done, void *data, dg_errctx_t *err);
 
 /* get_data_entry_form's fields ({key, label, type, control, required,
  * group, value, choices?, lookup?}) as an Adaptive Card 1.5, with a

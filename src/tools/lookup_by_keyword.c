@@ -15,7 +15,8 @@ static const char input_schema[] =
     "get_data_model_properties\"},"
     "\"entitySubType\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"
     "\"description\":\"Only entities of this sub-type, from the same source\"},"
-    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"default\":10}}}";
+    "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"default\":10},"
+    "\"maxResultBytes\":" DG__TOOLS_BUDGET_SCHEMA "}}";
 
 static const char output_schema[] =
     "{\"type\":\"object\",\"required\":[\"entities\"],\"properties\":{"
@@ -27,7 +28,11 @@ static const char output_schema[] =
     "\"dataModelName\":{\"type\":\"string\"},"
     "\"entityType\":{\"type\":\"string\"},"
     "\"entitySubType\":{\"type\":[\"string\",\"null\"]},"
-    "\"properties\":{\"type\":\"object\"}}}}}}";
+    "\"properties\":{\"type\":\"object\"}}}},"
+    "\"truncated\":{\"type\":\"boolean\"},"
+    "\"omittedCount\":{\"type\":\"integer\"},"
+    "\"omitted\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+    "\"id\":{\"type\":\"string\"},\"dataModelId\":{\"type\":\"string\"}}}}}}";
 
 static void run(dg_tool_call_t *call) {
   dg_errctx_t err;
@@ -39,6 +44,7 @@ static void run(dg_tool_call_t *call) {
     dg_tool_call_fail(call, &err);
     return;
   }
+  l->max_bytes = dg__tools_budget(call);
   dg_store_t *store = dg__tools_store(call);
   if (store != NULL)
     dg__tools_run_store(call, store, DG__TOOLS_LOOKUP, l);
@@ -55,7 +61,9 @@ const dg_tool_t dg_tool_lookup_by_keyword = {
         "value to compare a Reference property with in query_entities. If several entities are "
         "returned, ask the user to choose one. Every word of searchValue must match the start "
         "of a word, ignoring case. Narrow the search with entityType and entitySubType; call "
-        "get_data_models first to learn them. limit: 1 to 100, default 10.",
+        "get_data_models first to learn them. limit: 1 to 100, default 10. An answer over the size "
+        "limit (or the smaller maxResultBytes you give) keeps the entities that fit whole and "
+        "says truncated: true and the omitted ones' id and dataModelId, for get_entities_by_ids.",
     .input_schema = input_schema,
     .output_schema = output_schema,
     .read_only = true,

@@ -4,25 +4,31 @@
 #include "datagate/tools.h"
 #include "tools/internal.h"
 
-static const char input_schema[] =
-    "{\"type\":\"object\",\"required\":[\"dataModelId\"],\"additionalProperties\":false,"
-    "\"properties\":{"
-    "\"dataModelId\":{\"type\":\"string\",\"format\":\"uuid\","
-    "\"description\":\"Identifier of a Data Model, from get_data_models\"},"
-    "\"queryParameterGroups\":" DG__TOOLS_FILTER_GROUPS_SCHEMA ","
-    "\"paging\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-    "\"pageNumber\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000000,\"default\":1,"
-    "\"description\":\"1-based; pass the previous response's nextPage\"},"
-    "\"pageSize\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"default\":25}}},"
-    "\"sortCondition\":{\"type\":\"object\",\"required\":[\"propertyName\"],"
-    "\"additionalProperties\":false,\"properties\":{"
-    "\"propertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128},"
-    "\"sortOrder\":{\"type\":\"string\",\"enum\":[\"Ascending\",\"Descending\"],"
-    "\"default\":\"Ascending\"}}},"
-    "\"countOnly\":{\"type\":\"boolean\",\"default\":false,"
-    "\"description\":\"When true only {count} is returned\"},"
-    "\"properties\":" DG__TOOLS_PROPERTIES_SCHEMA ","
-    "\"expand\":" DG__TOOLS_EXPAND_SCHEMA "}}";
+/* The arguments with the filter groups GROUPS: the listed schema and the
+ * accepted one differ only in how a filter value may be written. */
+#define INPUT_SCHEMA(GROUPS)                                                                       \
+  "{\"type\":\"object\",\"required\":[\"dataModelId\"],\"additionalProperties\":false,"            \
+  "\"properties\":{"                                                                               \
+  "\"dataModelId\":{\"type\":\"string\",\"format\":\"uuid\","                                      \
+  "\"description\":\"Identifier of a Data Model, from get_data_models\"},"                         \
+  "\"queryParameterGroups\":" GROUPS ","                                                           \
+  "\"paging\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"                \
+  "\"pageNumber\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000000,\"default\":1,"          \
+  "\"description\":\"1-based; pass the previous response's nextPage\"},"                           \
+  "\"pageSize\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,\"default\":25}}},"            \
+  "\"sortCondition\":{\"type\":\"object\",\"required\":[\"propertyName\"],"                        \
+  "\"additionalProperties\":false,\"properties\":{"                                                \
+  "\"propertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128},"                      \
+  "\"sortOrder\":{\"type\":\"string\",\"enum\":[\"Ascending\",\"Descending\"],"                    \
+  "\"default\":\"Ascending\"}}},"                                                                  \
+  "\"countOnly\":{\"type\":\"boolean\",\"default\":false,"                                         \
+  "\"description\":\"When true only {count} is returned\"},"                                       \
+  "\"properties\":" DG__TOOLS_PROPERTIES_SCHEMA ","                                                \
+  "\"expand\":" DG__TOOLS_EXPAND_SCHEMA ","                                                        \
+  "\"maxResultBytes\":" DG__TOOLS_BUDGET_SCHEMA "}}"
+
+static const char input_schema[] = INPUT_SCHEMA(DG__TOOLS_FILTER_GROUPS_SCHEMA);
+static const char accepted_schema[] = INPUT_SCHEMA(DG__TOOLS_FILTER_GROUPS_ACCEPTED);
 
 static const char output_schema[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -31,7 +37,11 @@ static const char output_schema[] =
     "\"pageSize\":{\"type\":\"integer\"},"
     "\"hasMore\":{\"type\":\"boolean\"},"
     "\"nextPage\":{\"type\":[\"integer\",\"null\"]},"
-    "\"count\":{\"type\":\"integer\"}},"
+    "\"count\":{\"type\":\"integer\"},"
+    "\"truncated\":{\"type\":\"boolean\"},"
+    "\"omittedCount\":{\"type\":\"integer\"},"
+    "\"continueWith\":{\"type\":\"object\",\"properties\":{"
+    "\"pageNumber\":{\"type\":\"integer\"},\"pageSize\":{\"type\":\"integer\"}}}},"
     "\"anyOf\":[{\"required\":[\"entities\",\"pageNumber\",\"pageSize\",\"hasMore\",\"nextPage\"]},"
     "{\"required\":[\"count\"]}]}";
 
@@ -47,6 +57,7 @@ static void run(dg_tool_call_t *call) {
     dg_tool_call_fail(call, &err);
     return;
   }
+  q->max_bytes = dg__tools_budget(call);
   dg_store_t *store = dg__tools_store(call);
   if (store != NULL)
     dg__tools_run_store(call, store, DG__TOOLS_QUERY, q);
@@ -73,8 +84,12 @@ const dg_tool_t dg_tool_query_entities = {
         "only {count}. properties chooses the fields returned (id always). expand loads related "
         "entities under properties.expanded.<reference>: an object or null for an Outbound "
         "reference, an array of at most 100 for an Inbound one (properties.expandedTruncated "
-        "then names the references that were cut).",
+        "then names the references that were cut). An answer over the size limit (or the "
+        "smaller maxResultBytes you give) keeps the entities that fit whole and says truncated: "
+        "true, omittedCount and continueWith, the paging that reads on from the first entity "
+        "left out.",
     .input_schema = input_schema,
+    .accepted_schema = accepted_schema,
     .output_schema = output_schema,
     .read_only = true,
     .destructive = false,

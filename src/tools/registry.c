@@ -13,15 +13,19 @@ extern const dg_tool_t dg_tool_aggregate_entities;
 extern const dg_tool_t dg_tool_get_saved_queries;
 extern const dg_tool_t dg_tool_get_saved_query_details;
 extern const dg_tool_t dg_tool_execute_saved_query;
+extern const dg_tool_t dg_tool_aggregate_saved_query;
 extern const dg_tool_t dg_tool_get_data_entry_form;
 extern const dg_tool_t dg_tool_submit_data_entry_form;
 extern const dg_tool_t dg_tool_get_file_text;
 
 const dg_tool_t *const dg_tools_registry[] = {
-    &dg_tool_get_data_models,     &dg_tool_get_data_model_properties, &dg_tool_lookup_by_keyword,
-    &dg_tool_query_entities,      &dg_tool_aggregate_entities,        &dg_tool_get_entities_by_ids,
-    &dg_tool_get_saved_queries,   &dg_tool_get_saved_query_details,   &dg_tool_execute_saved_query,
-    &dg_tool_get_data_entry_form, &dg_tool_submit_data_entry_form,    &dg_tool_get_file_text,
+    &dg_tool_get_data_models,     &dg_tool_get_data_model_properties,
+    &dg_tool_lookup_by_keyword,   &dg_tool_query_entities,
+    &dg_tool_aggregate_entities,  &dg_tool_get_entities_by_ids,
+    &dg_tool_get_saved_queries,   &dg_tool_get_saved_query_details,
+    &dg_tool_execute_saved_query, &dg_tool_aggregate_saved_query,
+    &dg_tool_get_data_entry_form, &dg_tool_submit_data_entry_form,
+    &dg_tool_get_file_text,
 };
 
 const size_t dg_tools_count = DG_ARRAY_SIZE(dg_tools_registry);
@@ -33,7 +37,8 @@ const char dg_tools_instructions[] =
     "resolve the related entity with lookup_by_keyword and use its id. Then read data with "
     "query_entities (filters, sorting, paging, expand), aggregate_entities (sums, counts, "
     "averages, grouped or not) or get_entities_by_ids. For Saved Queries call get_saved_queries, "
-    "then get_saved_query_details, then execute_saved_query. To create or change a record, call "
+    "then get_saved_query_details, then execute_saved_query, or aggregate_saved_query for sums, "
+    "counts and averages over a Saved Query's live answer. To create or change a record, call "
     "get_data_entry_form before submit_data_entry_form; submit_data_entry_form is destructive, so "
     "confirm with the user before calling it. To read a document, pass an entity's "
     "externalFileLocation to get_file_text and repeat with nextOffset while hasMore is true.";
@@ -53,6 +58,12 @@ void dg__tools_reply(dg_tool_call_t *call, json_t *result, const char *what) {
     dg_tool_call_failf(call, "%s: out of memory.", what);
   else
     dg_tool_call_succeed(call, result);
+}
+
+size_t dg__tools_budget(dg_tool_call_t *call) {
+  json_int_t asked = json_integer_value(json_object_get(dg_tool_call_args(call), "maxResultBytes"));
+  size_t limit = dg_tool_call_result_limit(call);
+  return asked > 0 && (uint64_t)asked < limit ? (size_t)asked : 0;
 }
 
 void *dg__tools_call_state(dg_tool_call_t *call, size_t size, const char *what) {

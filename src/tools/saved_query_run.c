@@ -114,6 +114,12 @@ int dg__tools_saved_request(const dg_saved_query_t *q, const char *const *values
 typedef struct mapper {
   const dg_saved_query_t *q;
   const bool *selected;
+  size_t max_items;
+  /* When set, each entity goes to sink (and is released) instead of
+   * into entities, and no size limit applies. */
+  int (*sink)(void *user, const json_t *entity);
+  void *user;
+  size_t nitems; /* entities made */
   json_t *entities;
   json_t *warnings;
   size_t nwarnings; /* all of them, also those past MAX_WARNINGS */
@@ -311,7 +317,9 @@ static json_t *entity(mapper_t *m, const json_t *item) {
     if (m->selected[i])
       ok = json_object_set_new(props, f->property->json_name, field_value(m, f, item)) == 0;
   }
-  ok = ok && json_object_set_new(e, "id", entity_id(m, item)) == 0;
+  /* An aggregate reads the fields only; the id costs a hash. */
+  if (m->sink == NULL)
+    ok = ok && json_object_set_new(e, "id", entity_id(m, item)) == 0;
   ok = ok && json_object_set(e, "properties", props) == 0;
   json_decref(props);
   if (!ok) {
@@ -371,10 +379,17 @@ static size_t json_size_bound(const json_t *v) {
   }
 }
 
+/* Hands one entity to the sink; a sink's error stops the mapping. */
+static int to_sink(mapper_t *m, json_t *e) {
+  int rc = m->sink(m->user, e);
+  json_decref(e);
+  return rc;
+}
+
 /* Adds one item, unless the count or size limit is reached. */
 static int add_item(void *data, json_t *item) {
   mapper_t *m = data;
-  if (json_array_size(m->entities) == m->q->max_results) {
+  if (m->nitems == m->max_items) {
     m->truncated = true;
     return 1;
   }
@@ -382,6 +397,9 @@ static int add_item(void *data, json_t *item) {
   json_t *e = entity(m, item);
   if (e == NULL)
     return DG_ENOMEM;
+  m->nitems++;
+  if (m->sink != NULL)
+    return to_sink(m, e);
   size_t size = json_size_bound(e) + 1;
   if (m->bytes + size > m->max_bytes) {
     json_decref(e);
@@ -397,14 +415,17 @@ static int add_item(void *data, json_t *item) {
 static int each_item(mapper_t *m, const json_t *doc) {
   const dg_jsonpath_t *p = m->q->result_path;
   if (dg_jsonpath_is_multi(p)) {
-    int rc = dg_jsonpath_each(p, doc, m->q->max_results + 1, add_item, m, NULL);
+    size_t max = m->max_items < SIZE_MAX ? m->max_items + 1 : SIZE_MAX;
+    int rc = dg_jsonpath_each(p, doc, max, add_item, m, NULL);
     return rc == DG_E2BIG || rc == 1 ? 0 : rc;
   }
   json_t *found = dg_jsonpath_get(p, doc);
   if (found == NULL || json_is_null(found))
     return 0;
-  if (!json_is_array(found))
-    return add_item(m, found) == DG_ENOMEM ? DG_ENOMEM : 0;
+  if (!json_is_array(found)) {
+    int rc = add_item(m, found);
+    return rc == 1 ? 0 : rc;
+  }
   for (size_t i = 0; i < json_array_size(found); i++) {
     int rc = add_item(m, json_array_get(found, i));
     if (rc != 0)
@@ -443,28 +464,56 @@ static json_t *envelope(mapper_t *m) {
   return r;
 }
 
-json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, const char *body,
-                            size_t len, size_t max_bytes, dg_errctx_t *err) {
+/* Parses the body and maps its items through m; the warnings are in m. */
+static int map_body(mapper_t *m, const char *body, size_t len, dg_errctx_t *err) {
   json_error_t jerr;
   json_t *doc = json_loadb(body, len, JSON_DECODE_ANY, &jerr);
-  if (doc == NULL) {
-    dg_errctx_set(err, DG_EPROTO, "upstream", "the response is not JSON (line %d, column %d: %s)",
-                  jerr.line, jerr.column, jerr.text);
-    return NULL;
-  }
+  if (doc == NULL)
+    return dg_errctx_set(err, DG_EPROTO, "upstream",
+                         "the response is not JSON (line %d, column %d: %s)", jerr.line,
+                         jerr.column, jerr.text);
+  int rc = m->entities && m->warnings ? graphql_errors(m, doc, err) : DG_ENOMEM;
+  if (rc == 0)
+    rc = each_item(m, doc);
+  json_decref(doc);
+  if (rc == DG_ENOMEM)
+    dg_errctx_set(err, DG_ENOMEM, "upstream", "the response could not be mapped: out of memory");
+  return rc;
+}
+
+json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, const char *body,
+                            size_t len, size_t max_bytes, dg_errctx_t *err) {
   mapper_t m = {.q = q,
                 .selected = selected,
+                .max_items = q->max_results,
                 .entities = json_array(),
                 .warnings = json_array(),
                 .max_bytes = max_bytes};
-  int rc = m.entities && m.warnings ? graphql_errors(&m, doc, err) : DG_ENOMEM;
-  if (rc == 0)
-    rc = each_item(&m, doc);
+  int rc = map_body(&m, body, len, err);
   json_t *result = rc == 0 ? envelope(&m) : NULL;
-  if (rc == DG_ENOMEM || (rc == 0 && result == NULL))
+  if (rc == 0 && result == NULL)
     dg_errctx_set(err, DG_ENOMEM, "upstream", "the response could not be mapped: out of memory");
   json_decref(m.entities);
   json_decref(m.warnings);
-  json_decref(doc);
   return result;
+}
+
+int dg__tools_saved_each(const dg__tools_saved_each_t *each, const char *body, size_t len,
+                         bool *more, json_t **warnings, dg_errctx_t *err) {
+  mapper_t m = {.q = each->q,
+                .selected = each->selected,
+                .max_items = each->max_items,
+                .sink = each->sink,
+                .user = each->user,
+                .entities = json_array(),
+                .warnings = json_array()};
+  int rc = map_body(&m, body, len, err);
+  if (rc == 0 && m.nwarnings > MAX_WARNINGS)
+    json_array_append_new(m.warnings,
+                          json_sprintf("... and %zu more warnings", m.nwarnings - MAX_WARNINGS));
+  *more = m.truncated;
+  *warnings = rc == 0 && m.nwarnings > 0 ? json_incref(m.warnings) : NULL;
+  json_decref(m.entities);
+  json_decref(m.warnings);
+  return rc;
 }

@@ -53,14 +53,15 @@ static const char input_schema[] =
     "the first outcome instead of saving twice\"}}}";
 
 static const char output_schema[] =
-    "{\"type\":\"object\",\"required\":[\"submissionId\",\"dataModelId\",\"id\",\"created\","
-    "\"status\",\"replayed\"],\"properties\":{"
+    "{\"type\":\"object\",\"required\":[\"dataModelId\",\"status\"],\"properties\":{"
     "\"submissionId\":{\"type\":\"string\",\"format\":\"uuid\"},"
     "\"dataModelId\":{\"type\":\"string\",\"format\":\"uuid\"},"
     "\"id\":{\"type\":\"string\",\"format\":\"uuid\"},"
     "\"created\":{\"type\":\"boolean\"},"
     "\"system\":{\"type\":[\"string\",\"null\"]},"
-    "\"status\":{\"type\":\"string\",\"enum\":[\"succeeded\",\"failed\",\"running\"]},"
+    "\"status\":{\"type\":\"string\",\"enum\":[\"succeeded\",\"failed\",\"running\","
+    "\"declined\",\"cancelled\"]},"
+    "\"confirmed\":{\"type\":\"boolean\"},"
     "\"replayed\":{\"type\":\"boolean\"},"
     "\"endpoint\":{\"type\":[\"string\",\"null\"]},"
     "\"failedAction\":{\"type\":[\"string\",\"null\"]},"
@@ -86,6 +87,7 @@ typedef struct submission {
   json_t *warnings;
   dg__tools_lines_t lines; /* childLists, checked */
   size_t reading;          /* the list whose removed lines are read next */
+  bool confirmed;          /* the user confirmed through the client */
 } submission_t;
 
 static void on_finished(int status, json_t *result, const dg_errctx_t *err, void *data);
@@ -163,6 +165,8 @@ static void end(submission_t *s, json_t *result) {
                         "submission", s->sub.submission_id, "model", s->model->name, "id",
                         json_object_get(result, "id"), "status", json_object_get(result, "status"),
                         "replayed", json_is_true(json_object_get(result, "replayed"))));
+  if (s->confirmed)
+    json_object_set_new(result, "confirmed", json_true());
   dg_tool_call_succeed(s->call, result);
 }
 
@@ -709,6 +713,40 @@ static void on_removed(int status, json_t *answer, const dg_errctx_t *err, void 
     dg_tool_call_fail(s->call, &e);
 }
 
+/* The answer when the user did not confirm: nothing was stored or sent. */
+static json_t *unconfirmed(submission_t *s, dg__tools_confirmation_t outcome) {
+  bool declined = outcome == DG__TOOLS_DECLINED;
+  json_t *id = json_object_get(dg_tool_call_args(s->call), "id");
+  json_t *r = json_pack("{s:s,s:s,s:b,s:s}", "dataModelId", s->model->id, "status",
+                        declined ? "declined" : "cancelled", "confirmed", 0, "message",
+                        declined ? "The user declined the submission; nothing was stored or "
+                                   "sent. Ask the user what to change before submitting again."
+                                 : "The user cancelled the confirmation; nothing was stored or "
+                                   "sent.");
+  if (r != NULL && json_is_string(id))
+    json_object_set_new(
+        r, "id", json_string(dg__tools_lower(dg_tool_call_arena(s->call), json_string_value(id))));
+  return r;
+}
+
+static void on_confirmation(void *data, dg__tools_confirmation_t outcome) {
+  submission_t *s = data;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  if (outcome == DG__TOOLS_ABANDONED) {
+    dg_tool_call_failf(s->call, "The submission was canceled while the user was asked to confirm "
+                                "it; nothing was stored or sent.");
+    return;
+  }
+  if (outcome != DG__TOOLS_CONFIRMED) {
+    dg__tools_reply(s->call, unconfirmed(s, outcome), "The submission was not confirmed");
+    return;
+  }
+  s->confirmed = true;
+  if (read_removed(s, &err) != 0)
+    dg_tool_call_fail(s->call, &err);
+}
+
 static int start(submission_t *s, dg_errctx_t *err) {
   int rc = check_args(s, err);
   if (rc != 0)
@@ -725,7 +763,9 @@ static int start(submission_t *s, dg_errctx_t *err) {
   s->sub.system = json_string_value(json_object_get(args, "system"));
   s->sub.principal = dg_principal_name(dg_tool_call_principal(s->call));
   s->sub.idempotency_key = json_string_value(json_object_get(args, "idempotencyKey"));
-  return read_removed(s, err);
+  dg__tools_confirm_view_t view = {&s->sub.write, s->endpoint, s->sub.system};
+  rc = dg__tools_confirm_submit(s->call, &view, on_confirmation, s, err);
+  return rc == 1 ? read_removed(s, err) : rc;
 }
 
 static void run(dg_tool_call_t *call) {
@@ -746,7 +786,10 @@ const dg_tool_t dg_tool_submit_data_entry_form = {
     .description =
         "DESTRUCTIVE: creates or modifies a record and runs the model's save actions, which "
         "change data in external systems. Before calling it, show the user the values you will "
-        "submit and ask them to confirm; call it only after they agree. Without id it creates a "
+        "submit and ask them to confirm; call it only after they agree. A client that supports "
+        "elicitation is also asked by the gateway itself, showing the record, the changes and "
+        "the save actions; if the user declines or cancels, status is declined or cancelled and "
+        "nothing is stored or sent. Without id it creates a "
         "record; with id it modifies that record (only the given fields change). formValues is "
         "an array of {key, value} strings: key is a field from get_data_entry_form (a property "
         "name from get_data_model_properties), value its text (12.5, true, 2024-03-01, a GUID "
@@ -766,5 +809,6 @@ const dg_tool_t dg_tool_submit_data_entry_form = {
     .destructive = true,
     .idempotent = false,
     .open_world = true,
+    .elicits = true,
     .run = run,
 };

@@ -294,11 +294,11 @@ describe('JSON-RPC errors', () => {
 
   it('answers an unknown method with -32601 and the request id', async () => {
     const s = await session();
-    const r = await call(s, { jsonrpc: '2.0', id: 'abc', method: 'resources/list' });
+    const r = await call(s, { jsonrpc: '2.0', id: 'abc', method: 'prompts/list' });
     assert.equal(r.status, 200);
     assert.equal(r.json.id, 'abc');
     assert.equal(r.json.error.code, -32601);
-    assert.match(r.json.error.message, /resources\/list/);
+    assert.match(r.json.error.message, /prompts\/list/);
   });
 
   it('answers errors that quote long non-ASCII names', async () => {

@@ -806,3 +806,54 @@ describe('permissions', () => {
     assert.deepEqual(ok(await call('lookup_by_keyword', { searchValue: 'acme' }, 'auditor')), { entities: [] });
   });
 });
+
+describe('get_data_model_properties: what each property can be used for', () => {
+  // Asks the tools themselves: a property reported filterable, sortable or
+  // groupable must be accepted there, and one reported not must be refused
+  // with the usable properties named.
+  async function accepted(tool, args) {
+    const r = await call(tool, args);
+    return r.isError !== true;
+  }
+
+  it('filterable, sortable and groupable match what query_entities and aggregate_entities accept', async () => {
+    let refused = 0;
+    for (const model of ['Orders', 'OrderLines', 'Customers', 'Files']) {
+      const props = ok(await call('get_data_model_properties', { dataModelId: ID[model] })).properties;
+      for (const p of props) {
+        const filter = oneGroup({ operator: 'EqualTo', propertyName: p.propertyName, value: 'null', valueType: 'null' });
+        const checks = [
+          ['filterable', 'query_entities', { dataModelId: ID[model], queryParameterGroups: filter }],
+          ['sortable', 'query_entities', { dataModelId: ID[model], sortCondition: { propertyName: p.propertyName } }],
+          ['groupable', 'aggregate_entities', { dataModelId: ID[model], aggregations: [{ function: 'Count' }], groupBy: [{ propertyName: p.propertyName }] }],
+        ];
+        for (const [flag, tool, args] of checks) {
+          assert.equal(typeof p[flag], 'boolean', `${model}.${p.propertyName}.${flag}`);
+          assert.equal(await accepted(tool, args), p[flag], `${model}.${p.propertyName} ${flag}`);
+          if (!p[flag]) refused++;
+        }
+        for (const fn of ['Sum', 'Average', 'Min', 'Max', 'DistinctCount']) {
+          const args = { dataModelId: ID[model], aggregations: [{ function: fn, propertyName: p.propertyName }] };
+          assert.equal(await accepted('aggregate_entities', args), p.aggregateFunctions.includes(fn), `${model}.${p.propertyName} ${fn}`);
+        }
+        assert.equal(p.aggregatable, p.aggregateFunctions.length > 0);
+      }
+    }
+    assert.ok(refused > 0, 'some property is refused somewhere');
+  });
+
+  it('keywordSearchable follows the keyword configuration', async () => {
+    const props = ok(await call('get_data_model_properties', { dataModelId: ID.Products })).properties;
+    const keywords = data.models.find((m) => m.name === 'Products').properties.filter((p) => p.keyword).map((p) => p.name);
+    assert.ok(keywords.length > 0);
+    assert.deepEqual(props.filter((p) => p.keywordSearchable).map((p) => p.propertyName), keywords);
+  });
+
+  it('a refused filter names the filterable properties', async () => {
+    const props = ok(await call('get_data_model_properties', { dataModelId: ID.OrderLines })).properties;
+    const filter = oneGroup({ operator: 'EqualTo', propertyName: 'LineItemId', value: 'x' });
+    const text = fails(await call('query_entities', { dataModelId: ID.OrderLines, queryParameterGroups: filter }), 'queryParameterGroups[0].parameters[0].propertyName');
+    const listed = text.split('filterable properties of OrderLines:')[1].replace(/\.$/, '').split(',').map((s) => s.trim());
+    assert.deepEqual(listed, ['id', ...props.filter((p) => p.filterable).map((p) => p.propertyName)]);
+  });
+});

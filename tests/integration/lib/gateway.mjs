@@ -257,8 +257,10 @@ export function pinVersion(transport, version) {
   return transport;
 }
 
-async function connect(transport, { version, name = 'datagate-it' } = {}) {
-  const client = new Client({ name, version: '1.0.0' });
+// capabilities: what the client declares (elicitation, for example); its
+// request handlers are set by the caller after connecting.
+async function connect(transport, { version, name = 'datagate-it', capabilities } = {}) {
+  const client = new Client({ name, version: '1.0.0' }, capabilities ? { capabilities } : undefined);
   await client.connect(pinVersion(transport, version));
   return client;
 }

@@ -323,6 +323,7 @@ static const char good_models[] =
 static void test_broken_settings_and_access(void **state) {
   static const char datagate[] =
       "{\"server\": {\"port\": 70000, \"maxBodyByte\": 5, \"logLevel\": \"loud\","
+      " \"submitConfirmation\": \"sometimes\","
       " \"workers\": \"2\", \"allowedOrigins\": [\"http://a.example/path\", 7],"
       " \"allowedHosts\": [\"http://a.example\"],"
       " \"stdioUser\": \"nobody\"},"
@@ -341,6 +342,8 @@ static void test_broken_settings_and_access(void **state) {
       "(scheme://host[:port] or scheme://host:*, no path)",
       "datagate.json: /server/allowedHosts/0: 'http://a.example' is not a host (host or "
       "host:port, no scheme or path)",
+      "datagate.json: /server/submitConfirmation: unknown value 'sometimes' (allowed: always, "
+      "when-supported, never)",
       "datagate.json: /server/logLevel: unknown log level 'loud' (allowed: debug, info, warn, "
       "error)",
       "datagate.json: /server/maxBodyByte: unknown field 'maxBodyByte' (did you mean "
@@ -465,6 +468,7 @@ static void test_defaults(void **state) {
   assert_int_equal(s->tool_timeout_ms, 30000);
   assert_int_equal(s->max_result_bytes, 1048576);
   assert_string_equal(s->log_level, "info");
+  assert_string_equal(s->submit_confirmation, "when-supported");
   assert_string_equal(s->access_log, "-");
   assert_null(s->stdio_user);
   assert_null(s->public_url);

@@ -167,6 +167,77 @@ static const dg_tool_t mt_fail = {.name = "fail",
                                   .run = mt_fail_run};
 static const dg_tool_t *const mt_tools[] = {&mt_echo, &mt_slow, &mt_progress, &mt_big, &mt_fail};
 
+/* ---- Asking the user and resources (set up with mt_setup_more) ------------------ */
+
+/* "ask": asks the user; its result is what dg_tool_call_elicit returned
+ * and then what the answer was. */
+static inline void mt_ask_answer(dg_tool_call_t *call, int status, dg_elicit_action_t action,
+                                 const json_t *content, void *data) {
+  static const char *const names[] = {"accept", "decline", "cancel"};
+  if (status == DG_ECANCELED) {
+    mt_cancels++;
+    dg_tool_call_failf(call, "abandoned");
+    return;
+  }
+  dg_tool_call_succeed(call, json_pack("{s:s,s:s,s:O?}", "status", dg_err_name(status), "action",
+                                       names[action], "content", content));
+}
+
+static inline void mt_ask_run(dg_tool_call_t *call) {
+  json_t *schema =
+      json_pack("{s:s,s:{s:{s:s}}}", "type", "object", "properties", "ok", "type", "boolean");
+  int rc = dg_tool_call_elicit(call, "Go ahead?", schema, mt_ask_answer, NULL);
+  json_decref(schema);
+  if (rc != 0)
+    dg_tool_call_succeed(call, json_pack("{s:s}", "status", dg_err_name(rc)));
+}
+
+static const dg_tool_t mt_ask = {.name = "ask",
+                                 .description = "Asks the user.",
+                                 .input_schema = "{\"type\":\"object\"}",
+                                 .elicits = true,
+                                 .run = mt_ask_run};
+
+/* Resources read through echo: mt://echo/<text> answers {"echo":
+ * {"text": <text>}} as a JSON content; mt://none/<text> runs echo but
+ * finds nothing; mt://fail runs fail. */
+static inline json_t *mt_echo_contents(const char *uri, const char *text, size_t len) {
+  return json_pack("[{s:s,s:s%}]", "uri", uri, "text", text, len);
+}
+
+static inline json_t *mt_no_contents(const char *uri, const char *text, size_t len) {
+  return NULL;
+}
+
+static inline json_t *mt_resource_list(const dg_catalog_t *cat, const dg_principal_t *p) {
+  return json_pack("[{s:s,s:s}]", "uri", "mt://echo/listed", "name", dg_principal_name(p));
+}
+
+static inline json_t *mt_resource_templates(void) {
+  return json_pack("[{s:s,s:s}]", "uriTemplate", "mt://echo/{text}", "name", "echo");
+}
+
+static inline int mt_resolve(const char *uri, dg_mcp_resource_read_t *out, dg_errctx_t *err) {
+  if (strncmp(uri, "mt://echo/", 10) == 0 || strncmp(uri, "mt://none/", 10) == 0) {
+    *out = (dg_mcp_resource_read_t){"echo", json_pack("{s:s}", "text", uri + 10),
+                                    uri[5] == 'e' ? mt_echo_contents : mt_no_contents};
+    return 0;
+  }
+  if (strcmp(uri, "mt://fail") == 0) {
+    *out = (dg_mcp_resource_read_t){"fail", json_object(), mt_echo_contents};
+    return 0;
+  }
+  return dg_errctx_set(err, DG_ENOENT, "uri", "no resource %s", uri);
+}
+
+static const dg_mcp_resources_t mt_resources = {
+    .list = mt_resource_list, .templates = mt_resource_templates, .resolve = mt_resolve};
+
+static const dg_tool_t *const mt_more_tools[] = {&mt_echo, &mt_slow, &mt_progress,
+                                                 &mt_big,  &mt_fail, &mt_ask};
+/* Set by mt_setup_more: the server also has "ask" and the resources. */
+static bool mt_more;
+
 /* A server with the fake tools; with shared NULL it makes its own session
  * key and table, otherwise it shares them like a worker. */
 static inline int mt_server_new_shared(uv_loop_t *loop, dg_catalog_t *cat, dg_mcp_shared_t *shared,
@@ -175,8 +246,9 @@ static inline int mt_server_new_shared(uv_loop_t *loop, dg_catalog_t *cat, dg_mc
       .server_name = "datagate",
       .server_version = "9.9.9",
       .instructions = "Call echo first.",
-      .tools = mt_tools,
-      .ntools = DG_ARRAY_SIZE(mt_tools),
+      .tools = mt_more ? mt_more_tools : mt_tools,
+      .ntools = mt_more ? DG_ARRAY_SIZE(mt_more_tools) : DG_ARRAY_SIZE(mt_tools),
+      .resources = mt_more ? &mt_resources : NULL,
       .shared = shared,
   };
   dg_errctx_t err;
@@ -251,6 +323,14 @@ static inline int mt_setup(void **state) {
   return 0;
 }
 
+/* mt_setup with the "ask" tool and the resources. */
+static inline int mt_setup_more(void **state) {
+  mt_more = true;
+  int rc = mt_setup(state);
+  mt_more = false;
+  return rc;
+}
+
 /* Frees the server, runs the loop until every handle is closed and checks
  * that nothing is left open. */
 static inline int mt_teardown(void **state) {
@@ -294,16 +374,21 @@ static inline json_t *mt_call(mt_env_t *env, const char *text) {
   return json_array_get(mt_sink.replies, before);
 }
 
-static inline void mt_initialize(mt_env_t *env, const char *version) {
-  char text[256];
+/* initialize at version, declaring the client capabilities caps (JSON). */
+static inline void mt_initialize_with(mt_env_t *env, const char *version, const char *caps) {
+  char text[512];
   snprintf(text, sizeof(text),
            "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
-           "{\"protocolVersion\":\"%s\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\","
+           "{\"protocolVersion\":\"%s\",\"capabilities\":%s,\"clientInfo\":{\"name\":\"t\","
            "\"version\":\"1\"}}}",
-           version);
+           version, caps);
   json_t *r = mt_call(env, text);
   assert_string_equal(
       json_string_value(json_object_get(json_object_get(r, "result"), "protocolVersion")), version);
+}
+
+static inline void mt_initialize(mt_env_t *env, const char *version) {
+  mt_initialize_with(env, version, "{}");
 }
 
 static inline int mt_error_code(const json_t *reply) {

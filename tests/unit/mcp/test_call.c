@@ -276,6 +276,116 @@ static void test_log_line(void **state) {
   assert_null(strstr(buf, "SECRET-ARGUMENT"));
 }
 
+/* ---- Asking the user ---------------------------------------------------------- */
+
+/* Starts "ask" as request 7 and returns the question it sent (borrowed). */
+static json_t *ask(mt_env_t *env) {
+  size_t before = json_array_size(mt_sink.notes);
+  mt_post(env, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":"
+               "\"ask\"}}");
+  uint64_t deadline = dg_now_ms() + 2000;
+  while (json_array_size(mt_sink.notes) == before && dg_now_ms() < deadline)
+    uv_run(&env->loop, UV_RUN_ONCE);
+  return json_array_get(mt_sink.notes, before);
+}
+
+/* The reply with id 7 among the replies from index from (borrowed). */
+static json_t *reply_7(size_t from) {
+  for (size_t i = from; i < json_array_size(mt_sink.replies); i++) {
+    json_t *r = json_array_get(mt_sink.replies, i);
+    if (json_integer_value(json_object_get(r, "id")) == 7)
+      return r;
+  }
+  return NULL;
+}
+
+/* Answers the question q with result (JSON text) and returns the call's
+ * structured result: the answer's own exchange is answered with nothing,
+ * the call's with its result. */
+static json_t *answer(mt_env_t *env, const json_t *q, const char *result) {
+  char text[512];
+  snprintf(text, sizeof(text), "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",%s}",
+           json_string_value(json_object_get(q, "id")), result);
+  size_t before = json_array_size(mt_sink.replies);
+  mt_post(env, text);
+  mt_wait_replies(env, before + 2);
+  assert_int_equal(json_array_size(mt_sink.replies), before + 2);
+  json_t *r = reply_7(before);
+  assert_non_null(r);
+  return json_object_get(json_object_get(r, "result"), "structuredContent");
+}
+
+static void test_elicit_answers(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize_with(env, "2025-06-18", "{\"elicitation\":{}}");
+  json_t *q = ask(env);
+  assert_non_null(q);
+  assert_string_equal(json_string_value(json_object_get(q, "method")), "elicitation/create");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(q, "params"), "message")),
+                      "Go ahead?");
+  assert_non_null(json_object_get(json_object_get(q, "params"), "requestedSchema"));
+  json_t *r = answer(env, q, "\"result\":{\"action\":\"accept\",\"content\":{\"ok\":true}}");
+  assert_string_equal(json_string_value(json_object_get(r, "action")), "accept");
+  assert_true(json_is_true(json_object_get(json_object_get(r, "content"), "ok")));
+  r = answer(env, ask(env), "\"result\":{\"action\":\"decline\"}");
+  assert_string_equal(json_string_value(json_object_get(r, "action")), "decline");
+  assert_true(json_is_null(json_object_get(r, "content"))); /* no content reached the tool */
+  r = answer(env, ask(env), "\"result\":{\"action\":\"cancel\"}");
+  assert_string_equal(json_string_value(json_object_get(r, "action")), "cancel");
+  /* An error, or a result that is not an answer, is a protocol error. */
+  r = answer(env, ask(env), "\"error\":{\"code\":-32601,\"message\":\"no\"}");
+  assert_string_equal(json_string_value(json_object_get(r, "status")), "DG_EPROTO");
+  r = answer(env, ask(env), "\"result\":{\"action\":\"maybe\"}");
+  assert_string_equal(json_string_value(json_object_get(r, "status")), "DG_EPROTO");
+}
+
+/* Without the capability, before 2025-06-18, or with URL elicitation only,
+ * the caller cannot be asked. */
+static void expect_cannot_ask(const char *version, const char *caps) {
+  mt_env_t *env = NULL;
+  assert_int_equal(mt_setup_more((void **)&env), 0);
+  mt_initialize_with(env, version, caps);
+  json_t *r = json_object_get(
+      json_object_get(mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\","
+                                   "\"params\":{\"name\":\"ask\"}}"),
+                      "result"),
+      "content");
+  assert_non_null(
+      strstr(json_string_value(json_object_get(json_array_get(r, 0), "text")), "DG_ENOTSUP"));
+  assert_int_equal(json_array_size(mt_sink.notes), 0);
+  mt_teardown((void **)&env);
+}
+
+static void test_elicit_needs_the_capability(void **state) {
+  (void)state;
+  expect_cannot_ask("2025-06-18", "{}");
+  expect_cannot_ask("2025-03-26", "{\"elicitation\":{}}");
+  expect_cannot_ask("2025-11-25", "{\"elicitation\":{\"url\":{}}}");
+}
+
+/* A call canceled while the user decides hears it once; the late answer is
+ * dropped. */
+static void test_elicit_abandoned(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize_with(env, "2025-11-25", "{\"elicitation\":{\"form\":{}}}");
+  json_t *q = json_incref(ask(env));
+  assert_non_null(q);
+  size_t before = json_array_size(mt_sink.replies);
+  mt_post(env, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+               "\"requestId\":7}}");
+  mt_wait_replies(env, before + 2); /* the notification's and the call's: both nothing */
+  assert_int_equal(json_array_size(mt_sink.replies), before + 2);
+  assert_int_equal(mt_cancels, 1);
+  assert_null(reply_7(before));
+  char text[256];
+  snprintf(text, sizeof(text),
+           "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":{\"action\":\"accept\"}}",
+           json_string_value(json_object_get(q, "id")));
+  assert_true(json_is_null(mt_call(env, text)));
+  assert_int_equal(mt_cancels, 1);
+  json_decref(q);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_success_2025_06_18, mt_setup, mt_teardown),
@@ -294,6 +404,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_client_gone, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_catalog_held_by_call, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_log_line, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_elicit_answers, mt_setup_more, mt_teardown),
+      cmocka_unit_test(test_elicit_needs_the_capability),
+      cmocka_unit_test_setup_teardown(test_elicit_abandoned, mt_setup_more, mt_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -209,6 +209,67 @@ static void test_bad_schema_refused(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* ---- Resources ------------------------------------------------------------------ */
+
+static json_t *resource_call(mt_env_t *env, const char *method, const char *params) {
+  char text[512];
+  snprintf(text, sizeof(text), "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"%s\"%s%s}", method,
+           params ? ",\"params\":" : "", params ? params : "");
+  return mt_call(env, text);
+}
+
+static void test_resources_capability_only_when_offered(void **state) {
+  mt_env_t *env = *state;
+  json_t *r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+                           "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+                           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
+  json_t *caps = json_object_get(json_object_get(r, "result"), "capabilities");
+  assert_null(json_object_get(caps, "resources"));
+  assert_int_equal(mt_error_code(resource_call(env, "resources/read", "{\"uri\":\"mt://echo/a\"}")),
+                   -32601);
+}
+
+static void test_resources_list_and_templates(void **state) {
+  mt_env_t *env = *state;
+  assert_int_equal(mt_error_code(resource_call(env, "resources/list", NULL)), -32600);
+  json_t *r = mt_call(env, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+                           "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+                           "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
+  json_t *caps = json_object_get(json_object_get(r, "result"), "capabilities");
+  json_t *want = json_loads("{}", 0, NULL);
+  assert_true(json_equal(json_object_get(caps, "resources"), want));
+  json_decref(want);
+  r = json_object_get(resource_call(env, "resources/list", NULL), "result");
+  json_t *first = json_array_get(json_object_get(r, "resources"), 0);
+  assert_string_equal(json_string_value(json_object_get(first, "uri")), "mt://echo/listed");
+  assert_string_equal(json_string_value(json_object_get(first, "name")), "alice");
+  r = json_object_get(resource_call(env, "resources/templates/list", NULL), "result");
+  first = json_array_get(json_object_get(r, "resourceTemplates"), 0);
+  assert_string_equal(json_string_value(json_object_get(first, "uriTemplate")), "mt://echo/{text}");
+}
+
+/* A read runs the provider's tool; its answer, a failure of the tool and
+ * a URI the provider does not know come back as contents or errors. */
+static void test_resources_read_through_a_tool(void **state) {
+  mt_env_t *env = *state;
+  mt_initialize(env, "2025-06-18");
+  json_t *r = resource_call(env, "resources/read", "{\"uri\":\"mt://echo/hello\"}");
+  json_t *item = json_array_get(json_object_get(json_object_get(r, "result"), "contents"), 0);
+  assert_string_equal(json_string_value(json_object_get(item, "uri")), "mt://echo/hello");
+  assert_string_equal(json_string_value(json_object_get(item, "text")),
+                      "{\"echo\":{\"text\":\"hello\"}}");
+  r = resource_call(env, "resources/read", "{\"uri\":\"mt://none/x\"}");
+  assert_int_equal(mt_error_code(r), -32002);
+  assert_string_equal(mt_error_message(r), "Resource not found: mt://none/x");
+  r = resource_call(env, "resources/read", "{\"uri\":\"mt://fail\"}");
+  assert_int_equal(mt_error_code(r), -32002);
+  assert_non_null(strstr(mt_error_message(r), "parameter 'x' was 7"));
+  r = resource_call(env, "resources/read", "{\"uri\":\"other://x\"}");
+  assert_int_equal(mt_error_code(r), -32002);
+  assert_string_equal(mt_error_message(r), "no resource other://x");
+  assert_int_equal(mt_error_code(resource_call(env, "resources/read", "{}")), -32602);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_initialize_2025_11_25, mt_setup, mt_teardown),
@@ -225,6 +286,12 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tools_list_2024_11_05, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_tools_list_too_large, huge_setup, mt_teardown),
       cmocka_unit_test(test_bad_schema_refused),
+      cmocka_unit_test_setup_teardown(test_resources_capability_only_when_offered, mt_setup,
+                                      mt_teardown),
+      cmocka_unit_test_setup_teardown(test_resources_list_and_templates, mt_setup_more,
+                                      mt_teardown),
+      cmocka_unit_test_setup_teardown(test_resources_read_through_a_tool, mt_setup_more,
+                                      mt_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

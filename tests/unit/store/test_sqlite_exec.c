@@ -639,12 +639,36 @@ static void test_result_budget(void **state) {
   assert_int_equal(sq_open(fx, fx->st.cat, &o, &small, NULL, 0), 0);
   dg_store_t *normal = fx->store;
   fx->store = small;
+  /* A page over the limit keeps the whole entities that fit and says how
+   * to read on from the first one left out. */
   sq_result_t r = sq_query(fx, "admin", "Orders", "{\"paging\": {\"pageSize\": 100}}");
-  assert_int_equal(r.status, DG_E2BIG);
-  assert_null(r.json);
-  st_contains(r.message, "larger than the limit of 2000 bytes", "smaller page size", NULL);
+  assert_int_equal(r.status, 0);
+  json_t *page = r.json;
+  size_t kept = json_array_size(json_object_get(page, "entities"));
+  size_t total = json_array_size(sq_data(fx, "Orders"));
+  assert_true(kept > 0 && kept < total);
+  assert_true(json_is_true(json_object_get(page, "truncated")));
+  assert_int_equal(json_integer_value(json_object_get(page, "omittedCount")),
+                   (total < 100 ? total : 100) - kept);
+  json_t *next = json_object_get(page, "continueWith");
+  json_int_t size = json_integer_value(json_object_get(next, "pageSize"));
+  assert_true(size >= 1 && (size_t)size <= kept);
+  assert_int_equal((json_integer_value(json_object_get(next, "pageNumber")) - 1) * size, kept);
+  char *text = json_dumps(page, JSON_COMPACT);
+  assert_true(strlen(text) <= 2000);
+  free(text);
   r = sq_query(fx, "admin", "Orders", "{\"paging\": {\"pageSize\": 1}, \"properties\": []}");
   assert_int_equal(r.status, 0);
+  assert_null(json_object_get(r.json, "truncated"));
+  fx->store = normal;
+  sq_close(fx, small);
+  /* Not even one entity fits: refused, saying how to narrow the request. */
+  o.max_result_bytes = 600;
+  assert_int_equal(sq_open(fx, fx->st.cat, &o, &small, NULL, 0), 0);
+  fx->store = small;
+  r = sq_query(fx, "admin", "Orders", "{\"paging\": {\"pageSize\": 5}}");
+  assert_int_equal(r.status, DG_E2BIG);
+  st_contains(r.message, "larger than the limit of 600 bytes", "select fewer properties", NULL);
   fx->store = normal;
   sq_close(fx, small);
 }

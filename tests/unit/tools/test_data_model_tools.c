@@ -19,6 +19,7 @@
 #define PRODUCTS_ID "1aca09b3-19ad-404d-adbd-f69a9319a687"
 #define ORDERS_ID "8a03cbc2-7f01-4d47-bdf0-0755336a3a70"
 #define PAYMENTS_ID "097d00c2-bc00-45fc-8b3b-5be0bae92720"
+#define ORDERLINES_ID "e405b7c6-358c-4a55-a021-0999f4a91a40"
 
 /* The names of the listed models, joined with commas. */
 static void model_names(const json_t *result, char *out, size_t size) {
@@ -93,6 +94,16 @@ static void test_model_entry_shape(void **state) {
 
 /* ---- get_data_model_properties ---------------------------------------------------- */
 
+/* The uses every property of the sample Products model reports: all are
+ * stored, filterable and sortable; Name and SKU are keyword properties. */
+#define USES_STRING(kw)                                                                            \
+  "\"filterable\": true, \"sortable\": true, \"groupable\": true, \"aggregatable\": true, "        \
+  "\"aggregateFunctions\": [\"DistinctCount\"], \"keywordSearchable\": " kw
+#define USES_NUMBER                                                                                \
+  "\"filterable\": true, \"sortable\": true, \"groupable\": true, \"aggregatable\": true, "        \
+  "\"aggregateFunctions\": [\"Sum\", \"Average\", \"Min\", \"Max\", \"DistinctCount\"], "          \
+  "\"keywordSearchable\": false"
+
 static void test_properties_shape(void **state) {
   fixture_t *fx = *state;
   json_t *result = properties_of(fx, "sales", PRODUCTS_ID);
@@ -100,20 +111,65 @@ static void test_properties_shape(void **state) {
       "{\"dataModelId\": \"" PRODUCTS_ID "\", \"name\": \"Products\", \"entityType\": "
       "\"Product\", \"entitySubType\": \"Item\", \"properties\": ["
       "{\"propertyName\": \"Name\", \"dataType\": \"String\", \"description\": \"Product "
-      "name.\", \"required\": true, \"readOnly\": false},"
-      "{\"propertyName\": \"SKU\", \"dataType\": \"String\", \"description\": \"Stock keeping "
-      "unit, unique per product.\", \"required\": true, \"readOnly\": false},"
-      "{\"propertyName\": \"Category\", \"dataType\": \"String\", \"description\": \"Product "
-      "category.\", \"required\": false, \"readOnly\": false},"
-      "{\"propertyName\": \"Price\", \"dataType\": \"Decimal\", \"description\": \"List price "
-      "per unit.\", \"required\": false, \"readOnly\": false},"
-      "{\"propertyName\": \"Active\", \"dataType\": \"Boolean\", \"description\": \"Whether the "
-      "product can still be ordered.\", \"required\": false, \"readOnly\": false}]}",
+      "name.\", \"required\": true, \"readOnly\": false, " USES_STRING(
+          "true") "},"
+                  "{\"propertyName\": \"SKU\", \"dataType\": \"String\", \"description\": \"Stock "
+                  "keeping "
+                  "unit, unique per product.\", \"required\": true, \"readOnly\": "
+                  "false, " USES_STRING(
+                      "true") "},"
+                              "{\"propertyName\": \"Category\", \"dataType\": \"String\", "
+                              "\"description\": \"Product "
+                              "category.\", \"required\": false, \"readOnly\": false, " USES_STRING(
+                                  "false") "},"
+                                           "{\"propertyName\": \"Price\", \"dataType\": "
+                                           "\"Decimal\", \"description\": \"List price "
+                                           "per unit.\", \"required\": false, \"readOnly\": "
+                                           "false, " USES_NUMBER "},"
+                                           "{\"propertyName\": \"Active\", \"dataType\": "
+                                           "\"Boolean\", \"description\": \"Whether the "
+                                           "product can still be ordered.\", \"required\": false, "
+                                           "\"readOnly\": false, " USES_STRING("false") "}]}",
       0, NULL);
   assert_non_null(want);
   assert_true(json_equal(result, want));
   json_decref(want);
   json_decref(result);
+}
+
+static bool flag(const json_t *result, const char *prop, const char *use) {
+  const json_t *v = json_object_get(find_property(result, prop), use);
+  assert_true(json_is_boolean(v));
+  return json_is_true(v);
+}
+
+/* Filterable, sortable, groupable and the aggregate functions follow the
+ * configuration and the property's kind, as the query parsers apply them. */
+static void test_property_uses(void **state) {
+  fixture_t *fx = *state;
+  json_t *lines = properties_of(fx, "admin", ORDERLINES_ID);
+  assert_false(flag(lines, "LineItemId", "filterable"));
+  assert_false(flag(lines, "LineItemId", "sortable"));
+  assert_true(flag(lines, "LineItemId", "groupable"));
+  assert_true(flag(lines, "Quantity", "filterable"));
+  assert_true(flag(lines, "Order", "filterable"));
+  assert_true(flag(lines, "Order", "groupable"));
+  json_t *orders = properties_of(fx, "admin", ORDERS_ID);
+  assert_false(flag(orders, "CalculatedOrderId", "sortable"));
+  assert_true(flag(orders, "CalculatedOrderId", "filterable"));
+  /* An Inbound collection holds no value: nothing but expand uses it. */
+  const char *uses[] = {"filterable", "sortable", "groupable", "aggregatable", "keywordSearchable"};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(uses); i++)
+    assert_false(flag(orders, "OrderLines", uses[i]));
+  assert_int_equal(
+      json_array_size(json_object_get(find_property(orders, "OrderLines"), "aggregateFunctions")),
+      0);
+  json_t *dates = json_loads("[\"Min\", \"Max\", \"DistinctCount\"]", 0, NULL);
+  assert_true(
+      json_equal(json_object_get(find_property(orders, "OrderDate"), "aggregateFunctions"), dates));
+  json_decref(dates);
+  json_decref(orders);
+  json_decref(lines);
 }
 
 static void test_denied_property_hidden(void **state) {
@@ -217,6 +273,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_models_per_user, ct_setup, ct_teardown),
       cmocka_unit_test_setup_teardown(test_model_entry_shape, ct_setup, ct_teardown),
       cmocka_unit_test_setup_teardown(test_properties_shape, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_property_uses, ct_setup, ct_teardown),
       cmocka_unit_test_setup_teardown(test_denied_property_hidden, ct_setup, ct_teardown),
       cmocka_unit_test_setup_teardown(test_reference_objects, ct_setup, ct_teardown),
       cmocka_unit_test_setup_teardown(test_expandable_follows_target_access, ct_setup, ct_teardown),

@@ -97,6 +97,27 @@ int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double tot
   return DG_ENOTSUP;
 }
 
+void dg_tool_call_succeed_text(dg_tool_call_t *call, json_t *result, const char *text, size_t len) {
+  (void)text;
+  (void)len;
+  dg_tool_call_succeed(call, result);
+}
+
+bool dg_tool_call_can_elicit(const dg_tool_call_t *call) {
+  (void)call;
+  return false;
+}
+
+int dg_tool_call_elicit(dg_tool_call_t *call, const char *message, const json_t *requested_schema,
+                        dg_tool_call_elicit_cb cb, void *data) {
+  (void)call;
+  (void)message;
+  (void)requested_schema;
+  (void)cb;
+  (void)data;
+  return DG_ENOTSUP;
+}
+
 void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result) {
   call->ended++;
   call->result = result;
@@ -145,7 +166,7 @@ static struct dg_tool_call run(fixture_t *fx, const char *name, const char *user
   struct dg_tool_call call = {
       .cat = fx->cat, .args = json_loads(args, 0, NULL), .arena = fx->arena};
   assert_int_equal(dg_auth_principal_for_user(fx->cat, user, fx->arena, &call.principal), 0);
-  json_t *in = schema_of(t->input_schema);
+  json_t *in = schema_of(t->accepted_schema ? t->accepted_schema : t->input_schema);
   dg_errctx_t err;
   assert_int_equal(dg_mcp_schema_validate(in, call.args, &err), 0);
   json_decref(in);
@@ -170,10 +191,11 @@ static void call_free(struct dg_tool_call *call) {
 
 static void test_registry_entries(void **state) {
   const char *expected[] = {
-      "get_data_models",     "get_data_model_properties", "lookup_by_keyword",
-      "query_entities",      "aggregate_entities",        "get_entities_by_ids",
-      "get_saved_queries",   "get_saved_query_details",   "execute_saved_query",
-      "get_data_entry_form", "submit_data_entry_form",    "get_file_text"};
+      "get_data_models",       "get_data_model_properties", "lookup_by_keyword",
+      "query_entities",        "aggregate_entities",        "get_entities_by_ids",
+      "get_saved_queries",     "get_saved_query_details",   "execute_saved_query",
+      "aggregate_saved_query", "get_data_entry_form",       "submit_data_entry_form",
+      "get_file_text"};
   assert_int_equal(dg_tools_count, DG_ARRAY_SIZE(expected));
   for (size_t i = 0; i < DG_ARRAY_SIZE(expected); i++)
     assert_string_equal(dg_tools_registry[i]->name, expected[i]);
@@ -188,9 +210,12 @@ static void test_registry_entries(void **state) {
     assert_true(t->read_only == !submit && t->destructive == submit && t->idempotent == !submit);
     if (submit)
       assert_non_null(strstr(t->description, "confirm"));
-    /* Only execute_saved_query, get_file_text and the save actions reach
+    /* Only the submission asks the user a question. */
+    assert_true(t->elicits == submit);
+    /* Only the Saved Query runs, get_file_text and the save actions reach
      * external systems. */
     assert_true(t->open_world == (strcmp(t->name, "execute_saved_query") == 0 ||
+                                  strcmp(t->name, "aggregate_saved_query") == 0 ||
                                   strcmp(t->name, "get_file_text") == 0 || submit));
     /* Each description says which tool comes first: get_data_models, or
      * get_saved_queries for the Saved Query tools. */
@@ -280,6 +305,38 @@ static void test_input_schema_refuses_bad_arguments(void **state) {
   json_decref(in);
 }
 
+/* The listed schema writes a filter value as text; the accepted one also
+ * takes the JSON number, boolean or null that callers wrote before. */
+static void test_accepted_schema_widens_values(void **state) {
+  const char *text = "{\"dataModelId\": \"" ORDERS_ID "\", \"queryParameterGroups\": [{"
+                     "\"parameters\": [{\"operator\": \"GreaterThan\", \"propertyName\": "
+                     "\"Amount\", \"value\": \"100\", \"valueType\": \"number\"}]}]}";
+  const char *number = "{\"dataModelId\": \"" ORDERS_ID "\", \"queryParameterGroups\": [{"
+                       "\"parameters\": [{\"operator\": \"GreaterThan\", \"propertyName\": "
+                       "\"Amount\", \"value\": 100}]}]}";
+  const char *names[] = {"query_entities", "aggregate_entities"};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(names); i++) {
+    const dg_tool_t *t = tool(names[i]);
+    assert_non_null(t->accepted_schema);
+    json_t *listed = schema_of(t->input_schema);
+    json_t *accepted = schema_of(t->accepted_schema);
+    json_t *a = json_loads(text, 0, NULL), *b = json_loads(number, 0, NULL);
+    if (i == 1) {
+      json_object_set_new(a, "aggregations", json_pack("[{s:s}]", "function", "Count"));
+      json_object_set_new(b, "aggregations", json_pack("[{s:s}]", "function", "Count"));
+    }
+    dg_errctx_t err;
+    assert_int_equal(dg_mcp_schema_validate(listed, a, &err), 0);
+    assert_int_equal(dg_mcp_schema_validate(accepted, a, &err), 0);
+    assert_int_not_equal(dg_mcp_schema_validate(listed, b, &err), 0);
+    assert_int_equal(dg_mcp_schema_validate(accepted, b, &err), 0);
+    json_decref(a);
+    json_decref(b);
+    json_decref(listed);
+    json_decref(accepted);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_registry_entries),
@@ -287,6 +344,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_run_get_data_models, ct_setup, ct_teardown),
       cmocka_unit_test_setup_teardown(test_run_get_data_model_properties, ct_setup, ct_teardown),
       cmocka_unit_test(test_input_schema_refuses_bad_arguments),
+      cmocka_unit_test(test_accepted_schema_widens_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,246 @@
+/* aggregate_saved_query: runs a Saved Query against its connector and
+ * aggregates its live answer, with the response shape of
+ * aggregate_entities. The stages, in order: find the query the caller may
+ * use, check the inputs, the aggregations and the group keys (fields the
+ * query returns and the caller may see), build the request, call the
+ * upstream API, then map and aggregate every item of the answer (on a
+ * worker thread when it is large). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datagate/save.h"
+#include "datagate/tools.h"
+#include "tools/internal.h"
+
+/* Answers up to this size are aggregated on the loop thread; larger ones
+ * on the threadpool, so that parsing never holds up other connections. */
+#define INLINE_BYTES (64u * 1024u)
+
+/* The arguments. The accepted schema leaves the clause and key objects
+ * open (OPEN empty), so that a joinFilter or reference copied from
+ * aggregate_entities gets a message saying why it is refused. */
+#define INPUT_SCHEMA(OPEN)                                                                         \
+  "{\"type\":\"object\",\"required\":[\"savedQueryId\",\"aggregations\"],"                         \
+  "\"additionalProperties\":false,\"properties\":{"                                                \
+  "\"savedQueryId\":{\"type\":\"string\",\"format\":\"uuid\","                                     \
+  "\"description\":\"Identifier of a Saved Query, from get_saved_queries\"},"                      \
+  "\"inputs\":{\"type\":\"array\",\"maxItems\":64,\"description\":\"Input values, each "           \
+  "{key, value}; key is an input name from DeclaredInputs\",\"items\":{\"type\":\"object\","       \
+  "\"required\":[\"key\",\"value\"],\"properties\":{"                                              \
+  "\"key\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128},"                               \
+  "\"value\":{\"type\":\"string\",\"maxLength\":4096}},\"additionalProperties\":false}},"          \
+  "\"aggregations\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":32,"                           \
+  "\"description\":\"One or more aggregation clauses, answered together in each row\","            \
+  "\"items\":{\"type\":\"object\",\"required\":[\"function\"]," OPEN "\"properties\":{"            \
+  "\"function\":{\"type\":\"string\",\"enum\":[\"Sum\",\"Average\",\"Count\",\"Min\",\"Max\","     \
+  "\"DistinctCount\"],\"description\":\"Count counts the records and takes no propertyName; "      \
+  "DistinctCount counts distinct non-null values\"},"                                              \
+  "\"propertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128,"                       \
+  "\"description\":\"A field the Saved Query returns (get_saved_query_details); required "         \
+  "except for Count. Sum and Average need Int, Long, Double or Decimal; Min and Max also take "    \
+  "Date and DateTime\"},"                                                                          \
+  "\"alias\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,"                               \
+  "\"description\":\"Result key; default {function}_{propertyName} (sum_Amount, count); "          \
+  "camelCased at the first letter\"}}}},"                                                          \
+  "\"groupBy\":{\"type\":\"array\",\"maxItems\":8,\"description\":\"Group keys, fields the "       \
+  "Saved Query returns; omit for a single totals row\",\"items\":{\"type\":\"object\","            \
+  "\"required\":[\"propertyName\"]," OPEN "\"properties\":{"                                       \
+  "\"propertyName\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":128}}}}}}"
+
+static const char input_schema[] = INPUT_SCHEMA("\"additionalProperties\":false,");
+static const char accepted_schema[] = INPUT_SCHEMA("");
+
+static const char output_schema[] =
+    "{\"type\":\"object\",\"required\":[\"matchedCount\",\"groupByProperties\",\"rows\"],"
+    "\"properties\":{"
+    "\"matchedCount\":{\"type\":\"integer\",\"description\":\"Records in the Saved Query's "
+    "answer\"},"
+    "\"groupByProperties\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"rows\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+    "\"required\":[\"groupKey\",\"aggregates\"],\"properties\":{"
+    "\"groupKey\":{\"type\":\"object\",\"description\":\"Group values by key; empty when not "
+    "grouping\"},"
+    "\"aggregates\":{\"type\":\"object\",\"description\":\"Each alias with its value\"}}}},"
+    "\"warnings\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
+
+/* One aggregation, in the call's arena. */
+typedef struct agg {
+  dg_tool_call_t *call;
+  dg__tools_saved_agg_t a;
+  dg_connector_call_t *upstream; /* while the API call runs */
+  uv_work_t work;
+  char *body; /* copy of a large answer, aggregated on the threadpool */
+  size_t len;
+  json_t *result;
+  dg_errctx_t err;
+  const char *where; /* "GET https://host/path" for errors about the answer */
+} agg_t;
+
+/* ---- Ending ------------------------------------------------------------------------ */
+
+static void fail_upstream(agg_t *x, const char *why, int rc) {
+  const dg_saved_query_t *q = x->a.q;
+  dg_log_json(rc == DG_ECANCELED ? DG_LOG_INFO : DG_LOG_WARN, "saved_query_failed",
+              json_pack("{s:s,s:s,s:s,s:s}", "request_id", dg_tool_call_request_id(x->call),
+                        "saved_query", q->name, "connector", q->connector->name, "error", why));
+  dg_tool_call_failf(x->call, "Saved Query '%s' failed: %s", q->name, why);
+}
+
+static void finish(agg_t *x) {
+  if (x->result != NULL) {
+    dg_tool_call_succeed(x->call, x->result);
+    x->result = NULL;
+    return;
+  }
+  const dg_saved_query_t *q = x->a.q;
+  char why[1200];
+  if (x->err.code == DG_ENOMEM || x->err.code == DG_E2BIG) {
+    dg_tool_call_failf(x->call, "Saved Query '%s' could not be aggregated: %s", q->name,
+                       x->err.message);
+    return;
+  }
+  snprintf(why, sizeof(why), "upstream '%s' %s answered, but %s", q->connector->name, x->where,
+           x->err.message);
+  fail_upstream(x, why, x->err.code);
+}
+
+/* ---- Aggregating ------------------------------------------------------------------- */
+
+static void work(uv_work_t *req) {
+  agg_t *x = req->data;
+  x->result = dg__tools_saved_agg_run(&x->a, x->body, x->len, &x->err);
+}
+
+static void work_done(uv_work_t *req, int status) {
+  agg_t *x = req->data;
+  free(x->body);
+  x->body = NULL;
+  finish(x);
+}
+
+/* "GET http://host/path" of the answering URL, without its query (which
+ * may hold an API key). */
+static const char *where(agg_t *x, const dg_http_response_t *res) {
+  const char *url = res && res->url ? res->url : x->a.q->connector->base_url;
+  size_t n = strcspn(url, "?#");
+  return dg_arena_sprintf(dg_tool_call_arena(x->call), "%s %.*s", x->a.q->request.method, (int)n,
+                          url);
+}
+
+static void on_upstream(dg_connector_call_t *call, const dg_connector_result_t *result,
+                        void *user) {
+  agg_t *x = user;
+  x->upstream = NULL;
+  if (result->rc != 0) {
+    fail_upstream(x, result->err->message, result->rc);
+    return;
+  }
+  const dg_http_response_t *res = result->response;
+  x->where = where(x, res);
+  if (res->body_len <= INLINE_BYTES) {
+    x->result = dg__tools_saved_agg_run(&x->a, res->body, res->body_len, &x->err);
+    finish(x);
+    return;
+  }
+  x->body = malloc(res->body_len);
+  x->len = res->body_len;
+  x->work.data = x;
+  if (x->body != NULL)
+    memcpy(x->body, res->body, res->body_len);
+  if (x->body == NULL || uv_queue_work(dg_tool_call_loop(x->call), &x->work, work, work_done)) {
+    free(x->body);
+    x->body = NULL;
+    dg_tool_call_failf(x->call, "Saved Query '%s' failed: out of memory.", x->a.q->name);
+  }
+}
+
+static void on_cancel(dg_tool_call_t *call, void *data) {
+  agg_t *x = data;
+  if (x->upstream != NULL)
+    dg_connector_call_cancel(x->upstream);
+}
+
+/* ---- Stages ------------------------------------------------------------------------ */
+
+static size_t grouped_cap(const dg_catalog_t *cat) {
+  uint64_t cap = cat->server.max_grouped_aggregate_records;
+  return cap > 0 && cap <= SIZE_MAX ? (size_t)cap : DG_STORE_GROUPED_CAP_DEFAULT;
+}
+
+/* Checks the arguments; on success x->a is the checked request. */
+static int check_args(agg_t *x, const char ***values, dg_errctx_t *err) {
+  json_t *args = dg_tool_call_args(x->call);
+  const dg_principal_t *p = dg_tool_call_principal(x->call);
+  const dg_catalog_t *cat = dg_tool_call_catalog(x->call);
+  dg_arena_t *arena = dg_tool_call_arena(x->call);
+  const char *id = json_string_value(json_object_get(args, "savedQueryId"));
+  const dg_saved_query_t *q = dg__tools_find_saved_query(cat, p, "savedQueryId", id, err);
+  if (q == NULL)
+    return err->code;
+  int rc = dg__tools_saved_inputs(q, json_object_get(args, "inputs"), arena, values, err);
+  if (rc == 0)
+    rc = dg__tools_saved_agg_parse(q, p, args, grouped_cap(cat), arena, &x->a, err);
+  return rc;
+}
+
+static int start(agg_t *x, dg_connectors_t *cs, dg_errctx_t *err) {
+  const char **values = NULL;
+  int rc = check_args(x, &values, err);
+  if (rc != 0)
+    return rc;
+  if (cs == NULL)
+    return dg_errctx_set(err, DG_ENOTSUP, "savedQueryId",
+                         "Saved Query '%s' cannot run: the connector client is not running in "
+                         "this gateway.",
+                         x->a.q->name);
+  dg_connector_request_t req;
+  rc = dg__tools_saved_request(x->a.q, values, dg_tool_call_arena(x->call), &req, err);
+  if (rc != 0)
+    return rc;
+  req.request_id = dg_tool_call_request_id(x->call);
+  rc = dg_connectors_call(cs, x->a.q->connector, &req, on_upstream, x, &x->upstream, err);
+  if (rc == 0)
+    dg_tool_call_on_cancel(x->call, on_cancel, x);
+  return rc;
+}
+
+static void run(dg_tool_call_t *call) {
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  agg_t *x = dg__tools_call_state(call, sizeof(*x), "The Saved Query could not be aggregated");
+  if (x == NULL)
+    return;
+  x->call = call;
+  dg_tools_env_t *env = dg_tools_env(call);
+  if (start(x, env ? env->connectors : NULL, &err) != 0)
+    dg_tool_call_fail(call, &err);
+}
+
+const dg_tool_t dg_tool_aggregate_saved_query = {
+    .name = "aggregate_saved_query",
+    .title = "Aggregate a Saved Query's live answer",
+    .description =
+        "Runs a Saved Query (Live Data Provider) against its external system and aggregates "
+        "every record of its live answer, as one totals row or grouped. Call get_saved_queries "
+        "and get_saved_query_details first for the savedQueryId, its DeclaredInputs and the "
+        "fields it returns. inputs as in execute_saved_query: [{key, value}] strings. "
+        "aggregations: clauses {function, propertyName, alias}; functions Sum, Average (numeric "
+        "Int, Long, Double, Decimal fields), Min, Max (numeric, Date and DateTime fields), Count "
+        "(no propertyName) and DistinctCount (distinct non-null values, strings ignoring case). "
+        "Result keys default to {function}_{propertyName} camelCased at the first letter "
+        "(sum_Amount, count). groupBy: [{propertyName}], fields the Saved Query returns; records "
+        "without a value fall in a null group; rows come in key order, nulls first. No "
+        "reference keys and no joinFilter: the answer has no related entities. Result: "
+        "{matchedCount, groupByProperties, rows: [{groupKey, aggregates}], warnings?}, as "
+        "aggregate_entities answers. If the external system fails, the error names the "
+        "connector, the call and why.",
+    .input_schema = input_schema,
+    .accepted_schema = accepted_schema,
+    .output_schema = output_schema,
+    .read_only = true,
+    .destructive = false,
+    .idempotent = true,
+    .open_world = true,
+    .run = run,
+};
