@@ -149,6 +149,12 @@ unsigned dg_mcp_server_inflight(const dg_mcp_server_t *server);
  * connections this module holds (WebSockets and SSE streams). */
 void dg_mcp_server_attach_http(dg_mcp_server_t *server, dg_http_server_t *http);
 
+/* Routes of another module on the same HTTP server: route answers a
+ * request it owns and returns true, or returns false to leave it alone.
+ * Asked before the 404 of an unknown path. */
+typedef bool (*dg_mcp_route_fn)(dg_http_request_t *req, void *data);
+void dg_mcp_server_set_route(dg_mcp_server_t *server, dg_mcp_route_fn route, void *data);
+
 /* The HTTP handler for a dg_http_server whose data is the dg_mcp_server_t:
  * /mcp (POST, GET, DELETE, WebSocket upgrade), /healthz, /metrics,
  * /.well-known/oauth-protected-resource[/mcp]; 404 otherwise. */

@@ -154,6 +154,6 @@ void dg_mcp_http_handler(dg_http_request_t *req) {
     dg__mcp_http_mcp(s, req);
     return;
   }
-  if (!dg__mcp_http_route(s, req))
+  if (!dg__mcp_http_route(s, req) && (s->route == NULL || !s->route(req, s->route_data)))
     dg__mcp_http_error(req, 404, "not found; the MCP endpoint is /mcp");
 }

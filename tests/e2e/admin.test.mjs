@@ -1,0 +1,187 @@
+// The admin page in a real browser (Debian's chromium, headless, driven by
+// playwright-core): sign in, the On Save tree of the sample order edit with
+// its Child Saves separator, a Get Session Values action with a Multiple
+// Lists extraction added and saved, its value offered by a child action's
+// property picker, and an invalid change refused beside its field.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+
+import { Gateway, SOURCE_DIR, TOKENS, makeConfig, readJson, runBinary } from '../integration/lib/gateway.mjs';
+
+const { chromium } = await import(
+  pathToFileURL(path.join(SOURCE_DIR, 'web/node_modules/playwright-core/index.mjs')).href
+);
+
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+describe('admin page', () => {
+  let conf, gw, browser, page, profile;
+  const pageErrors = [];
+  before(async () => {
+    conf = makeConfig({ server: { adminWebDir: path.join(SOURCE_DIR, 'web/dist') } });
+    gw = await Gateway.start({ config: conf });
+    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'datagate-e2e-chromium-'));
+    browser = await chromium.launchPersistentContext(profile, {
+      executablePath: '/usr/bin/chromium',
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1280, height: 860 },
+    });
+    page = browser.pages()[0] ?? (await browser.newPage());
+    page.setDefaultTimeout(15000);
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    // Nothing may come from anywhere but the gateway.
+    await page.route('**/*', (route) =>
+      route.request().url().startsWith(gw.origin) ? route.continue() : route.abort(),
+    );
+  });
+  after(async () => {
+    await browser?.close();
+    if (profile) fs.rmSync(profile, { recursive: true, force: true });
+    await gw?.stop();
+    conf?.remove();
+    assert.deepEqual(pageErrors, []);
+  });
+
+  const card = (title) => page.locator('li.action').filter({ has: page.locator('.title', { hasText: title }) });
+  const menu = async (title, item) => {
+    await card(title).getByRole('button', { name: /^Actions of / }).click();
+    await card(title).getByRole('menuitem', { name: item }).click();
+  };
+  const editor = () => page.locator('.dialog.editor');
+
+  test('sign in with a bearer token', async () => {
+    await page.goto(`${gw.origin}/admin`);
+    await page.getByLabel('Bearer token').fill(TOKENS.sales);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'administration' }).waitFor();
+    await page.getByLabel('Bearer token').fill(TOKENS.admin);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'On Save' }).waitFor();
+  });
+
+  test('the order edit tree in execution order with the Child Saves separator', async () => {
+    await page.getByRole('button', { name: 'OrderEdit', exact: true }).click();
+    const items = await page.locator('ol.tree > li').evaluateAll((els) =>
+      els.map((e) => (e.classList.contains('separator') ? '--' : e.querySelector('.title')?.textContent ?? 'child')),
+    );
+    assert.deepEqual(items, ['Begin Order Edit', 'Extract Edit Session', '--', 'child', 'Save Line Changes']);
+    await page.getByRole('separator', { name: 'Child Saves' }).waitFor();
+    assert.match(await page.locator('.child-card').textContent(), /OrderLines.*OrderLineEdit/);
+    assert.deepEqual(await card('Begin Order Edit').locator('.chip').allTextContents(), ['Update']);
+    const shot = process.env.DG_ADMIN_SCREENSHOT;
+    if (shot) await page.screenshot({ path: shot });
+  });
+
+  test('the child picker does not offer a value nobody sets yet', async () => {
+    await page.getByRole('button', { name: 'OrderLineEdit', exact: true }).click();
+    await menu('Set Line Quantity', 'Edit');
+    await editor().getByRole('button', { name: 'Insert a property into URL Path' }).click();
+    const group = editor().getByRole('group', { name: 'Session Values' });
+    await group.getByRole('button', { name: /\{SESSION:LineItemId\}/ }).waitFor();
+    assert.equal(await group.getByRole('button', { name: /CalculatedLineItemId/ }).count(), 0);
+    await editor().getByRole('button', { name: 'Close the list' }).click();
+    await editor().getByRole('button', { name: 'Close', exact: true }).click();
+    await editor().waitFor({ state: 'detached' });
+  });
+
+  test('add a Get Session Values action with a Multiple Lists extraction and save it', async () => {
+    const file = conf.file('endpoints.json');
+    const before = fs.readFileSync(file, 'utf8');
+    await page.getByRole('button', { name: 'OrderEdit', exact: true }).click();
+    await menu('Begin Order Edit', 'Add Action');
+    const choose = page.getByRole('dialog', { name: 'Choose API Call Action' });
+    await choose.getByRole('button', { name: 'Save Action' }).waitFor();
+    await choose.getByRole('button', { name: 'Get Session Values Action' }).click();
+    const ed = editor();
+    await ed.getByLabel('Title', { exact: true }).fill('Extract Line Pairs');
+    await ed.getByRole('button', { name: 'Add Extraction' }).click();
+    await ed.getByRole('switch', { name: 'Use Multiple Lists' }).check();
+    await ed.getByLabel('Target List').selectOption('OrderLines');
+    await ed.getByLabel('Model Property', { exact: true }).selectOption('CalculatedLineItemId');
+    await ed.getByLabel('Connector Property', { exact: true }).fill('calculated.id');
+    await ed.getByLabel('Model Match Property').selectOption('SKU');
+    await ed.getByLabel('Connector Match Property').fill('original.sku');
+    await ed.getByLabel('Prefix', { exact: true }).fill('original');
+    await ed.getByLabel('Path', { exact: true }).fill('calculatedOrder.originalLines[*]');
+    await ed.getByRole('button', { name: 'Add List' }).click();
+    await ed.getByLabel('Prefix', { exact: true }).nth(1).fill('calculated');
+    await ed.getByLabel('Path', { exact: true }).nth(1).fill('calculatedOrder.lineItems[*]');
+    // Map to Children's own field is not shown for Multiple Lists.
+    assert.equal(await ed.getByLabel('Connector List Property').count(), 0);
+    await ed.getByRole('button', { name: 'Save', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved and reloaded' }).waitFor();
+    await ed.waitFor({ state: 'detached' });
+
+    const items = await page.locator('ol.tree > li .title').allTextContents();
+    assert.deepEqual(items.slice(0, 3), ['Begin Order Edit', 'Extract Line Pairs', 'Extract Edit Session']);
+    assert.notEqual(fs.readFileSync(file, 'utf8'), before);
+    assert.equal(fs.readFileSync(file + '.prev', 'utf8'), before);
+    const added = readJson(file).endpoints[0].save.actions[0];
+    assert.deepEqual(added, {
+      type: 'GetSessionValues',
+      title: 'Extract Line Pairs',
+      extractions: [
+        {
+          modelProperty: 'CalculatedLineItemId',
+          connectorProperty: 'calculated.id',
+          useMultipleLists: true,
+          connectorLists: [
+            { prefix: 'original', path: 'calculatedOrder.originalLines[*]' },
+            { prefix: 'calculated', path: 'calculatedOrder.lineItems[*]' },
+          ],
+          targetList: 'OrderLines',
+          modelMatchProperty: 'SKU',
+          connectorMatchProperty: 'original.sku',
+        },
+      ],
+    });
+    const check = await runBinary(['--check-config', conf.dir]);
+    assert.equal(check.code, 0, check.stdout + check.stderr);
+  });
+
+  test("the new value is in a child action's picker under Session Values", async () => {
+    await page.getByRole('button', { name: 'OrderLineEdit', exact: true }).click();
+    await menu('Set Line Quantity', 'Edit');
+    const ed = editor();
+    const url = ed.getByLabel('URL Path', { exact: true });
+    await url.focus();
+    await url.press('End');
+    await ed.getByRole('button', { name: 'Insert a property into URL Path' }).click();
+    const group = ed.getByRole('group', { name: 'Session Values' });
+    await group.getByRole('button', { name: /\{SESSION:CalculatedLineItemId\}/ }).click();
+    assert.match(await url.inputValue(), /\{SESSION:CalculatedLineItemId\}$/);
+    await ed.getByRole('button', { name: 'Close', exact: true }).click();
+    await ed.waitFor({ state: 'detached' });
+  });
+
+  test('an invalid change shows the error beside the field and writes nothing', async () => {
+    const file = conf.file('endpoints.json');
+    const before = fs.readFileSync(file, 'utf8');
+    await page.getByRole('button', { name: 'OrderEdit', exact: true }).click();
+    await menu('Save Line Changes', 'Edit');
+    const ed = editor();
+    await ed.getByLabel('URL Path', { exact: true }).fill('/orders/{SESSION:LineItemId}/commit.json');
+    await ed.getByRole('button', { name: 'Save', exact: true }).click();
+    const field = ed.locator('.field', { has: page.getByLabel('URL Path', { exact: true }) });
+    await field.locator('.field-errors').filter({ hasText: '{SESSION:LineItemId}' }).waitFor();
+    assert.equal(await ed.getByLabel('URL Path', { exact: true }).getAttribute('aria-invalid'), 'true');
+    assert.equal(fs.readFileSync(file, 'utf8'), before);
+    await ed.getByRole('button', { name: 'Reset' }).click();
+    assert.match(await ed.getByLabel('URL Path', { exact: true }).inputValue(), /\{CalculatedOrderId\}/);
+    await ed.getByRole('button', { name: 'Close', exact: true }).click();
+  });
+});

@@ -1,0 +1,237 @@
+// The admin API under /admin/api/ and the page's static files: sign-in
+// and the administration role, the configuration with its version, checks
+// of a change as --check-config makes them, the atomic save with the
+// previous version kept, the reload, and the refusal of a stale version.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { Gateway, TOKENS, makeConfig, readJson, runBinary } from './lib/gateway.mjs';
+
+const webDir = fs.mkdtempSync(path.join(os.tmpdir(), 'datagate-admin-web-'));
+fs.mkdirSync(path.join(webDir, 'assets'));
+fs.writeFileSync(path.join(webDir, 'index.html'), '<!doctype html><title>admin page</title>');
+fs.writeFileSync(path.join(webDir, 'assets', 'app-1.js'), 'console.log(1)');
+fs.writeFileSync(path.join(webDir, '.secret'), 'hidden');
+
+async function api(gw, method, what, { token = TOKENS.admin, body, headers = {} } = {}) {
+  const h = { ...headers };
+  if (token) h.Authorization = `Bearer ${token}`;
+  if (body !== undefined && !h['Content-Type']) h['Content-Type'] = 'application/json';
+  const res = await fetch(`${gw.origin}/admin/api/${what}`, {
+    method,
+    headers: h,
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: res.status, etag: res.headers.get('etag'), body: await res.json() };
+}
+
+const version = (etag) => etag.replace(/"/g, '');
+
+describe('admin API', () => {
+  let conf;
+  let gw;
+  before(async () => {
+    conf = makeConfig({ server: { adminWebDir: webDir } });
+    gw = await Gateway.start({ config: conf });
+  });
+  after(async () => {
+    await gw?.stop();
+    conf?.remove();
+  });
+
+  test('info needs no token and says whether OAuth is configured', async () => {
+    const r = await api(gw, 'GET', 'info', { token: null });
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.oauth, { enabled: false, issuer: null });
+  });
+
+  test('config: 401 without a token, 403 for a role without administration', async () => {
+    const none = await api(gw, 'GET', 'config', { token: null });
+    assert.equal(none.status, 401);
+    for (const token of [TOKENS.sales, TOKENS.auditor]) {
+      const r = await api(gw, 'GET', 'config', { token });
+      assert.equal(r.status, 403);
+      assert.match(r.body.error, /administration/);
+    }
+    const put = await api(gw, 'PUT', 'config', {
+      token: TOKENS.sales,
+      body: { files: { 'endpoints.json': readJson(conf.file('endpoints.json')) } },
+      headers: { 'If-Match': '"x"' },
+    });
+    assert.equal(put.status, 403);
+  });
+
+  test('config: the files, their version and the Session Values of each action', async () => {
+    const r = await api(gw, 'GET', 'config');
+    assert.equal(r.status, 200);
+    assert.equal(r.etag, `"${r.body.version}"`);
+    assert.match(r.body.version, /^[0-9a-f]{32}$/);
+    assert.equal(r.body.ok, true);
+    assert.deepEqual(r.body.files['endpoints.json'], readJson(conf.file('endpoints.json')));
+    assert.deepEqual(Object.keys(r.body.files).sort(), [
+      'connectors.json',
+      'endpoints.json',
+      'models.json',
+      'saved_queries.json',
+    ]);
+    // The root runs before its extraction: nothing reaches it.
+    const own = r.body.scopes.OrderEdit.places[0];
+    assert.equal(own.parent, null);
+    assert.deepEqual(own.steps[0].sessionValues, []);
+    const commit = own.steps.find((s) => s.path === '/endpoints/0/save/actions/1');
+    assert.deepEqual(
+      commit.sessionValues.map((v) => [v.insert, v.origin]),
+      [['{SESSION:CalculatedOrderId}', 'header']],
+    );
+    // The child reads the list values as session values and the parent's
+    // header values through the parent record.
+    const child = r.body.scopes.OrderLineEdit.places.find((p) => p.parent === 'OrderEdit');
+    assert.equal(child.list, 'OrderLines');
+    assert.deepEqual(child.steps[0].sessionValues.map((v) => v.insert).sort(), [
+      '{Order.CalculatedOrderId}',
+      '{SESSION:LineItemId}',
+    ]);
+  });
+
+  test('check: a change is checked as --check-config checks files, nothing is written', async () => {
+    const before = fs.readFileSync(conf.file('endpoints.json'), 'utf8');
+    const doc = readJson(conf.file('endpoints.json'));
+    doc.endpoints[0].save.actions[1].request.path = '/orders/{SESSION:Nope}/commit.json';
+    const bad = await api(gw, 'POST', 'check', { body: { files: { 'endpoints.json': doc } } });
+    assert.equal(bad.status, 200);
+    assert.equal(bad.body.ok, false);
+    const e = bad.body.errors.find((x) => x.path === '/endpoints/0/save/actions/1/request/path');
+    assert.ok(e, JSON.stringify(bad.body.errors));
+    assert.equal(e.file, 'endpoints.json');
+    assert.match(e.message, /\{SESSION:Nope\}/);
+    assert.equal(fs.readFileSync(conf.file('endpoints.json'), 'utf8'), before);
+
+    const fine = readJson(conf.file('endpoints.json'));
+    fine.endpoints[0].save.title = 'Begin The Edit';
+    const ok = await api(gw, 'POST', 'check', { body: { files: { 'endpoints.json': fine } } });
+    assert.equal(ok.body.ok, true);
+    assert.deepEqual(ok.body.errors, []);
+    assert.equal(ok.body.scopes.OrderEdit.places[0].steps[0].title, 'Begin The Edit');
+    assert.equal(fs.readFileSync(conf.file('endpoints.json'), 'utf8'), before);
+  });
+
+  test('changes are refused unless JSON from the page origin, of editable files', async () => {
+    const doc = readJson(conf.file('endpoints.json'));
+    const text = await api(gw, 'POST', 'check', {
+      body: JSON.stringify({ files: { 'endpoints.json': doc } }),
+      headers: { 'Content-Type': 'text/plain' },
+    });
+    assert.equal(text.status, 415);
+    const foreign = await api(gw, 'POST', 'check', {
+      body: { files: { 'endpoints.json': doc } },
+      headers: { Origin: 'https://evil.example' },
+    });
+    assert.equal(foreign.status, 403);
+    const own = await api(gw, 'POST', 'check', {
+      body: { files: { 'endpoints.json': doc } },
+      headers: { Origin: gw.origin },
+    });
+    assert.equal(own.status, 200);
+    const other = await api(gw, 'POST', 'check', { body: { files: { 'datagate.json': {} } } });
+    assert.equal(other.status, 400);
+    assert.match(other.body.error, /datagate\.json/);
+    const notJson = await api(gw, 'POST', 'check', { body: '{' });
+    assert.equal(notJson.status, 400);
+  });
+
+  test('save: If-Match required, invalid and stale changes write nothing', async () => {
+    const file = conf.file('endpoints.json');
+    const before = fs.readFileSync(file, 'utf8');
+    const cur = await api(gw, 'GET', 'config');
+    const doc = readJson(file);
+    doc.endpoints[0].save.title = 'Renamed';
+    const noMatch = await api(gw, 'PUT', 'config', { body: { files: { 'endpoints.json': doc } } });
+    assert.equal(noMatch.status, 428);
+    const stale = await api(gw, 'PUT', 'config', {
+      body: { files: { 'endpoints.json': doc } },
+      headers: { 'If-Match': '"0123456789abcdef0123456789abcdef"' },
+    });
+    assert.equal(stale.status, 412);
+    assert.match(stale.body.error, /changed since you loaded it/);
+    assert.equal(stale.body.version, cur.body.version);
+    const bad = readJson(file);
+    bad.endpoints[0].save.actions[0].extractions[0].modelProperty = 'NoSuchProperty';
+    const invalid = await api(gw, 'PUT', 'config', {
+      body: { files: { 'endpoints.json': bad } },
+      headers: { 'If-Match': cur.etag },
+    });
+    assert.equal(invalid.status, 422);
+    assert.ok(
+      invalid.body.errors.some((e) => e.path === '/endpoints/0/save/actions/0/extractions/0/modelProperty'),
+      JSON.stringify(invalid.body.errors),
+    );
+    assert.equal(fs.readFileSync(file, 'utf8'), before);
+    assert.equal(fs.existsSync(file + '.prev'), false);
+  });
+
+  test('save: written atomically, previous kept, reloaded; the second save of one version is refused', async () => {
+    const file = conf.file('endpoints.json');
+    const before = fs.readFileSync(file, 'utf8');
+    const cur = await api(gw, 'GET', 'config');
+    const doc = readJson(file);
+    doc.endpoints[0].save.title = 'Begin The Order Edit';
+    const reloads = gw.logs.filter((l) => l.event === 'reloaded').length;
+    const r = await api(gw, 'PUT', 'config', {
+      body: { files: { 'endpoints.json': doc } },
+      headers: { 'If-Match': cur.etag },
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.notEqual(r.body.version, cur.body.version);
+    assert.equal(r.etag, `"${r.body.version}"`);
+    assert.deepEqual(readJson(file), doc);
+    assert.equal(fs.readFileSync(file + '.prev', 'utf8'), before);
+    assert.equal(r.body.scopes.OrderEdit.places[0].steps[0].title, 'Begin The Order Edit');
+    await gw.waitForLogs((l) => l.event === 'reloaded', reloads + 1);
+    const check = await runBinary(['--check-config', conf.dir]);
+    assert.equal(check.code, 0, check.stdout + check.stderr);
+    const now = await api(gw, 'GET', 'config');
+    assert.equal(version(now.etag), r.body.version);
+
+    // A second editor still holding the old version.
+    doc.endpoints[0].save.title = 'Someone Else';
+    const second = await api(gw, 'PUT', 'config', {
+      body: { files: { 'endpoints.json': doc } },
+      headers: { 'If-Match': cur.etag },
+    });
+    assert.equal(second.status, 412);
+    assert.equal(readJson(file).endpoints[0].save.title, 'Begin The Order Edit');
+  });
+
+  test('methods and unknown API paths', async () => {
+    const r = await api(gw, 'DELETE', 'config');
+    assert.equal(r.status, 405);
+    const missing = await api(gw, 'GET', 'nothing');
+    assert.equal(missing.status, 404);
+  });
+
+  test('the page: index, assets, nothing outside the directory', async () => {
+    for (const p of ['/admin', '/admin/', '/admin/index.html']) {
+      const res = await fetch(gw.origin + p);
+      assert.equal(res.status, 200, p);
+      assert.match(res.headers.get('content-type'), /^text\/html/);
+      assert.match(res.headers.get('content-security-policy'), /default-src 'self'/);
+      assert.match(await res.text(), /admin page/);
+    }
+    const js = await fetch(gw.origin + '/admin/assets/app-1.js');
+    assert.equal(js.status, 200);
+    assert.match(js.headers.get('content-type'), /^text\/javascript/);
+    for (const p of ['/admin/.secret', '/admin/assets/../.secret', '/admin/assets//app-1.js', '/admin/nope.js']) {
+      const res = await fetch(gw.origin + p);
+      assert.equal(res.status, 404, p);
+    }
+    const post = await fetch(gw.origin + '/admin/', { method: 'POST' });
+    assert.equal(post.status, 405);
+    const other = await fetch(gw.origin + '/administrator');
+    assert.equal(other.status, 404);
+  });
+});
+
+after(() => fs.rmSync(webDir, { recursive: true, force: true }));
