@@ -613,7 +613,11 @@ static void admin_reload(void *data) {
 
 static int start_admin(app_t *app, dg_errctx_t *err) {
   dg_admin_config_t config = {
-      .config_dir = app->opt->config_dir, .reload = admin_reload, .reload_data = app};
+      .config_dir = app->opt->config_dir,
+      .reload = admin_reload,
+      .reload_data = app,
+      .connectors = app->env.connectors,
+  };
   if (dg_admin_new(&app->loop, &config, app->cat, &app->admin) != 0)
     return dg_errctx_set(err, DG_ENOMEM, "admin", "out of memory");
   dg_mcp_server_set_route(app->mcp, dg_admin_route, app->admin);

@@ -24,6 +24,9 @@ typedef struct dg_admin_config {
    * after a change was written. */
   void (*reload)(void *data);
   void *reload_data;
+  /* The Test panel's real runs call upstreams through it; NULL: only dry
+   * runs. */
+  struct dg_connectors *connectors;
 } dg_admin_config_t;
 
 /* Creates the module with the first catalog snapshot (a reference is

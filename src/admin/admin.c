@@ -25,6 +25,7 @@ int dg_admin_new(uv_loop_t *loop, const dg_admin_config_t *config, dg_catalog_t 
                     .config_dir = dir,
                     .reload = config->reload,
                     .reload_data = config->reload_data,
+                    .connectors = config->connectors,
                     .cat = dg_catalog_ref(cat)};
   *out = a;
   return 0;
@@ -47,6 +48,7 @@ void dg_admin_free(dg_admin_t *admin) {
     return;
   admin->closing = true;
   admin->reload = NULL;
+  admin->connectors = NULL;
   if (admin->jobs == 0)
     admin_release(admin);
 }
@@ -130,6 +132,10 @@ static void job_done(uv_work_t *work, int status) {
   if (job->reload && a->reload != NULL)
     a->reload(a->reload_data);
   job_free(job);
+  dg__admin_job_ended(a);
+}
+
+void dg__admin_job_ended(dg_admin_t *a) {
   if (--a->jobs == 0 && a->closing)
     admin_release(a);
 }
@@ -353,6 +359,27 @@ static void api_change(dg_admin_t *a, dg_http_request_t *req, dg__admin_job_kind
   dg__admin_job_start(job);
 }
 
+static bool method_is(dg_http_request_t *req, const char *m);
+static void method_not_allowed(dg_http_request_t *req, const char *allow);
+
+static void api_test(dg_admin_t *a, dg_http_request_t *req) {
+  if (!method_is(req, "POST")) {
+    method_not_allowed(req, "POST");
+    return;
+  }
+  if (!signed_in(a, req) || !change_allowed(a, req))
+    return;
+  size_t len = 0;
+  const char *body = dg_http_request_body(req, &len);
+  json_t *in = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, NULL);
+  if (!json_is_object(in)) {
+    json_decref(in);
+    dg__admin_error(req, 400, "the body must be a JSON object");
+    return;
+  }
+  dg__admin_test(a, req, in);
+}
+
 static bool method_is(dg_http_request_t *req, const char *m) {
   const char *have = dg_http_request_method(req);
   return strcmp(have, m) == 0 || (strcmp(m, "GET") == 0 && strcmp(have, "HEAD") == 0);
@@ -371,7 +398,11 @@ static void method_not_allowed(dg_http_request_t *req, const char *allow) {
 
 static void api(dg_admin_t *a, dg_http_request_t *req, const char *what) {
   bool info = strcmp(what, "info") == 0, config = strcmp(what, "config") == 0,
-       check = strcmp(what, "check") == 0;
+       check = strcmp(what, "check") == 0, test = strcmp(what, "test") == 0;
+  if (test) {
+    api_test(a, req);
+    return;
+  }
   if (!info && !config && !check) {
     dg__admin_error(req, 404, "not found; the API is described in docs/admin.md");
     return;

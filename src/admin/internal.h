@@ -15,10 +15,11 @@ struct dg_admin {
   char *config_dir;
   void (*reload)(void *data);
   void *reload_data;
-  dg_catalog_t *cat; /* one reference */
-  unsigned jobs;     /* threadpool jobs not yet finished */
-  bool saving;       /* one change at a time */
-  bool closing;      /* freed when the last job ends */
+  struct dg_connectors *connectors; /* real test runs; NULL: dry runs only */
+  dg_catalog_t *cat;                /* one reference */
+  unsigned jobs;                    /* threadpool jobs not yet finished */
+  bool saving;                      /* one change at a time */
+  bool closing;                     /* freed when the last job ends */
 };
 
 typedef enum dg__admin_job_kind {
@@ -59,6 +60,11 @@ void dg__admin_job_json(dg__admin_job_t *job, int status, json_t *body);
 /* Answers req with status and a JSON body (stolen). */
 void dg__admin_respond_json(dg_http_request_t *req, int status, json_t *body);
 void dg__admin_error(dg_http_request_t *req, int status, const char *message);
+
+/* Ends one unit of work counted in admin->jobs (frees a closing module). */
+void dg__admin_job_ended(dg_admin_t *a);
+/* POST /admin/api/test with its parsed body (stolen): test_run.c. */
+void dg__admin_test(dg_admin_t *a, dg_http_request_t *req, json_t *in);
 
 /* The session values of every endpoint of cat: name -> dg_catalog_endpoint_scope. */
 json_t *dg__admin_scopes(const dg_catalog_t *cat);

@@ -2,7 +2,8 @@
 // playwright-core): sign in, the On Save tree of the sample order edit with
 // its Child Saves separator, a Get Session Values action with a Multiple
 // Lists extraction added and saved, its value offered by a child action's
-// property picker, and an invalid change refused beside its field.
+// property picker, an invalid change refused beside its field, and the
+// Test panel's dry run.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -183,5 +184,28 @@ describe('admin page', () => {
     await ed.getByRole('button', { name: 'Reset' }).click();
     assert.match(await ed.getByLabel('URL Path', { exact: true }).inputValue(), /\{CalculatedOrderId\}/);
     await ed.getByRole('button', { name: 'Close', exact: true }).click();
+  });
+
+  test('the Test panel runs the tree dry and shows the trace', async () => {
+    await page.getByRole('button', { name: 'OrderEdit', exact: true }).click();
+    await page.getByRole('tab', { name: 'Tests' }).click();
+    const panel = page.locator('section.test-panel');
+    assert.equal(await panel.getByRole('switch', { name: /Dry Run/ }).isChecked(), true);
+    const values = JSON.parse(await panel.getByLabel('Record Values (JSON)').inputValue());
+    values.OrderNumber = 'SO-42';
+    await panel.getByLabel('Record Values (JSON)').fill(JSON.stringify(values));
+    await panel
+      .getByLabel('Sample Answers (JSON array, one per call in order)')
+      .fill(JSON.stringify([{ calculatedOrder: { id: 'c-7', lineItems: [] } }]));
+    await panel.getByRole('button', { name: 'Run Dry' }).click();
+    await panel.getByRole('status').filter({ hasText: 'Dry run: succeeded' }).waitFor();
+    const requests = await panel.locator('.requests > li > code').allTextContents();
+    assert.equal(requests.length, 2);
+    assert.match(requests[0], /^POST http:\/\/127\.0\.0\.1:8091\/erp\/orders\/SO-42\/edits\/begin\.json$/);
+    assert.match(requests[1], /\/edits\/c-7\/commit\.json$/);
+    const trace = await panel.getByRole('table').textContent();
+    assert.match(trace, /Extract Line Pairs/);
+    assert.match(trace, /CalculatedOrderId.*c-7/);
+    await page.getByRole('tab', { name: 'Data Source' }).click();
   });
 });

@@ -235,3 +235,110 @@ describe('admin API', () => {
 });
 
 after(() => fs.rmSync(webDir, { recursive: true, force: true }));
+
+describe('admin API: test runs', () => {
+  let conf, gw, upstream, hits;
+  before(async () => {
+    const http = await import('node:http');
+    hits = [];
+    upstream = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        hits.push({ method: req.method, url: req.url, body, auth: req.headers.authorization });
+        res.setHeader('Content-Type', 'application/json');
+        res.end(JSON.stringify({ calculatedOrder: { id: 'real-9', lineItems: [] } }));
+      });
+    });
+    await new Promise((r) => upstream.listen(0, '127.0.0.1', r));
+    const port = upstream.address().port;
+    conf = makeConfig({
+      edit: (dir) => {
+        const cf = path.join(dir, 'connectors.json');
+        const c = readJson(cf);
+        c.connectors.find((x) => x.name === 'SampleErp').baseUrl = `http://127.0.0.1:${port}/erp`;
+        fs.writeFileSync(cf, JSON.stringify(c));
+        const ef = path.join(dir, 'endpoints.json');
+        const e = readJson(ef);
+        e.endpoints[0].save.request.headers = { 'X-Api-Key': 'key-{OrderNumber}', 'X-Trace': 'plain' };
+        fs.writeFileSync(ef, JSON.stringify(e));
+      },
+    });
+    gw = await Gateway.start({ config: conf, env: { DATAGATE_SAMPLE_ERP_TOKEN: 'erp-token-secret' } });
+  });
+  after(async () => {
+    await gw?.stop();
+    conf?.remove();
+    await new Promise((r) => upstream?.close(r));
+  });
+
+  const run = (body, token) =>
+    api(gw, 'POST', 'test', {
+      token,
+      body: {
+        endpoint: 'OrderEdit',
+        operation: 'Update',
+        record: { id: 'o-1', values: { OrderNumber: 'SO-7', Status: 'Open' } },
+        children: { OrderLines: [{ id: 'l-1', values: { SKU: 'A-1', Quantity: 3 } }] },
+        ...body,
+      },
+    });
+
+  test('a dry run builds every request, masks credentials and sends nothing', async () => {
+    const r = await run({
+      dryRun: true,
+      answers: [{ calculatedOrder: { id: 'c-1', lineItems: [{ id: 'li-1', sku: 'A-1' }] } }],
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(hits.length, 0);
+    assert.equal(r.body.dryRun, true);
+    assert.equal(r.body.succeeded, true, JSON.stringify(r.body.trace));
+    assert.deepEqual(
+      r.body.requests.map((q) => [q.method, q.url.replace(/^http:\/\/127\.0\.0\.1:\d+/, ''), q.sent]),
+      [
+        ['POST', '/erp/orders/SO-7/edits/begin.json', false],
+        ['POST', '/erp/orders/SO-7/edits/c-1/line_items/li-1.json', false],
+        ['POST', '/erp/orders/SO-7/edits/c-1/commit.json', false],
+      ],
+    );
+    assert.equal(r.body.requests[0].headers['X-Api-Key'], '***');
+    assert.equal(r.body.requests[0].headers['X-Trace'], 'plain');
+    assert.doesNotMatch(JSON.stringify(r.body), /key-SO-7|erp-token-secret/);
+    assert.equal(JSON.parse(r.body.requests[1].body).lineItem.quantity, 3);
+    const extract = r.body.trace.actions.find((a) => a.title === 'Extract Edit Session');
+    assert.deepEqual(extract.sessionValues, { CalculatedOrderId: 'c-1' });
+    assert.ok(r.body.changes.some((c) => c.id === 'l-1' && c.values.LineItemId === 'li-1'));
+  });
+
+  test('a real run calls the upstream and shows what it answered', async () => {
+    const r = await run({ dryRun: false, children: {} });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.dryRun, false);
+    assert.deepEqual(
+      hits.map((h) => h.url),
+      ['/erp/orders/SO-7/edits/begin.json', '/erp/orders/SO-7/edits/real-9/commit.json'],
+    );
+    assert.equal(hits[0].auth, 'Bearer erp-token-secret');
+    assert.equal(r.body.requests[0].sent, true);
+    const extract = r.body.trace.actions.find((a) => a.title === 'Extract Edit Session');
+    assert.deepEqual(extract.sessionValues, { CalculatedOrderId: 'real-9' });
+    assert.equal(r.body.trace.actions[0].upstream.status, 200);
+    assert.doesNotMatch(JSON.stringify(r.body), /erp-token-secret/);
+  });
+
+  test('bad test requests name the field; a non-admin is refused', async () => {
+    const sent = hits.length;
+    const noDry = await run({});
+    assert.equal(noDry.status, 400);
+    assert.match(noDry.body.error, /^dryRun/);
+    const unknown = await run({ dryRun: true, endpoint: 'Nope' });
+    assert.equal(unknown.status, 400);
+    assert.match(unknown.body.error, /^endpoint/);
+    const op = await run({ dryRun: true, operation: 'Delete' });
+    assert.equal(op.status, 400);
+    assert.match(op.body.error, /^operation/);
+    const sales = await run({ dryRun: true }, TOKENS.sales);
+    assert.equal(sales.status, 403);
+    assert.equal(hits.length, sent);
+  });
+});

@@ -37,3 +37,4 @@ export const info = () => call('GET', 'info');
 export const config = () => call('GET', 'config');
 export const check = (files) => call('POST', 'check', { files });
 export const save = (files, version) => call('PUT', 'config', { files }, { 'If-Match': `"${version}"` });
+export const test = (body) => call('POST', 'test', body);

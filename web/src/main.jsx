@@ -8,6 +8,7 @@ import * as api from './api.js';
 import * as P from './pointer.js';
 import * as M from './model.js';
 import { SaveEditor, GsvEditor, FilterEditor } from './editors.jsx';
+import { TestPanel } from './test.jsx';
 import './style.css';
 
 const clone = (v) => JSON.parse(JSON.stringify(v));
@@ -304,6 +305,7 @@ function Endpoints({ files, doc, scopes, selected, onSelect, save, errors, setEr
   const list = doc.endpoints || [];
   const [editor, setEditor] = useState(null);
   const [choose, setChoose] = useState(null);
+  const [tab, setTab] = useState('Data Source');
   const i = Math.max(0, list.findIndex((e) => e.name === selected));
   const endpoint = list[i];
   const base = P.join('', 'endpoints', i);
@@ -360,12 +362,20 @@ function Endpoints({ files, doc, scopes, selected, onSelect, save, errors, setEr
           <p class="muted">{endpoint.description}</p>
           <div role="tablist" aria-label="Endpoint tabs" class="tabs">
             {['Data Source', 'Endpoint Settings', 'Filters', 'Variables', 'Tests'].map((t) => (
-              <button role="tab" type="button" key={t} aria-selected={t === 'Data Source'} disabled={t !== 'Data Source'}>
+              <button
+                role="tab"
+                type="button"
+                key={t}
+                aria-selected={t === tab}
+                disabled={t !== 'Data Source' && t !== 'Tests'}
+                onClick={() => setTab(t)}
+              >
                 {t}
               </button>
             ))}
           </div>
-          <div class="datasource">
+          {tab === 'Tests' && <TestPanel key={endpoint.name} endpoint={endpoint} model={model} />}
+          <div class="datasource" hidden={tab !== 'Data Source'}>
             <nav aria-label="Events" class="events">
               <button type="button" aria-current="true">
                 On Save
