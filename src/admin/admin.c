@@ -359,8 +359,21 @@ static void api_change(dg_admin_t *a, dg_http_request_t *req, dg__admin_job_kind
   dg__admin_job_start(job);
 }
 
-static bool method_is(dg_http_request_t *req, const char *m);
-static void method_not_allowed(dg_http_request_t *req, const char *allow);
+static bool method_is(dg_http_request_t *req, const char *m) {
+  const char *have = dg_http_request_method(req);
+  return strcmp(have, m) == 0 || (strcmp(m, "GET") == 0 && strcmp(have, "HEAD") == 0);
+}
+
+static void method_not_allowed(dg_http_request_t *req, const char *allow) {
+  json_t *body = json_pack("{s:s+}", "error", "method not allowed; use ", allow);
+  dg_buf_t out;
+  dg_buf_init(&out, 4096);
+  dg_json_write(body, &out);
+  json_decref(body);
+  dg_http_header_t headers[] = {ct_json, {"Allow", allow}};
+  dg_http_respond(req, 405, headers, DG_ARRAY_SIZE(headers), out.data, out.len);
+  dg_buf_free(&out);
+}
 
 static void api_test(dg_admin_t *a, dg_http_request_t *req) {
   if (!method_is(req, "POST")) {
@@ -378,22 +391,6 @@ static void api_test(dg_admin_t *a, dg_http_request_t *req) {
     return;
   }
   dg__admin_test(a, req, in);
-}
-
-static bool method_is(dg_http_request_t *req, const char *m) {
-  const char *have = dg_http_request_method(req);
-  return strcmp(have, m) == 0 || (strcmp(m, "GET") == 0 && strcmp(have, "HEAD") == 0);
-}
-
-static void method_not_allowed(dg_http_request_t *req, const char *allow) {
-  json_t *body = json_pack("{s:s+}", "error", "method not allowed; use ", allow);
-  dg_buf_t out;
-  dg_buf_init(&out, 4096);
-  dg_json_write(body, &out);
-  json_decref(body);
-  dg_http_header_t headers[] = {ct_json, {"Allow", allow}};
-  dg_http_respond(req, 405, headers, DG_ARRAY_SIZE(headers), out.data, out.len);
-  dg_buf_free(&out);
 }
 
 static void api(dg_admin_t *a, dg_http_request_t *req, const char *what) {

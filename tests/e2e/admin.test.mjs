@@ -186,6 +186,21 @@ describe('admin page', () => {
     await ed.getByRole('button', { name: 'Close', exact: true }).click();
   });
 
+  test('the menu and the editor work from the keyboard', async () => {
+    await page.getByRole('button', { name: 'OrderEdit', exact: true }).click();
+    await card('Save Line Changes').getByRole('button', { name: /^Actions of / }).focus();
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Edit');
+    await page.keyboard.press('Enter');
+    const title = editor().getByLabel('Title', { exact: true });
+    await title.waitFor();
+    assert.equal(await title.evaluate((el) => el === document.activeElement), true);
+    await page.keyboard.press('Escape');
+    await editor().waitFor({ state: 'detached' });
+  });
+
   test('the Test panel runs the tree dry and shows the trace', async () => {
     await page.getByRole('button', { name: 'OrderEdit', exact: true }).click();
     await page.getByRole('tab', { name: 'Tests' }).click();

@@ -1,7 +1,7 @@
 // The action editors: Save Action, Get Session Values (its extractions)
 // and Filters, each with the property picker, errors beside the field at
 // fault, and Reset, Close and Save.
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import * as P from './pointer.js';
 import * as M from './model.js';
 
@@ -94,7 +94,15 @@ export function Picker({ label, model, values, onPick }) {
     onPick(text);
   };
   return (
-    <div class="picker" onKeyDown={(e) => e.key === 'Escape' && setOpen(false)}>
+    <div
+      class="picker"
+      onKeyDown={(e) => {
+        if (e.key === 'Escape' && open) {
+          e.preventDefault();
+          setOpen(false);
+        }
+      }}
+    >
       <button type="button" aria-haspopup="dialog" aria-expanded={open} aria-label={`Insert a property into ${label}`} onClick={() => (open ? setOpen(false) : show())}>
         {'{…}'}
       </button>
@@ -149,9 +157,22 @@ function inserter(ref, value, set) {
 function Dialog({ title, path, errors, placed, children, onReset, onClose, onSave }) {
   const id = useId('dlg');
   const [busy, setBusy] = useState(false);
+  const box = useRef();
+  // The first field takes the focus; Escape closes (the picker's list first).
+  useEffect(() => box.current?.querySelector('input, select, button')?.focus(), []);
   const others = errors.filter((e) => !(e.file === 'endpoints.json' && placed.includes(e.path)));
   return (
-    <div class="dialog editor" role="dialog" aria-modal="true" aria-labelledby={id} data-path={path}>
+    <div
+      class="dialog editor"
+      role="dialog"
+      aria-modal="true"
+      aria-labelledby={id}
+      data-path={path}
+      ref={box}
+      onKeyDown={(e) => {
+        if (e.key === 'Escape' && !e.defaultPrevented) onClose();
+      }}
+    >
       <h2 id={id}>{title}</h2>
       {others.length > 0 && (
         <ul class="field-errors" role="alert" aria-label="Other problems">

@@ -202,18 +202,18 @@ function ActionCard({ step, ops }) {
 
 function ChoosePanel({ onChoose, onClose, allowSave }) {
   return (
-    <div role="dialog" aria-modal="true" aria-labelledby="choose-h" class="dialog">
+    <div role="dialog" aria-modal="true" aria-labelledby="choose-h" class="dialog" onKeyDown={(e) => e.key === 'Escape' && onClose()}>
       <h2 id="choose-h">Choose API Call Action</h2>
       <ul class="choices">
         {allowSave && (
           <li>
-            <button type="button" onClick={() => onChoose('save')}>
+            <button type="button" autoFocus onClick={() => onChoose('save')}>
               Save Action
             </button>
           </li>
         )}
         <li>
-          <button type="button" onClick={() => onChoose('gsv')}>
+          <button type="button" autoFocus={!allowSave} onClick={() => onChoose('gsv')}>
             Get Session Values Action
           </button>
         </li>
@@ -375,7 +375,8 @@ function Endpoints({ files, doc, scopes, selected, onSelect, save, errors, setEr
             ))}
           </div>
           {tab === 'Tests' && <TestPanel key={endpoint.name} endpoint={endpoint} model={model} />}
-          <div class="datasource" hidden={tab !== 'Data Source'}>
+          {tab === 'Data Source' && (
+          <div class="datasource">
             <nav aria-label="Events" class="events">
               <button type="button" aria-current="true">
                 On Save
@@ -392,6 +393,7 @@ function Endpoints({ files, doc, scopes, selected, onSelect, save, errors, setEr
               onAdd={(step) => setChoose(step)}
             />
           </div>
+          )}
         </div>
       </div>
       {choose && (
