@@ -186,6 +186,64 @@ describe('admin page', () => {
     await ed.getByRole('button', { name: 'Close', exact: true }).click();
   });
 
+  test('filters, reordering within a phase and deleting are saved to the file', async () => {
+    const file = conf.file('endpoints.json');
+    await page.getByRole('button', { name: 'OrderEdit', exact: true }).click();
+    await menu('Save Line Changes', 'Filters');
+    let ed = editor();
+    await ed.getByRole('button', { name: 'Add Condition' }).click();
+    await ed.getByLabel('Property', { exact: true }).selectOption('Status');
+    await ed.getByLabel('Operator', { exact: true }).selectOption('!=');
+    await ed.getByLabel('Value', { exact: true }).fill('Cancelled');
+    await ed.getByRole('button', { name: 'Save', exact: true }).click();
+    await ed.waitFor({ state: 'detached' });
+    assert.deepEqual(readJson(file).endpoints[0].save.actions[2].filter, {
+      match: 'All',
+      conditions: [{ property: 'Status', operator: '!=', value: 'Cancelled' }],
+    });
+    assert.match(await card('Save Line Changes').locator('.chip.filter').textContent(), /Status != Cancelled/);
+
+    // Post-child actions do not move into the pre-child phase.
+    await menu('Extract Line Pairs', 'Move Down');
+    await page.getByRole('status').filter({ hasText: "Moved 'Extract Line Pairs' down" }).waitFor();
+    const titles = () => readJson(file).endpoints[0].save.actions.map((a) => a.title);
+    assert.deepEqual(titles(), ['Extract Edit Session', 'Extract Line Pairs', 'Save Line Changes']);
+    await menu('Extract Line Pairs', 'Move Down');
+    await page.getByRole('alert').filter({ hasText: 'nothing to move' }).waitFor();
+    assert.deepEqual(titles(), ['Extract Edit Session', 'Extract Line Pairs', 'Save Line Changes']);
+    await menu('Extract Line Pairs', 'Move Up');
+    await page.getByRole('status').filter({ hasText: "Moved 'Extract Line Pairs' up" }).waitFor();
+    assert.deepEqual(titles(), ['Extract Line Pairs', 'Extract Edit Session', 'Save Line Changes']);
+
+    page.once('dialog', (d) => d.accept());
+    await menu('Extract Line Pairs', 'Delete');
+    await page.getByRole('status').filter({ hasText: "Deleted 'Extract Line Pairs'" }).waitFor();
+    assert.deepEqual(titles(), ['Extract Edit Session', 'Save Line Changes']);
+    // Deleting the action that sets a value a child uses is refused, with the reason.
+    page.once('dialog', (d) => d.accept());
+    await menu('Extract Edit Session', 'Delete');
+    const refused = page.getByRole('alert').filter({ hasText: 'nothing was written' });
+    await refused.waitFor();
+    assert.match(await refused.textContent(), /\{SESSION:LineItemId\}/);
+    assert.deepEqual(titles(), ['Extract Edit Session', 'Save Line Changes']);
+    await card('Extract Edit Session').waitFor();
+  });
+
+  test('models, Saved Queries and connectors are listed', async () => {
+    await page.getByRole('button', { name: 'Data Models' }).click();
+    await page.locator('details summary').filter({ has: page.locator('strong', { hasText: /^Orders$/ }) }).click();
+    const row = page.getByRole('row').filter({ hasText: 'OrderLines' }).first();
+    assert.match(await row.textContent(), /Reference.*Inbound OrderLines/);
+    assert.match(await page.getByRole('row').filter({ hasText: 'OrderNumber' }).first().textContent(), /Order number/);
+    await page.getByRole('button', { name: 'Saved Queries' }).click();
+    await page.getByRole('cell', { name: 'LiveOrderStatus' }).waitFor();
+    await page.getByRole('button', { name: 'Connectors' }).click();
+    const erp = await page.getByRole('row').filter({ hasText: 'SampleErp' }).textContent();
+    assert.match(erp, /bearer/);
+    assert.doesNotMatch(await page.locator('main').textContent(), /DATAGATE_SAMPLE/);
+    await page.getByRole('button', { name: 'Endpoints' }).click();
+  });
+
   test('the menu and the editor work from the keyboard', async () => {
     await page.getByRole('button', { name: 'OrderEdit', exact: true }).click();
     await card('Save Line Changes').getByRole('button', { name: /^Actions of / }).focus();
@@ -219,7 +277,7 @@ describe('admin page', () => {
     assert.match(requests[0], /^POST http:\/\/127\.0\.0\.1:8091\/erp\/orders\/SO-42\/edits\/begin\.json$/);
     assert.match(requests[1], /\/edits\/c-7\/commit\.json$/);
     const trace = await panel.getByRole('table').textContent();
-    assert.match(trace, /Extract Line Pairs/);
+    assert.match(trace, /Extract Edit Session.*Child Saves: OrderLines.*Save Line Changes/);
     assert.match(trace, /CalculatedOrderId.*c-7/);
     await page.getByRole('tab', { name: 'Data Source' }).click();
   });

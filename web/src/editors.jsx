@@ -162,6 +162,8 @@ function Dialog({ title, path, errors, placed, children, onReset, onClose, onSav
   useEffect(() => box.current?.querySelector('input, select, button')?.focus(), []);
   const others = errors.filter((e) => !(e.file === 'endpoints.json' && placed.includes(e.path)));
   return (
+    <>
+    <div class="backdrop" onClick={onClose} />
     <div
       class="dialog editor"
       role="dialog"
@@ -203,6 +205,7 @@ function Dialog({ title, path, errors, placed, children, onReset, onClose, onSav
         </div>
       </form>
     </div>
+    </>
   );
 }
 
@@ -365,7 +368,15 @@ function Extraction({ x, i, path, at, errors, files, model, set }) {
       )}
       {k !== 'basic' && (
         <>
-          <Select label="Model Match Property" path={at(P.join(path, 'modelMatchProperty'))} value={x.modelMatchProperty} options={props} errors={errors} onChange={(v) => upd((e) => (e.modelMatchProperty = v))} />
+          <Select
+            label="Model Match Property"
+            path={at(P.join(path, 'modelMatchProperty'))}
+            value={x.modelMatchProperty}
+            options={props.includes('Id') ? props : ['Id', ...props]}
+            placeholder="— (the record's Id)"
+            errors={errors}
+            onChange={(v) => upd((e) => (v ? (e.modelMatchProperty = v) : delete e.modelMatchProperty))}
+          />
           <Text label="Connector Match Property" path={at(P.join(path, 'connectorMatchProperty'))} value={x.connectorMatchProperty} errors={errors} onInput={(v) => upd((e) => (e.connectorMatchProperty = v))} />
         </>
       )}

@@ -202,6 +202,8 @@ function ActionCard({ step, ops }) {
 
 function ChoosePanel({ onChoose, onClose, allowSave }) {
   return (
+    <>
+    <div class="backdrop" onClick={onClose} />
     <div role="dialog" aria-modal="true" aria-labelledby="choose-h" class="dialog" onKeyDown={(e) => e.key === 'Escape' && onClose()}>
       <h2 id="choose-h">Choose API Call Action</h2>
       <ul class="choices">
@@ -222,6 +224,7 @@ function ChoosePanel({ onChoose, onClose, allowSave }) {
         Close
       </button>
     </div>
+    </>
   );
 }
 
@@ -301,7 +304,7 @@ function newAction(kind) {
   };
 }
 
-function Endpoints({ files, doc, scopes, selected, onSelect, save, errors, setErrors, checkDraft }) {
+function Endpoints({ files, doc, scopes, selected, onSelect, save, errors, setErrors, checkDraft, setNotice }) {
   const list = doc.endpoints || [];
   const [editor, setEditor] = useState(null);
   const [choose, setChoose] = useState(null);
@@ -388,6 +391,7 @@ function Endpoints({ files, doc, scopes, selected, onSelect, save, errors, setEr
               doc={doc}
               onChange={async (next, what) => {
                 if (next) await save(next, what);
+                else setNotice({ kind: 'error', text: 'There is nothing to move it past in its phase.' });
               }}
               onEdit={(step, mode) => openEditor(step, mode)}
               onAdd={(step) => setChoose(step)}
@@ -487,7 +491,7 @@ function App() {
     }
     if (r.status === 422) {
       setErrors(r.data.errors || []);
-      setNotice({ kind: 'error', text: `${r.data.error}: ${(r.data.errors || []).length} problem(s).` });
+      setNotice({ kind: 'error', text: `${r.data.error}:`, list: r.data.errors || [] });
     } else {
       setNotice({ kind: 'error', text: r.data.error || `the save failed (${r.status})` });
     }
@@ -529,6 +533,13 @@ function App() {
       {notice && (
         <p role={notice.kind === 'error' ? 'alert' : 'status'} class={`notice ${notice.kind}`}>
           {notice.text}
+          {notice.list && (
+            <ul>
+              {notice.list.map((e, i) => (
+                <li key={i}>{`${e.file}: ${e.path}: ${e.message}`}</li>
+              ))}
+            </ul>
+          )}
           {notice.kind === 'error' && (
             <button type="button" onClick={load}>
               Reload
@@ -559,6 +570,7 @@ function App() {
             errors={errors}
             setErrors={setErrors}
             checkDraft={checkDraft}
+            setNotice={setNotice}
           />
         )}
         {section === 'queries' && (
