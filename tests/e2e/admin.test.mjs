@@ -74,6 +74,18 @@ describe('admin page', () => {
     await page.getByRole('heading', { name: 'On Save' }).waitFor();
   });
 
+  test('behind a proxy that adds the Authorization header the page does not ask', async () => {
+    const other = await browser.newPage();
+    await other.route('**/*', (route) =>
+      route.request().url().startsWith(gw.origin) ? route.continue() : route.abort(),
+    );
+    await other.setExtraHTTPHeaders({ Authorization: `Bearer ${TOKENS.admin}` });
+    await other.goto(`${gw.origin}/admin`);
+    await other.getByRole('heading', { name: 'On Save' }).waitFor();
+    assert.equal(await other.getByLabel('Bearer token').count(), 0);
+    await other.close();
+  });
+
   test('the order edit tree in execution order with the Child Saves separator', async () => {
     await page.getByRole('button', { name: 'OrderEdit', exact: true }).click();
     const items = await page.locator('ol.tree > li').evaluateAll((els) =>

@@ -342,3 +342,44 @@ describe('admin API: test runs', () => {
     assert.equal(hits.length, sent);
   });
 });
+
+describe('admin API: OAuth and workers', () => {
+  test('with OAuth configured, info names the identity provider', async () => {
+    const conf = makeConfig({
+      edit: (dir) => {
+        const file = path.join(dir, 'datagate.json');
+        const d = readJson(file);
+        d.oauth.enabled = true;
+        fs.writeFileSync(file, JSON.stringify(d));
+      },
+    });
+    const gw = await Gateway.start({ config: conf, env: { DATAGATE_JWT_SECRET: 'x'.repeat(40) } });
+    try {
+      const r = await api(gw, 'GET', 'info', { token: null });
+      assert.deepEqual(r.body.oauth, { enabled: true, issuer: 'https://login.example.com/' });
+    } finally {
+      await gw.stop();
+      conf.remove();
+    }
+  });
+
+  test('with --workers 2 a save reloads every worker', async () => {
+    const conf = makeConfig();
+    const gw = await Gateway.start({ config: conf, args: ['--workers', '2'], listening: 2 });
+    try {
+      const cur = await api(gw, 'GET', 'config');
+      const doc = readJson(conf.file('endpoints.json'));
+      doc.endpoints[0].description = 'saved with two workers';
+      const r = await api(gw, 'PUT', 'config', {
+        body: { files: { 'endpoints.json': doc } },
+        headers: { 'If-Match': cur.etag },
+      });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const lines = await gw.waitForLogs((l) => l.event === 'reloaded' && l.worker !== undefined, 2);
+      assert.equal(new Set(lines.map((l) => l.worker)).size, 2);
+    } finally {
+      await gw.stop();
+      conf.remove();
+    }
+  });
+});
