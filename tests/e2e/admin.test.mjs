@@ -241,6 +241,34 @@ describe('admin page', () => {
     await card('Extract Edit Session').waitFor();
   });
 
+  test('a Save Action added after a post-child action stays post-child; a mapping takes a picked value', async () => {
+    const file = conf.file('endpoints.json');
+    await page.getByRole('button', { name: 'OrderEdit', exact: true }).click();
+    await menu('Save Line Changes', 'Add Action');
+    await page.getByRole('dialog', { name: 'Choose API Call Action' }).getByRole('button', { name: 'Save Action' }).click();
+    const ed = editor();
+    await ed.getByLabel('Title', { exact: true }).fill('Notify Warehouse');
+    await ed.getByLabel('URL Path', { exact: true }).fill('/notify');
+    assert.equal(await ed.getByRole('switch', { name: 'After Child Configs?' }).isChecked(), true);
+    await ed.getByRole('button', { name: 'Add Mapping' }).click();
+    await ed.getByLabel('Connector Property', { exact: true }).fill('edit.id');
+    await ed.getByRole('button', { name: 'Insert a property into Value of mapping 1' }).click();
+    await ed.getByRole('group', { name: 'Session Values' }).getByRole('button', { name: /\{SESSION:CalculatedOrderId\}/ }).click();
+    await ed.getByRole('button', { name: 'Save', exact: true }).click();
+    await ed.waitFor({ state: 'detached' });
+    const added = readJson(file).endpoints[0].save.actions.at(-1);
+    assert.deepEqual(added, {
+      type: 'EndpointSave',
+      title: 'Notify Warehouse',
+      request: { method: 'POST', path: '/notify', mappings: [{ connectorProperty: 'edit.id', value: '{SESSION:CalculatedOrderId}' }] },
+      afterChildConfigs: true,
+    });
+    const items = await page.locator('ol.tree > li').evaluateAll((els) =>
+      els.map((e) => (e.classList.contains('separator') ? '--' : e.querySelector('.title')?.textContent ?? 'child')),
+    );
+    assert.deepEqual(items.slice(-3), ['child', 'Save Line Changes', 'Notify Warehouse']);
+  });
+
   test('models, Saved Queries and connectors are listed', async () => {
     await page.getByRole('button', { name: 'Data Models' }).click();
     await page.locator('details summary').filter({ has: page.locator('strong', { hasText: /^Orders$/ }) }).click();
@@ -285,9 +313,13 @@ describe('admin page', () => {
     await panel.getByRole('button', { name: 'Run Dry' }).click();
     await panel.getByRole('status').filter({ hasText: 'Dry run: succeeded' }).waitFor();
     const requests = await panel.locator('.requests > li > code').allTextContents();
-    assert.equal(requests.length, 2);
+    assert.equal(requests.length, 3);
     assert.match(requests[0], /^POST http:\/\/127\.0\.0\.1:8091\/erp\/orders\/SO-42\/edits\/begin\.json$/);
     assert.match(requests[1], /\/edits\/c-7\/commit\.json$/);
+    assert.match(requests[2], /\/erp\/notify$/);
+    assert.deepEqual(JSON.parse(await panel.locator('.requests > li').nth(2).locator('pre').textContent()), {
+      edit: { id: 'c-7' },
+    });
     const trace = await panel.getByRole('table').textContent();
     assert.match(trace, /Extract Edit Session.*Child Saves: OrderLines.*Save Line Changes/);
     assert.match(trace, /CalculatedOrderId.*c-7/);
