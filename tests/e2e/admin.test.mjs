@@ -269,6 +269,33 @@ describe('admin page', () => {
     assert.deepEqual(items.slice(-3), ['child', 'Save Line Changes', 'Notify Warehouse']);
   });
 
+  test('a save after someone else saved is refused; Reload shows their change', async () => {
+    const file = conf.file('endpoints.json');
+    await page.getByRole('button', { name: 'OrderEdit', exact: true }).click();
+    await menu('Notify Warehouse', 'Edit');
+    // Another administrator saves first, through the API.
+    const headers = { Authorization: `Bearer ${TOKENS.admin}`, 'Content-Type': 'application/json' };
+    const cur = await fetch(`${gw.origin}/admin/api/config`, { headers });
+    const theirs = readJson(file);
+    theirs.endpoints[0].description = 'changed by someone else';
+    const put = await fetch(`${gw.origin}/admin/api/config`, {
+      method: 'PUT',
+      headers: { ...headers, 'If-Match': cur.headers.get('etag') },
+      body: JSON.stringify({ files: { 'endpoints.json': theirs } }),
+    });
+    assert.equal(put.status, 200);
+    const ed = editor();
+    await ed.getByLabel('Title', { exact: true }).fill('Notify The Warehouse');
+    await ed.getByRole('button', { name: 'Save', exact: true }).click();
+    const alert = page.getByRole('alert').filter({ hasText: 'changed since you loaded it' });
+    await alert.waitFor();
+    assert.deepEqual(readJson(file), theirs);
+    await alert.getByRole('button', { name: 'Reload' }).click();
+    await editor().waitFor({ state: 'detached' });
+    await page.getByText('changed by someone else').waitFor();
+    assert.equal(await card('Notify Warehouse').count(), 1);
+  });
+
   test('models, Saved Queries and connectors are listed', async () => {
     await page.getByRole('button', { name: 'Data Models' }).click();
     await page.locator('details summary').filter({ has: page.locator('strong', { hasText: /^Orders$/ }) }).click();

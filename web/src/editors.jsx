@@ -4,6 +4,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import * as P from './pointer.js';
 import * as M from './model.js';
+import { Notice } from './notice.jsx';
 
 let ids = 0;
 const useId = (prefix) => useState(() => `${prefix}-${++ids}`)[0];
@@ -154,7 +155,7 @@ function inserter(ref, value, set) {
   };
 }
 
-function Dialog({ title, path, errors, placed, children, onReset, onClose, onSave }) {
+function Dialog({ title, path, errors, placed, children, onReset, onClose, onSave, notice, onReload, onDismiss }) {
   const id = useId('dlg');
   const [busy, setBusy] = useState(false);
   const box = useRef();
@@ -176,6 +177,7 @@ function Dialog({ title, path, errors, placed, children, onReset, onClose, onSav
       }}
     >
       <h2 id={id}>{title}</h2>
+      {notice && !notice.list && <Notice notice={notice} onReload={onReload} onDismiss={onDismiss} />}
       {others.length > 0 && (
         <ul class="field-errors" role="alert" aria-label="Other problems">
           {others.map((e, i) => (
@@ -283,7 +285,7 @@ export function SaveEditor(props) {
     </>
   );
   return (
-    <Dialog title={`Save Action: ${a.title || ''}`} path={path} errors={errors} placed={placed} onReset={props.onReset} onClose={props.onClose} onSave={props.onSave}>
+    <Dialog title={`Save Action: ${a.title || ''}`} path={path} errors={errors} placed={placed} onReset={props.onReset} onClose={props.onClose} onSave={props.onSave} notice={props.notice} onReload={props.onReload} onDismiss={props.onDismiss}>
       {body}
     </Dialog>
   );
@@ -429,7 +431,7 @@ export function GsvEditor(props) {
     </>
   );
   return (
-    <Dialog title={`Get Session Values: ${a.title || ''}`} path={path} errors={errors} placed={placed} onReset={props.onReset} onClose={props.onClose} onSave={props.onSave}>
+    <Dialog title={`Get Session Values: ${a.title || ''}`} path={path} errors={errors} placed={placed} onReset={props.onReset} onClose={props.onClose} onSave={props.onSave} notice={props.notice} onReload={props.onReload} onDismiss={props.onDismiss}>
       {body}
     </Dialog>
   );
@@ -474,7 +476,7 @@ export function FilterEditor(props) {
     </>
   );
   return (
-    <Dialog title={`Filters: ${a.title || ''}`} path={path} errors={errors} placed={placed} onReset={props.onReset} onClose={props.onClose} onSave={props.onSave}>
+    <Dialog title={`Filters: ${a.title || ''}`} path={path} errors={errors} placed={placed} onReset={props.onReset} onClose={props.onClose} onSave={props.onSave} notice={props.notice} onReload={props.onReload} onDismiss={props.onDismiss}>
       {body}
     </Dialog>
   );

@@ -9,6 +9,7 @@ import * as P from './pointer.js';
 import * as M from './model.js';
 import { SaveEditor, GsvEditor, FilterEditor } from './editors.jsx';
 import { TestPanel } from './test.jsx';
+import { Notice } from './notice.jsx';
 import './style.css';
 
 const clone = (v) => JSON.parse(JSON.stringify(v));
@@ -304,9 +305,14 @@ function newAction(kind) {
   };
 }
 
-function Endpoints({ files, doc, scopes, selected, onSelect, save, errors, setErrors, checkDraft, setNotice }) {
+function Endpoints(props) {
+  const { files, doc, version, scopes, selected, onSelect, save, errors, setErrors, checkDraft, setNotice } = props;
   const list = doc.endpoints || [];
   const [editor, setEditor] = useState(null);
+  // An editor holds the file as it was opened: a new version closes it, so
+  // that nothing is saved over a change made meanwhile.
+  useEffect(() => setEditor(null), [version]);
+  useEffect(() => props.setEditing(!!editor), [!!editor]);
   const [choose, setChoose] = useState(null);
   const [tab, setTab] = useState('Data Source');
   const i = Math.max(0, list.findIndex((e) => e.name === selected));
@@ -417,6 +423,9 @@ function Endpoints({ files, doc, scopes, selected, onSelect, save, errors, setEr
           value={editor.value}
           original={editor.original}
           errors={errors}
+          notice={props.notice}
+          onReload={props.reload}
+          onDismiss={() => setNotice(null)}
           scopes={scopes}
           checkDraft={(value) => {
             const d = clone(editor.doc);
@@ -447,6 +456,7 @@ function App() {
   const [selected, setSelected] = useState(null);
   const [errors, setErrors] = useState([]);
   const [notice, setNotice] = useState(null);
+  const [editing, setEditing] = useState(false);
 
   const load = async () => {
     const r = await api.config();
@@ -459,6 +469,10 @@ function App() {
     api.info().then((r) => setInfo(r.data));
     load();
   }, []);
+  const reload = () => {
+    setNotice(null);
+    load();
+  };
 
   if (state.status === 'loading') return <p class="loading">Loading…</p>;
   if (state.status === 'signin' || state.status === 'failed')
@@ -530,25 +544,9 @@ function App() {
           </button>
         ))}
       </nav>
-      {notice && (
-        <p role={notice.kind === 'error' ? 'alert' : 'status'} class={`notice ${notice.kind}`}>
-          {notice.text}
-          {notice.list && (
-            <ul>
-              {notice.list.map((e, i) => (
-                <li key={i}>{`${e.file}: ${e.path}: ${e.message}`}</li>
-              ))}
-            </ul>
-          )}
-          {notice.kind === 'error' && (
-            <button type="button" onClick={load}>
-              Reload
-            </button>
-          )}
-        </p>
-      )}
+      {notice && !editing && <Notice notice={notice} onReload={reload} onDismiss={() => setNotice(null)} />}
       {!config.ok && (
-        <div role="alert" class="notice error">
+        <div role="alert" class="banner error">
           The configuration on disk does not load:
           <ul>
             {config.errors.map((e, i) => (
@@ -563,6 +561,7 @@ function App() {
           <Endpoints
             files={files}
             doc={doc}
+            version={config.version}
             scopes={config.scopes}
             selected={selected}
             onSelect={setSelected}
@@ -571,6 +570,9 @@ function App() {
             setErrors={setErrors}
             checkDraft={checkDraft}
             setNotice={setNotice}
+            notice={notice}
+            reload={reload}
+            setEditing={setEditing}
           />
         )}
         {section === 'queries' && (
