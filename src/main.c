@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "datagate/admin.h"
 #include "datagate/base.h"
 #include "datagate/catalog.h"
 #include "datagate/extract.h"
@@ -287,7 +288,8 @@ typedef struct listen_plan {
   char host[HOST_MAX];
   int port;
   bool reuse_port;
-  int worker; /* this process's worker number (0 without --workers) */
+  int worker;  /* this process's worker number (0 without --workers) */
+  bool forked; /* a worker of a master process */
 } listen_plan_t;
 
 /* RUNNING -> DRAINING (HTTP stops accepting, requests finish) ->
@@ -313,6 +315,7 @@ typedef struct app {
   dg_mcp_server_t *mcp;
   dg_http_server_t *http;
   dg_access_log_t *access_log; /* server.accessLog; NULL with --stdio */
+  dg_admin_t *admin;           /* the /admin page and API (HTTP only) */
   dg_tools_env_t env;          /* what tools reach: store, connector client */
   /* The session key and table, shared with the other workers. */
   dg_mcp_shared_t *shared;
@@ -411,6 +414,8 @@ static void app_finish(app_t *app) {
   app->http = NULL;
   dg_access_log_close(app->access_log);
   app->access_log = NULL;
+  dg_admin_free(app->admin);
+  app->admin = NULL;
   if (app->mcp != NULL)
     dg_mcp_server_free(app->mcp);
   app->mcp = NULL;
@@ -554,6 +559,8 @@ static void app_reload(app_t *app) {
   dg_config_errors_free(&errors);
   check_restart_settings(app->opt, &app->boot->server, &next->server);
   dg_mcp_server_set_catalog(app->mcp, next);
+  if (app->admin != NULL)
+    dg_admin_set_catalog(app->admin, next);
   configure_connectors(app, next);
   if (app->http != NULL) {
     dg_http_limits_t limits;
@@ -612,6 +619,29 @@ static void log_listening(const app_t *app, bool tls) {
                         "worker", app->plan->worker));
 }
 
+/* A change saved through /admin: a worker asks its master, which reloads
+ * every worker; a lone process reloads itself. */
+static void admin_reload(void *data) {
+  app_t *app = data;
+  if (app->plan->forked)
+    kill(getppid(), SIGHUP);
+  else if (app->state == APP_RUNNING)
+    app_reload(app);
+}
+
+static int start_admin(app_t *app, dg_errctx_t *err) {
+  dg_admin_config_t config = {
+      .config_dir = app->opt->config_dir,
+      .reload = admin_reload,
+      .reload_data = app,
+      .connectors = app->env.connectors,
+  };
+  if (dg_admin_new(&app->loop, &config, app->cat, &app->admin) != 0)
+    return dg_errctx_set(err, DG_ENOMEM, "admin", "out of memory");
+  dg_mcp_server_set_route(app->mcp, dg_admin_route, app->admin);
+  return 0;
+}
+
 static int start_http(app_t *app, dg_errctx_t *err) {
   const dg_server_settings_t *s = &app->boot->server;
   dg_tls_server_config_t tls = {.cert_file = s->tls_cert_file, .key_file = s->tls_key_file};
@@ -627,6 +657,8 @@ static int start_http(app_t *app, dg_errctx_t *err) {
   };
   limits_from_settings(&app->cat->server, &config.limits);
   int rc = dg_access_log_open(&app->loop, app->cat->server.access_log, &app->access_log, err);
+  if (rc == 0)
+    rc = start_admin(app, err);
   if (rc != 0)
     return rc;
   config.access_log = app->access_log;
@@ -880,6 +912,7 @@ static int worker_main(master_t *m, int index) {
   dg_log_set_common(common);
   json_decref(common);
   m->plan.worker = index;
+  m->plan.forked = true;
   m->plan.reuse_port = true;
   int code = app_run(m->opt, &m->plan, m->cat, m->boot, m->shared, EXIT_WORKER_FATAL);
   dg_log_set_common(NULL);

@@ -26,6 +26,9 @@ int dg_auth_principal_for_user(const dg_catalog_t *cat, const char *user, dg_are
 const char *dg_principal_name(const dg_principal_t *p);
 bool dg_principal_has_role(const dg_principal_t *p, const char *role);
 
+/* May use the administration page and its API (a role with
+ * "administration": true). */
+bool dg_auth_can_administer(const dg_principal_t *p);
 /* Model-level read access. */
 bool dg_auth_can_read_model(const dg_principal_t *p, const dg_model_t *model);
 /* Property visibility (implies model read access). */

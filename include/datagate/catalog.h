@@ -122,6 +122,7 @@ typedef struct dg_role {
   size_t ngrants;
   const char *const *saved_queries; /* ids or names, "*" for all */
   size_t nsaved_queries;
+  bool administration; /* may use the /admin page and its API */
 } dg_role_t;
 
 typedef struct dg_user {
@@ -204,9 +205,10 @@ typedef struct dg_server_settings {
    * refused), "when-supported" (the default) or "never". */
   const char *submit_confirmation;
   const char *log_level;
-  const char *access_log; /* path, "-" for stderr, NULL for off */
-  const char *stdio_user; /* principal used by --stdio */
-  const char *database;   /* SQLite file path (relative to the config dir) */
+  const char *access_log;    /* path, "-" for stderr, NULL for off */
+  const char *stdio_user;    /* principal used by --stdio */
+  const char *database;      /* SQLite file path (relative to the config dir) */
+  const char *admin_web_dir; /* the built /admin page (relative to the config dir) */
 } dg_server_settings_t;
 
 /* ---- Connectors (connectors.json) ------------------------------------------
@@ -617,6 +619,18 @@ const char *dg_saved_input_value_hint(dg_data_type_t type);
  * child configurations recursively, to out. Returns 0, or 1 (with a
  * message) when the endpoint is unknown. */
 int dg_catalog_explain_endpoint(const dg_catalog_t *cat, const char *name, FILE *out);
+
+/* The session values the property picker offers for each action of e, by
+ * the rules the loader checks placeholders with: for every place e runs
+ * (on its own, and as the child save of each list that names it) and every
+ * action in execution order, the values set before it, each with the
+ * placeholder to insert. A new JSON object, or NULL when out of memory:
+ *   {"endpoint", "places": [{"parent", "list", "steps": [{"path", "title",
+ *    "sessionValues": [{"name", "insert", "origin", "setBy", "setByPath"}]}]}]}
+ * origin: "header" (an earlier action of e), "parentList" (set by the
+ * parent on each record of its list), "parentHeader" (a header value the
+ * parent's run extracted before its child saves, as {SESSION:Ref.Name}). */
+json_t *dg_catalog_endpoint_scope(const dg_catalog_t *cat, const dg_endpoint_t *e);
 
 /* A check of what start-up reads besides the configuration files (the
  * sample data), run on a valid catalog: 0 or a problem in err. */

@@ -231,6 +231,11 @@ void dg_mcp_server_attach_http(dg_mcp_server_t *server, dg_http_server_t *http);
  * and the catalog loaded, and takes it back when it starts to drain. A new
  * server is not ready. */
 void dg_mcp_server_set_ready(dg_mcp_server_t *server, bool ready);
+/* Routes of another module on the same HTTP server: route answers a
+ * request it owns and returns true, or returns false to leave it alone.
+ * Asked before the 404 of an unknown path. */
+typedef bool (*dg_mcp_route_fn)(dg_http_request_t *req, void *data);
+void dg_mcp_server_set_route(dg_mcp_server_t *server, dg_mcp_route_fn route, void *data);
 
 /* The HTTP handler for a dg_http_server whose data is the dg_mcp_server_t:
  * /mcp (POST, GET, DELETE, WebSocket upgrade), /healthz, /readyz,

@@ -119,6 +119,14 @@ bool dg_principal_has_role(const dg_principal_t *p, const char *role) {
   return false;
 }
 
+bool dg_auth_can_administer(const dg_principal_t *p) {
+  for (size_t i = 0; i < p->nroles; i++) {
+    if (p->roles[i]->administration)
+      return true;
+  }
+  return false;
+}
+
 /* A model of another snapshot is never readable: the indexes would lie. */
 static bool own_model(const dg_principal_t *p, const dg_model_t *m) {
   return m != NULL && m->index < p->cat->nmodels && &p->cat->models[m->index] == m;

@@ -142,6 +142,7 @@ static const dg__cfg_field_t role_fields[] = {
     {"models", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, parse_grants},
     {"savedQueries", DG__CFG_STRINGS, false, NULL, 0, 0, 0, NULL, RO(saved_queries),
      RO(nsaved_queries), NULL},
+    {"administration", DG__CFG_BOOL, false, NULL, 0, 0, 0, NULL, RO(administration), 0, NULL},
 };
 #undef RO
 

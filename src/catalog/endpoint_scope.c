@@ -306,3 +306,116 @@ void dg__catalog_check_endpoint_scopes(dg__cfg_t *cfg, const dg__catalog_endpoin
     }
   }
 }
+
+/* ---- The property picker's Session Values ---------------------------------- */
+
+/* One value as the picker offers it: its name, the placeholder to insert,
+ * where it comes from and which action sets it. */
+static int push_value(json_t *values, const char *name, const char *insert, const char *origin,
+                      const dg_action_t *by) {
+  size_t n = json_array_size(values);
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(json_string_value(json_object_get(json_array_get(values, i), "insert")), insert) ==
+        0)
+      return 0;
+  }
+  json_t *v = json_pack("{s:s,s:s,s:s,s:s,s:s}", "name", name, "insert", insert, "origin", origin,
+                        "setBy", by->title ? by->title : "", "setByPath", by->path ? by->path : "");
+  return v != NULL && json_array_append_new(values, v) == 0 ? 0 : DG_ENOMEM;
+}
+
+static int add_placeholder(json_t *values, const char *prefix, const char *name, const char *origin,
+                           const dg_action_t *by) {
+  char insert[512];
+  snprintf(insert, sizeof(insert), "{%s%s}", prefix, name);
+  return push_value(values, name, insert, origin, by);
+}
+
+/* What the parent of a child save hands over: the values its pre-child
+ * collection and Multiple Lists extractions set on each record of the
+ * list (as {SESSION:Name}), and its header values, which the child reads
+ * from the parent record through the list's reference ({Parent.Name}). */
+static int place_values(json_t *values, const dg_endpoint_t *parent, const dg_child_config_t *via) {
+  const char *inverse = via->list->reference ? via->list->reference->inverse_property : NULL;
+  int rc = 0;
+  for (size_t i = 0; i < parent->first_post && rc == 0; i++) {
+    const dg_action_t *a = parent->steps[i];
+    for (size_t j = 0; j < a->nextractions && rc == 0; j++) {
+      const dg_extraction_t *x = &a->extractions[j];
+      if (x->model_property == NULL)
+        continue;
+      if (x->kind != DG_EXTRACT_BASIC && x->target_list == via->list) {
+        rc = add_placeholder(values, "SESSION:", x->model_property->name, "parentList", a);
+      } else if (x->kind == DG_EXTRACT_BASIC && inverse != NULL) {
+        char prefix[256];
+        snprintf(prefix, sizeof(prefix), "SESSION:%s.", inverse);
+        rc = add_placeholder(values, prefix, x->model_property->name, "parentHeader", a);
+      }
+    }
+  }
+  return rc;
+}
+
+/* The header values of e's actions that run before step. */
+static int own_values(json_t *values, const dg_endpoint_t *e, size_t step) {
+  int rc = 0;
+  for (size_t i = 0; i < step && rc == 0; i++) {
+    const dg_action_t *a = e->steps[i];
+    for (size_t j = 0; j < a->nextractions && rc == 0; j++) {
+      const dg_extraction_t *x = &a->extractions[j];
+      if (x->kind == DG_EXTRACT_BASIC && x->model_property != NULL)
+        rc = add_placeholder(values, "SESSION:", x->model_property->name, "header", a);
+    }
+  }
+  return rc;
+}
+
+static json_t *place_json(const dg_endpoint_t *e, const dg_endpoint_t *parent,
+                          const dg_child_config_t *via) {
+  json_t *steps = json_array();
+  json_t *place = json_pack("{s:s?,s:s?,s:o}", "parent", parent ? parent->name : NULL, "list",
+                            via ? via->list->name : NULL, "steps", steps);
+  if (place == NULL)
+    return NULL;
+  for (size_t i = 0; i < e->nsteps; i++) {
+    const dg_action_t *a = e->steps[i];
+    json_t *values = json_array();
+    json_t *step = json_pack("{s:s,s:s,s:o}", "path", a->path ? a->path : "", "title",
+                             a->title ? a->title : "", "sessionValues", values);
+    if (step == NULL || json_array_append_new(steps, step) != 0 ||
+        (via != NULL && place_values(values, parent, via) != 0) || own_values(values, e, i) != 0) {
+      json_decref(place);
+      return NULL;
+    }
+  }
+  return place;
+}
+
+static int append_place(json_t *places, const dg_endpoint_t *e, const dg_endpoint_t *parent,
+                        const dg_child_config_t *via) {
+  json_t *p = place_json(e, parent, via);
+  return p != NULL && json_array_append_new(places, p) == 0 ? 0 : DG_ENOMEM;
+}
+
+json_t *dg_catalog_endpoint_scope(const dg_catalog_t *cat, const dg_endpoint_t *e) {
+  json_t *places = json_array();
+  json_t *out = json_pack("{s:s,s:o}", "endpoint", e->name, "places", places);
+  bool child = false;
+  int rc = out != NULL ? 0 : DG_ENOMEM;
+  for (size_t i = 0; i < cat->nendpoints && rc == 0; i++) {
+    for (size_t j = 0; j < cat->endpoints[i].nchildren && rc == 0; j++) {
+      const dg_child_config_t *c = &cat->endpoints[i].children[j];
+      if (c->endpoint != e && c->add_endpoint != e && c->remove_endpoint != e)
+        continue;
+      child = true;
+      rc = append_place(places, e, &cat->endpoints[i], c);
+    }
+  }
+  if (rc == 0 && (e->form_submit || !child))
+    rc = append_place(places, e, NULL, NULL);
+  if (rc != 0) {
+    json_decref(out);
+    return NULL;
+  }
+  return out;
+}

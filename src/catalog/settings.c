@@ -171,6 +171,8 @@ static const dg__cfg_field_t server_fields[] = {
     {"accessLog", DG__CFG_PATH, false, "-", 0, 1, 4096, NULL, S(access_log), 0, NULL},
     {"stdioUser", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, S(stdio_user), 0, NULL},
     {"database", DG__CFG_PATH, false, "var/datagate.db", 0, 1, 4096, NULL, S(database), 0, NULL},
+    {"adminWebDir", DG__CFG_PATH, false, "../web/dist", 0, 1, 4096, NULL, S(admin_web_dir), 0,
+     NULL},
 };
 #undef S
 

@@ -365,10 +365,16 @@ bool dg__mcp_http_route(dg_mcp_server_t *s, dg_http_request_t *req) {
   return true;
 }
 
+/* Only /mcp and the administration API take bodies. The page's API checks
+ * its own Origin (the page's, or a configured one) and the caller's role
+ * once the body is in; both need a valid token before a byte of it. */
 bool dg_mcp_http_admit(dg_http_request_t *req) {
   dg_mcp_server_t *s = dg_http_request_server_data(req);
-  if (s == NULL || s->closing || strcmp(dg_http_request_path(req), "/mcp") != 0 ||
-      !dg__mcp_origin_allowed(s->cat, dg_http_request_header(req, "Origin")))
+  const char *path = dg_http_request_path(req);
+  bool mcp = strcmp(path, "/mcp") == 0;
+  bool admin = strncmp(path, "/admin/api/", 11) == 0;
+  if (s == NULL || s->closing || !(mcp || admin) ||
+      (mcp && !dg__mcp_origin_allowed(s->cat, dg_http_request_header(req, "Origin"))))
     return false;
   const dg_principal_t *p;
   dg_errctx_t err;
@@ -399,6 +405,6 @@ void dg_mcp_http_handler(dg_http_request_t *req) {
     dg__mcp_http_mcp(s, req);
     return;
   }
-  if (!dg__mcp_http_route(s, req))
+  if (!dg__mcp_http_route(s, req) && (s->route == NULL || !s->route(req, s->route_data)))
     dg__mcp_http_error(req, 404, "not found; the MCP endpoint is /mcp");
 }

@@ -171,6 +171,8 @@ struct dg_mcp_server {
   uv_idle_t flush;
   uv_timer_t sweep;
   uint64_t start_ms;
+  dg_mcp_route_fn route; /* other routes of the same HTTP server, or NULL */
+  void *route_data;
 };
 
 void dg__mcp_server_ref(dg_mcp_server_t *s);

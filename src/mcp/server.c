@@ -186,6 +186,11 @@ void dg_mcp_server_attach_http(dg_mcp_server_t *server, dg_http_server_t *http) 
   server->http = http;
 }
 
+void dg_mcp_server_set_route(dg_mcp_server_t *server, dg_mcp_route_fn route, void *data) {
+  server->route = route;
+  server->route_data = data;
+}
+
 unsigned dg_mcp_server_inflight(const dg_mcp_server_t *server) {
   return server->inflight;
 }

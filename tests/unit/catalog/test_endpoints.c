@@ -672,6 +672,61 @@ static void test_explain(void **state) {
   dg_catalog_unref(cat);
 }
 
+/* The picker's Session Values follow the load-time scope rules: nothing
+ * before the first extraction, header values after it, and in a child
+ * save the parent's list values and header values (through the parent
+ * record). */
+static json_t *scope_values(const json_t *scope, size_t place, size_t step) {
+  json_t *p = json_array_get(json_object_get(scope, "places"), place);
+  return json_object_get(json_array_get(json_object_get(p, "steps"), step), "sessionValues");
+}
+
+static void test_scope(void **state) {
+  dg_catalog_t *cat = load_sample();
+  json_t *edit = dg_catalog_endpoint_scope(cat, dg_catalog_endpoint(cat, "OrderEdit"));
+  assert_non_null(edit);
+  json_t *places = json_object_get(edit, "places");
+  assert_int_equal(json_array_size(places), 1);
+  assert_true(json_is_null(json_object_get(json_array_get(places, 0), "parent")));
+  assert_int_equal(json_array_size(scope_values(edit, 0, 0)), 0);
+  assert_int_equal(json_array_size(scope_values(edit, 0, 1)), 0);
+  json_t *commit = scope_values(edit, 0, 2);
+  assert_int_equal(json_array_size(commit), 1);
+  json_t *v = json_array_get(commit, 0);
+  assert_string_equal(json_string_value(json_object_get(v, "insert")),
+                      "{SESSION:CalculatedOrderId}");
+  assert_string_equal(json_string_value(json_object_get(v, "origin")), "header");
+  assert_string_equal(json_string_value(json_object_get(v, "setByPath")),
+                      "/endpoints/0/save/actions/0");
+  json_decref(edit);
+
+  json_t *line = dg_catalog_endpoint_scope(cat, dg_catalog_endpoint(cat, "OrderLineEdit"));
+  json_t *place = json_array_get(json_object_get(line, "places"), 0);
+  assert_int_equal(json_array_size(json_object_get(line, "places")), 1);
+  assert_string_equal(json_string_value(json_object_get(place, "parent")), "OrderEdit");
+  assert_string_equal(json_string_value(json_object_get(place, "list")), "OrderLines");
+  json_t *got = scope_values(line, 0, 0);
+  assert_int_equal(json_array_size(got), 2);
+  const char *a = json_string_value(json_object_get(json_array_get(got, 0), "insert"));
+  const char *b = json_string_value(json_object_get(json_array_get(got, 1), "insert"));
+  assert_string_equal(a, "{SESSION:Order.CalculatedOrderId}");
+  assert_string_equal(b, "{SESSION:LineItemId}");
+  assert_string_equal(json_string_value(json_object_get(json_array_get(got, 1), "origin")),
+                      "parentList");
+  json_decref(line);
+
+  /* The Multiple Lists values of the GraphQL edit reach its child only. */
+  json_t *gql = dg_catalog_endpoint_scope(cat, dg_catalog_endpoint(cat, "OrderLineEditGraphql"));
+  got = scope_values(gql, 0, 0);
+  bool found = false;
+  for (size_t i = 0; i < json_array_size(got); i++)
+    found |= strcmp(json_string_value(json_object_get(json_array_get(got, i), "insert")),
+                    "{SESSION:CalculatedLineItemId}") == 0;
+  assert_true(found);
+  json_decref(gql);
+  dg_catalog_unref(cat);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sample_rest_tree),
@@ -690,6 +745,7 @@ int main(void) {
       cmocka_unit_test(test_line_changes),
       cmocka_unit_test(test_cycles),
       cmocka_unit_test(test_explain),
+      cmocka_unit_test(test_scope),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
