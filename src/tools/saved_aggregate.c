@@ -419,8 +419,8 @@ static group_t *group_of(run_t *r, const json_t *entity) {
     r->cap = cap;
   }
   group_t *g = group_new(r, entity);
-  if (g == NULL || json_object_setn_nocheck(r->index, text, r->key.len,
-                                            json_integer((json_int_t)r->ngroups)) != 0) {
+  if (g == NULL || json_object_setn_new_nocheck(r->index, text, r->key.len,
+                                                json_integer((json_int_t)r->ngroups)) != 0) {
     if (g != NULL)
       group_free(r->a, g);
     return NULL;
