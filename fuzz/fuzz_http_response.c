@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 typedef struct sink_state {
   dg_arena_t *arena;

@@ -26,6 +26,7 @@
 
 #include "datagate/base.h"
 #include "datagate/catalog.h"
+#include "datagate/client.h"
 #include "datagate/extract.h"
 #include "datagate/mcp.h"
 #include "datagate/net.h"

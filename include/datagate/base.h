@@ -135,6 +135,8 @@ int dg_utf8_decode(const unsigned char *s, size_t avail, uint32_t *cp);
 /* Writes cp as UTF-8 into out and returns its length (1 to 4); a surrogate
  * or a value past U+10FFFF is written as U+FFFD. */
 size_t dg_utf8_encode(uint32_t cp, char out[4]);
+/* True when data is valid UTF-8 (no overlongs, surrogates or > U+10FFFF). */
+bool dg_utf8_valid(const unsigned char *data, size_t len);
 
 /* ---- JSON output ---------------------------------------------------------
  * Appends value as compact JSON: the same bytes as json_dumps with
@@ -330,5 +332,12 @@ int dg_hex_value(unsigned char c);
  * how many digits (at most DG_DECIMAL_MAX) were written. */
 #define DG_DECIMAL_MAX 20
 size_t dg_decimal(char *out, uint64_t v);
+
+/* A header field of an HTTP message, as the server and the client hand
+ * them over. */
+typedef struct dg_http_header {
+  const char *name;
+  const char *value;
+} dg_http_header_t;
 
 #endif

@@ -22,7 +22,7 @@
 
 #include "datagate/base.h"
 #include "datagate/catalog.h"
-#include "datagate/net.h"
+#include "datagate/client.h"
 
 /* ---- Templates -----------------------------------------------------------
  * Syntax: a placeholder is '{', an optional "SESSION:" prefix, a name (a

@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "net/internal.h"
+#include "client/internal.h"
 
 typedef enum phase { PHASE_IDLE, PHASE_HEADERS, PHASE_BODY } phase_t;
 

@@ -8,9 +8,9 @@
 
 #include "datagate/auth.h"
 #include "datagate/catalog.h"
+#include "datagate/client.h"
 #include "datagate/extract.h"
 #include "datagate/mcp.h"
-#include "datagate/net.h"
 #include "datagate/store.h"
 #include "datagate/tools.h"
 

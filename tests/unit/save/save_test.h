@@ -7,7 +7,7 @@
 #define DG_TEST_SAVE_TEST_H
 
 #include "datagate/save.h"
-#include "net/client_test.h"
+#include "client/client_test.h"
 
 /* What the scripted upstream does, set by each test. */
 typedef struct script {

@@ -21,7 +21,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "datagate/net.h"
+#include "datagate/client.h"
 
 #define RAW_MAX_CONNS 64
 

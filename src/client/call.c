@@ -17,7 +17,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 static void attempt(dg_http_call_t *call);
 static void on_timer(uv_timer_t *t);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 static const char *breaker_state_name(dg__breaker_state_t s) {
   switch (s) {

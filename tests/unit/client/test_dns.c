@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "net/client_test.h"
-#include "net/internal.h"
+#include "client/client_test.h"
+#include "client/internal.h"
 
 /* ---- a tiny DNS server -------------------------------------------------------- */
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "net/client_test.h"
+#include "client/client_test.h"
 
 static char dir[64];
 static char ca_path[128];

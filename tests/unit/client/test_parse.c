@@ -11,7 +11,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 typedef struct seen {
   int heads;

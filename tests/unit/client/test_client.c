@@ -12,8 +12,8 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "net/client_test.h"
-#include "net/internal.h"
+#include "client/client_test.h"
+#include "client/internal.h"
 
 static char url[256];
 

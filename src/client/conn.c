@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 struct dg__pool {
   dg__pool_t *prev, *next; /* the client's pools, most recently used first */

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 #define INFLATE_CHUNK (16 * 1024)
 /* Decoded bytes per feed or drain: a gzip bomb expands a thousandfold, so

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 static dg_arena_t *arena;
 

@@ -3,7 +3,7 @@
  * U+10FFFF and no sequence cut short at the end of the data. */
 #include <string.h>
 
-#include "datagate/net.h"
+#include "datagate/base.h"
 
 #define ASCII_MASK 0x8080808080808080ULL
 

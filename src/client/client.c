@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 static const char *const methods[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
 

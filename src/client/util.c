@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 /* ---- URLs ---------------------------------------------------------------- */
 

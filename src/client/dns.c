@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 typedef struct entry entry_t;
 struct entry {
