@@ -340,4 +340,14 @@ typedef struct dg_http_header {
   const char *value;
 } dg_http_header_t;
 
+/* Reason phrase of a status code ("Not Found"). */
+const char *dg_http_status_text(int status);
+/* The trace id of a request id: its 32 hex digits when it is a GUID (or
+ * already 32 hex digits), else the first half of its SHA-256; random when
+ * absent. */
+void dg_trace_id(const char *request_id, char out[33]);
+/* The trace id of a W3C traceparent header value (version 00, or a later
+ * version read as 00 says); false for an invalid value, which is ignored. */
+bool dg_traceparent_trace_id(const char *value, char out[33]);
+
 #endif

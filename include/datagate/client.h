@@ -33,7 +33,6 @@
 #include <uv.h>
 
 #include "datagate/base.h"
-#include "datagate/net.h"
 
 struct sockaddr;
 

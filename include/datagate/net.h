@@ -188,9 +188,6 @@ void dg_http_server_drain(dg_http_server_t *server, uint64_t timeout_ms,
 /* Closes everything at once; the server is freed on a later loop turn. */
 void dg_http_server_close(dg_http_server_t *server);
 
-/* Reason phrase of a status code ("Not Found"). */
-const char *dg_http_status_text(int status);
-
 /* ---- WebSocket --------------------------------------------------------- */
 typedef struct dg_ws dg_ws_t;
 

@@ -315,7 +315,7 @@ static void copy_options(dg_http_call_t *call, const dg_http_client_request_t *r
   call->on_chunk = req->on_chunk;
   call->done = req->done;
   call->user = req->user;
-  dg__trace_id(req->trace_id != NULL ? req->trace_id : req->request_id, call->trace_id);
+  dg_trace_id(req->trace_id != NULL ? req->trace_id : req->request_id, call->trace_id);
 }
 
 static dg_http_call_t *call_new(dg_http_client_t *client) {

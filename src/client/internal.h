@@ -20,7 +20,7 @@
  *   call.c    the call state machine: admission, attempts, timers,
  *                    retries, redirects, results
  *   policy.c  connectors: concurrency queue and circuit breakers
- *   util.c    URLs, traceparent, Retry-After, address policy
+ *   util.c    URLs, Retry-After, address policy
  *   client.c         the public API, configuration, close */
 #include <netinet/in.h>
 #include <zlib.h>
@@ -58,13 +58,6 @@ int dg__url_resolve(dg_arena_t *arena, const dg__url_t *base, const char *locati
 void dg__url_display(const dg__url_t *url, char *out, size_t size);
 /* The whole URL, query included (for the caller only). */
 char *dg__url_full(dg_arena_t *arena, const dg__url_t *url);
-/* The trace id of a request id: its 32 hex digits when it is a GUID (or
- * already 32 hex digits), else the first half of its SHA-256; random when
- * absent. */
-void dg__trace_id(const char *request_id, char out[33]);
-/* The trace id of a W3C traceparent header value (version 00, or a later
- * version read as 00 says); false for an invalid value, which is ignored. */
-bool dg__traceparent_trace_id(const char *value, char out[33]);
 /* Retry-After as a delay from now: delta-seconds or an HTTP date. */
 bool dg__retry_after_ms(const char *value, int64_t now_sec, uint64_t *out);
 bool dg__method_idempotent(const char *method);

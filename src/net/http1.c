@@ -17,7 +17,6 @@
 #include <strings.h>
 
 #include "net/internal.h"
-#include "client/internal.h"
 
 typedef enum phase { PHASE_IDLE, PHASE_HEADERS, PHASE_BODY } phase_t;
 
@@ -546,7 +545,7 @@ static void finish_head(dg__http1_t *h, dg_http_request_t *req) {
     dg_strlcpy(req->id, id, sizeof(req->id));
   else
     dg_uuid_v4(req->id);
-  if (!dg__traceparent_trace_id(dg_http_request_header(req, "traceparent"), req->trace_id))
+  if (!dg_traceparent_trace_id(dg_http_request_header(req, "traceparent"), req->trace_id))
     req->trace_id[0] = '\0';
   const char *expect = dg_http_request_header(req, "Expect");
   req->expect_continue =

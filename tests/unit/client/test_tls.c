@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "client/client_test.h"
+#include "datagate/net.h"
 
 static char dir[64];
 static char ca_path[128];
