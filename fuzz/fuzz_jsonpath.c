@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 static int first(void *data, json_t *value) {
   json_t **slot = data;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 /* Values chosen by the name's length: each kind, with characters that
  * need escaping in URLs and JSON. */

@@ -272,8 +272,8 @@ typedef struct dg_connector {
 } dg_connector_t;
 
 /* ---- Saved Queries (saved_queries.json) ------------------------------------ */
-struct dg_template; /* save.h */
-struct dg_jsonpath; /* save.h */
+struct dg_template; /* text.h */
+struct dg_jsonpath; /* text.h */
 
 /* A declared input (DeclaredInputs): values arrive as strings and are
  * checked against type. */

@@ -12,7 +12,7 @@
 #include <strings.h>
 
 #include "catalog/internal.h"
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 #define MAX_GRAPHQL_LEN 65536
 #define MAX_MAPPING_KEYS 8

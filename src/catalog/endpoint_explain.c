@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "catalog/internal.h"
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 #define MAX_NAMES 256
 

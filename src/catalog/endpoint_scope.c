@@ -13,7 +13,7 @@
 #include <strings.h>
 
 #include "catalog/internal.h"
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 #define MAX_NAMES (DG__CATALOG_MAX_ACTIONS * DG__CATALOG_MAX_EXTRACTIONS)
 

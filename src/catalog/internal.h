@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "datagate/catalog.h"
-#include "datagate/save.h" /* templates and JSON paths that the catalog compiles */
+#include "datagate/text.h" /* templates and JSON paths that the catalog compiles */
 
 /* JSON pointers in messages ("/models/2/properties/4/reference/target"). */
 #define DG__CFG_PATH_MAX 256

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "conf_test.h"
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 static const char *sample_dir(void) {
   static char dir[4096];

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "conf_test.h"
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 #define QID "5b7d0c6e-2f49-4a51-9d0e-3c1e7a9b0001"
 

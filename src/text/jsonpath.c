@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 typedef enum step_kind { STEP_KEY, STEP_INDEX, STEP_ALL } step_kind_t;
 

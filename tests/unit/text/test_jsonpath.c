@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 static const char doc_text[] =
     "{\"data\":{\"orderEditBegin\":{\"calculatedOrder\":{\"id\":\"gid://Calc/7\","

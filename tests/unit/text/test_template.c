@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 /* A lookup over a small table of name=value pairs; names starting with
  * "n_" are numbers, "b_" booleans, "a_" absent, "e_" fail with EIO. */
