@@ -6,8 +6,8 @@
 #ifndef DG_TEST_SAVE_TEST_H
 #define DG_TEST_SAVE_TEST_H
 
-#include "datagate/save.h"
 #include "client/client_test.h"
+#include "datagate/save.h"
 
 /* What the scripted upstream does, set by each test. */
 typedef struct script {
