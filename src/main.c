@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* datagate: the command line, start-up, signals and graceful shutdown.
  *
  * One process runs one libuv loop that owns every socket. With --workers N

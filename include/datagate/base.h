@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* base: the small utilities every other module uses and that depend on
  * nothing but libc and jansson: error codes with caller-facing detail,
  * per-request arenas, bounded buffers, JSON-lines logging, metrics, GUIDs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* catalog: the configuration in conf/, parsed once into typed, immutable
  * structs. A catalog is a reference-counted snapshot: a reload (SIGHUP)
  * builds a new one and swaps it in; work that started on the old snapshot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* client: a non-blocking HTTP/1.1 client for upstream calls (connectors, save
  * actions, document downloads) on the same loop: c-ares resolves names
  * (results cached for their TTL), mbedTLS speaks HTTPS (certificates checked

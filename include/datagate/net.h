@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* net: the listener, the HTTP/1.1 server (llhttp), optional TLS termination
  * (mbedTLS) and WebSocket connections (RFC 6455). net knows nothing of MCP
  * or data models: it hands complete requests to one handler and gives the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* save: what calls external APIs on behalf of Data Models: connector calls
  * (with their authentication) and the save action tree, plus the expansion
  * of a configured request's parts with the templates of text.h.

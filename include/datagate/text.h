@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* text: templates and response paths, below both the catalog (which
  * compiles and checks the configured ones) and save (which expands and
  * reads them on each call).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The mbedTLS 2.28 set-up shared by the server's TLS termination (net) and
  * the client's HTTPS (client), part of base: one random generator per
  * configuration, TLS 1.2 or later, ALPN "http/1.1", no renegotiation, and a

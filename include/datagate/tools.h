@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* tools: one file per MCP tool (src/tools/<tool_name>.c), each a
  * const dg_tool_t named dg_tool_<tool_name>, listed in one registry array
  * in the order tools/list shows them. A tool validates its arguments beyond

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* HTTP facts shared by the inbound server and the upstream client: the
  * reason phrase of a status code and W3C Trace Context ids. */
 #include <ctype.h>

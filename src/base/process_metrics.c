@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The process_* metrics of the Prometheus conventions, read from /proc at
  * each scrape: resident memory, open descriptors, CPU time and start time.
  * Each value is left out when the system cannot give it. */

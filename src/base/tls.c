@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The mbedTLS set-up the server and the client share (datagate/tls.h). */
 #include <string.h>
 

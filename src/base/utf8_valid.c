@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Strict UTF-8 validation (RFC 3629) for WebSocket text messages and close
  * reasons: no overlong forms, no UTF-16 surrogates, nothing above
  * U+10FFFF and no sequence cut short at the end of the data. */

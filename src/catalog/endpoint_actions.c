@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* endpoints.json, one action tree: the root EndpointSave "save", its inner
  * actions, and the Get Session Values actions an inner save may hold. Each
  * action's request templates are compiled and their plain placeholders

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* catalog internals: the schema-table parser shared by the files that read
  * datagate.json and models.json. Never included from outside src/catalog. */
 #ifndef DATAGATE_CATALOG_INTERNAL_H

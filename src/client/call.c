@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* One upstream call, as a state machine:
  *
  *   NEW -> QUEUED? -> RESOLVING -> CONNECTING -> HANDSHAKE? -> WAITING -> READING

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The HTTP client's public face: configuration defaults, creating and
  * closing the client, checking and copying a request into a new call, and
  * cancelling. The call's life is in client_call.c. */

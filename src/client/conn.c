@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Upstream connections and their keep-alive pool. A connection goes
  * CONNECTING -> (HANDSHAKE for https) -> ACTIVE, carrying one call's
  * request and response at a time; when the response leaves it reusable it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Name resolution for upstream calls: c-ares driven from the loop (one
  * uv_poll per resolver socket, one uv_timer for c-ares's own timeouts), so
  * no lookup ever blocks the loop thread. Answers are cached for their TTL

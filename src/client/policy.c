@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Connectors: the unit of upstream limits. Each has a concurrency limit
  * with a bounded FIFO queue of waiting calls, and a circuit breaker per
  * origin it reaches:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* HTTPS for upstream calls with mbedTLS 2.28. One configuration per
  * client holds the trusted CA certificates (the system bundle plus an
  * optional extra file) on the shared set-up of datagate/tls.h; each connection has an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Small pure pieces of the HTTP client: URL parsing and redirect
  * resolution, Retry-After, header checks, the address
  * policy and text helpers for messages. Nothing here touches the loop. */

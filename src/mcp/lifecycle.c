@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The MCP methods: initialize with version negotiation, ping, tools/list,
  * tools/call (handed to call.c), and the notifications we act on. Methods
  * of capabilities we do not declare (resources, prompts, logging) are

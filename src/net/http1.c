@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* HTTP/1.1 requests with llhttp: parsing under limits, the checks of
  * RFC 9112 that llhttp 8.1 leaves to its user (Host, field names, obs-fold,
  * request-target forms, methods, versions, Transfer-Encoding), the

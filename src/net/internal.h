@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Private declarations shared by the files of the net module. Never
  * included from outside src/net/.
  *

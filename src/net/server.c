@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The listener: binds (optionally with SO_REUSEPORT), accepts connections
  * up to max_connections, drains and closes. The server is freed once its
  * listener, its drain timer and every connection have been closed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* TLS termination with mbedTLS 2.28. The certificate chain and key are
  * loaded once per server; each connection has an ssl context whose BIO
  * reads from the bytes of the current socket read and writes straight to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The parts of a configured request (a Saved Query's or a save action's)
  * expanded with the templates of text: path and query string, GraphQL
  * body and header values. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Templates: "{Name}" and "{SESSION:Name}" placeholders in URL paths, query
  * strings, header values and JSON bodies. A template is compiled once into
  * literal and placeholder segments; expansion only copies and encodes, so

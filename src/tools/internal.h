@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* tools internals: the result-building logic of each tool, kept apart from
  * the dg_tool_t run functions so that unit tests can call it without the
  * MCP layer. Never included from outside src/tools. */

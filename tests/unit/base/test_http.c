@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the HTTP facts in base: reason phrases and trace ids. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the shared mbedTLS set-up: the configuration for both
  * ends and the BIO's receive side. */
 #include <setjmp.h>

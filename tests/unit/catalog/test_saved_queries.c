@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for saved_queries.json: the sample's Saved Queries with their
  * inputs, requests, paths and mapped fields; the input value checks by
  * type; and each kind of problem (unknown connector, model or property,

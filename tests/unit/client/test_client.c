@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The HTTP client against scripted upstreams on loopback: framing
  * (Content-Length, chunked, close-delimited, gzip and deflate), keep-alive
  * reuse and the pool's maximum, timeouts per phase, resets, retries with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Name resolution through c-ares on the loop, against a small DNS server
  * on a loopback UDP port: answers with their TTL cached (and the cap on
  * it), one query shared by concurrent lookups, a bounded cache, unknown

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* HTTPS upstream calls against the gateway's own TLS server on the same
  * loop, with a test CA made by openssl at start: verification that
  * succeeds with the CA configured, and fails (with the reason) without it

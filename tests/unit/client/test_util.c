@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The HTTP client's pure pieces: URL parsing and redirect resolution, the
  * trace id derived from a request id, Retry-After in both forms, header
  * checks, excerpts and the address policy's classes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Shared helpers of the connector tests: a scripted upstream (the raw
  * server of the HTTP client tests) that serves an API and an OAuth token
  * endpoint, hand-built connectors, and a driver that runs the loop until

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for response paths: every step kind, the forms without '$'
  * and with quoted keys, wildcards over arrays and objects, negative
  * indexes, misses, the match bound and every compile error. */

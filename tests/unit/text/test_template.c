@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for templates: the placeholder syntax and its errors, and the
  * expansion in each mode (URL path and query encoding, raw header values,
  * JSON bodies with typed values), bounded output and lookup failures. */
