@@ -38,7 +38,7 @@ int dg_template_request_headers(const dg_saved_request_t *r, dg_template_lookup_
                                 dg_http_header_t **out, size_t *nout, dg_errctx_t *err);
 
 /* ---- Connector calls -----------------------------------------------------
- * Calls a configured connector through the HTTP client of net.h: the URL
+ * Calls a configured connector through the HTTP client of client.h: the URL
  * is the connector's base URL plus the request's path (and query), the
  * connector's headers and authentication are added, and its limits apply
  * (timeouts, retries, redirects, response cap, address policy, CA file,
@@ -48,8 +48,8 @@ int dg_template_request_headers(const dg_saved_request_t *r, dg_template_lookup_
  * answers 401 to a cached token. Secrets never appear in logs or errors.
  *
  * Threading: every function runs on the loop thread. */
-struct dg_http_client;   /* net.h */
-struct dg_http_response; /* net.h */
+struct dg_http_client;   /* client.h */
+struct dg_http_response; /* client.h */
 typedef struct dg_connectors dg_connectors_t;
 typedef struct dg_connector_call dg_connector_call_t;
 
