@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The measuring half of bench/aggregate: each case is one aggregate_entities
 // call, timed through the gateway (an MCP tools/call over HTTP, from the
 // request leaving to the answer parsed), and the same SQL run directly on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* entitybench: what the runners share (workload files, timing, the RESULT
  * line) and the workload generator. See entitybench.h. */
 #include "entitybench.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* entitybench: the entity tool benchmark of bench/query, in three parts.
  *
  *   entitybench workload DB FILE [N]   picks N request parameter sets of each kind from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* entitybench http: the load client of bench/query. Each client is one
  * HTTP/1.1 keep-alive connection with an MCP session of its own
  * (initialize, notifications/initialized), then sends tools/call requests

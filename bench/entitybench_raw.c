@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* entitybench raw: the reference of bench/query. The statements the store
  * generates for each request (docs/query.md, "The statements"; bench/query
  * checks them against the gateway's debug log) run directly on the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The Node.js side of bench/extract:
 //
 //   node bench/extract.mjs docs DIR PDF_MB DOCX_TEXT_MB

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* gen_dataset: fills a database that the gateway has just created (and
  * migrated from conf/) with a large, deterministic dataset for conf/'s
  * domain: Customers, Products, Orders with their OrderLines, Payments and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: AGPL-3.0-or-later
 # Shared functions of the benchmark scripts (bench/http, bench/ws); sourced,
 # not run. Every process a benchmark starts is recorded and stopped by its
 # own pid when the script exits.

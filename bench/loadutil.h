@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* What the load clients of the benchmarks (mcpload, wsload) share: the
  * reading of a process's resident memory, the descriptor limit and the
  * opening of non-blocking loopback connections watched by an epoll set. */

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: AGPL-3.0-or-later
 -- wrk script of bench/http: POSTs one JSON-RPC message to /mcp with the
 -- headers an MCP client sends after initialize. The request is static (wrk
 -- sends it without calling Lua per request); with several workers, every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* mcpload: the HTTP load client of the Saved Query benchmark
  * (bench/saved_query).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The deterministic random numbers of the entity benchmarks: the dataset
  * generator (gen_dataset) and the workload (entitybench) draw from the
  * same splitmix64, small, fast and good enough for test data. */

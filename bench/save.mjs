@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The save tree benchmark, driven by bench/save: one submission whose tree
 // makes 102 upstream calls (a root, 100 child saves, a commit) against the
 // mock upstream answering every request after 10 ms, for each child

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The measuring half of bench/saved_aggregate. It starts the mock upstream
 // and the gateway (one worker, a copy of conf/ pointed at the mock, with a
 // Saved Query over every order of a customer), then for each case times,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* slowapi: the upstream of the Saved Query benchmark (bench/saved_query).
  *
  *   slowapi [--port P] [--delay-ms D]

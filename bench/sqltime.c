@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Times SQL run directly on a database, the reference of bench/aggregate.
  * Opens DB with the settings of the gateway's store connections (the same
  * pragmas, a read transaction around each unit) and keeps the connection,

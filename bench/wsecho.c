@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* wsecho: the reference server of the WebSocket ping benchmark (bench/ws).
  *
  *   wsecho [--port P]      (0 or none: a free port, printed on stdout)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* RFC 6455 frame building and parsing for the benchmark programs. */
 #include "wsframe.h"
 

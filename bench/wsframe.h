@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* RFC 6455 frames for the benchmark programs (wsload and wsecho): just
  * enough to build and parse single-frame messages, control frames and the
  * masking of client frames. Not part of the datagate library: the

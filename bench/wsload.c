@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* wsload: the WebSocket load client of datagate's benchmarks (bench/ws).
  *
  *   wsload idle --port P --conns N [--init] [--token T] --rss-pid PID [--hold S]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes the aggregate argument parser and the aggregate SQL. The first
  * byte picks the caller (admin, sales or auditor), the second the Data
  * Model; the rest, parsed as JSON, is given as the arguments of

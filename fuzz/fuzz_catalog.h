@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Shared by the harnesses that need a catalog built from configuration
  * texts of their own: writes the files to a fresh directory, loads the
  * catalog from it and removes the directory again. Any failure aborts. */

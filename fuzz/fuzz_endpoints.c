@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes the endpoints.json parser: the input is the file's text, parsed
  * against a fixed set of models and connectors (loaded once). A rejected
  * file must name every problem as "endpoints.json: /json/path: message";

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Shared by the extractor harnesses: runs one extraction with small
  * limits and checks what every result must satisfy: valid UTF-8 within
  * the text limit, a character count that matches, chunks that tile the

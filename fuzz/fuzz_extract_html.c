@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes the HTML extractor: the push parser fed in slices, encoding
  * choice, visible-text rules and the nesting limit. The first byte picks a
  * declared charset, so that the content type path is fuzzed too. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes the DOCX and PPTX extractors: the ZIP container and its limits,
  * relationships, the xmlReader walks and the DTD refusal. The package
  * decides which of the two it is. */

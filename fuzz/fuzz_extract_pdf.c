@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes the PDF extractor (MuPDF behind the page loop, reading order and
  * the memory and time limits) with arbitrary bytes taken as a PDF. */
 #include "fuzz_extract.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes format detection and the text formats: byte order marks, UTF-16,
  * declared charsets through iconv, replacement of invalid UTF-8, and the
  * chunker over whatever comes out. The first byte picks the content type;

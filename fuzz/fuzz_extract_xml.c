@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes the XML extractor: the SAX push parser with entities never
  * expanded, nothing loaded, and the depth limit. */
 #include "fuzz_extract.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes the document URL checks of get_file_text: any text as a URL, and
  * as a redirect target resolved against an allowed one. A URL that passes
  * must be under its source (scheme, host, port, prefix) and free of dot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes the store's argument parser and SQL generation. The first byte
  * picks the caller (admin, sales or auditor), the second the Data Model;
  * the rest, parsed as JSON, is given as the arguments of query_entities,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Feeds arbitrary bytes into one HTTP connection whose output goes to a
  * capture buffer: request parsing under limits, pipelining, whole and
  * streamed responses, and the WebSocket upgrade with frames after it.

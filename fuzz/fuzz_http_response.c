@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Feeds arbitrary bytes to the upstream response parser as the connector
  * client does: framing by Content-Length, chunks or the end of the
  * connection, interim responses, gzip and deflate decoding under a body
@@ -12,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 typedef struct sink_state {
   dg_arena_t *arena;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Differential fuzzing of the JSON parser against jansson: for every input
  * both must accept or both refuse, and what both accept must be the same
  * value, down to member order and the sign of zero (compared as jansson

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes response paths: the input's first line is the path, the rest a
  * JSON document. A compile failure must come with a message; a compiled
  * path must keep its text, and evaluating it must stay within the match
@@ -6,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 static int first(void *data, json_t *value) {
   json_t **slot = data;

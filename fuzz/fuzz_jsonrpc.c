@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes the JSON-RPC dispatcher: the input is one transport message fed
  * into a fresh session of a real MCP server through an in-memory
  * transport, with one fake tool. The input's length picks the session's

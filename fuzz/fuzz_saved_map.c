@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes the mapping of upstream responses onto entities: the input is a
  * response body, mapped by two Saved Queries (one object by a plain path,
  * a list by a wildcard path with GraphQL error handling). A failure must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes argument validation: the input, parsed as JSON, is checked
  * against a fixed schema shaped like query_entities' arguments (nested
  * groups, enums, ranges, formats, alternatives, defaults). A failure must

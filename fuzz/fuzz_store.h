@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Shared by the store harnesses (filter, aggregate): the sample
  * configuration loaded once, with an in-memory SQLite database migrated
  * from it and a principal for each of admin, sales and auditor; the checks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes templates: the input is the template text. A compile failure must come with a message; a
  * compiled template must list only well-formed names (a {Reference.Name} one dot), expand without
  * crashing in every mode within its bound, and, when the template text is valid JSON, expand in
@@ -7,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 /* Values chosen by the name's length: each kind, with characters that
  * need escaping in URLs and JSON. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fuzzes the WebSocket frame parser. The first input byte chooses the
  * side (server parsers require masked frames) and how the rest is split
  * into reads; the same bytes are then parsed whole by a second parser,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* datagate: the command line, start-up, signals and graceful shutdown.
  *
  * One process runs one libuv loop that owns every socket. With --workers N
@@ -27,6 +28,7 @@
 #include "datagate/admin.h"
 #include "datagate/base.h"
 #include "datagate/catalog.h"
+#include "datagate/client.h"
 #include "datagate/extract.h"
 #include "datagate/mcp.h"
 #include "datagate/net.h"

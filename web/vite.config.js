@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The admin page is served by the gateway under /admin from web/dist.
 import { defineConfig } from 'vite';
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* admin: the administration page under /admin and its JSON API under
  * /admin/api/ (docs/admin.md). The page's files are served from the
  * directory server.adminWebDir names; every API call needs a bearer token

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* auth: who is calling and what they may see. A principal is resolved from
  * a bearer token (a static token from the configuration, or a JWT when
  * OAuth is configured) against one catalog snapshot, and lives in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* base: the small utilities every other module uses and that depend on
  * nothing but libc and jansson: error codes with caller-facing detail,
  * per-request arenas, bounded buffers, JSON-lines logging, metrics, GUIDs
@@ -135,6 +136,8 @@ int dg_utf8_decode(const unsigned char *s, size_t avail, uint32_t *cp);
 /* Writes cp as UTF-8 into out and returns its length (1 to 4); a surrogate
  * or a value past U+10FFFF is written as U+FFFD. */
 size_t dg_utf8_encode(uint32_t cp, char out[4]);
+/* True when data is valid UTF-8 (no overlongs, surrogates or > U+10FFFF). */
+bool dg_utf8_valid(const unsigned char *data, size_t len);
 
 /* ---- JSON output ---------------------------------------------------------
  * Appends value as compact JSON: the same bytes as json_dumps with
@@ -330,5 +333,22 @@ int dg_hex_value(unsigned char c);
  * how many digits (at most DG_DECIMAL_MAX) were written. */
 #define DG_DECIMAL_MAX 20
 size_t dg_decimal(char *out, uint64_t v);
+
+/* A header field of an HTTP message, as the server and the client hand
+ * them over. */
+typedef struct dg_http_header {
+  const char *name;
+  const char *value;
+} dg_http_header_t;
+
+/* Reason phrase of a status code ("Not Found"). */
+const char *dg_http_status_text(int status);
+/* The trace id of a request id: its 32 hex digits when it is a GUID (or
+ * already 32 hex digits), else the first half of its SHA-256; random when
+ * absent. */
+void dg_trace_id(const char *request_id, char out[33]);
+/* The trace id of a W3C traceparent header value (version 00, or a later
+ * version read as 00 says); false for an invalid value, which is ignored. */
+bool dg_traceparent_trace_id(const char *value, char out[33]);
 
 #endif

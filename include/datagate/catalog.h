@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* catalog: the configuration in conf/, parsed once into typed, immutable
  * structs. A catalog is a reference-counted snapshot: a reload (SIGHUP)
  * builds a new one and swaps it in; work that started on the old snapshot
@@ -278,8 +279,8 @@ typedef struct dg_connector {
 } dg_connector_t;
 
 /* ---- Saved Queries (saved_queries.json) ------------------------------------ */
-struct dg_template; /* save.h */
-struct dg_jsonpath; /* save.h */
+struct dg_template; /* text.h */
+struct dg_jsonpath; /* text.h */
 
 /* A declared input (DeclaredInputs): values arrive as strings and are
  * checked against type. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* extract: turns the bytes of a document into plain text, cut into chunks
  * whose offsets count characters (Unicode code points) of that text.
  *

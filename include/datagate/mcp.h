@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* mcp: the Model Context Protocol over JSON-RPC 2.0. Owns the lifecycle
  * (initialize, version negotiation, sessions), the tool registry and
  * argument validation against each tool's JSON Schema, and the three

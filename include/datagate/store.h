@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* store: the entity store behind lookup_by_keyword, query_entities,
  * get_entities_by_ids, aggregate_entities, submit_data_entry_form.
  *

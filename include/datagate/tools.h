@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* tools: one file per MCP tool (src/tools/<tool_name>.c), each a
  * const dg_tool_t named dg_tool_<tool_name>, listed in one registry array
  * in the order tools/list shows them. A tool validates its arguments beyond
@@ -24,7 +25,7 @@ typedef struct dg_tools_files dg_tools_files_t;
  * a member is NULL when its module is not running. */
 typedef struct dg_tools_env {
   struct dg_store *store;        /* entity store (store.h) */
-  struct dg_http_client *client; /* connector client for upstream calls (net.h) */
+  struct dg_http_client *client; /* connector client for upstream calls (client.h) */
   /* Connector calls with authentication, for Saved Queries (save.h). */
   struct dg_connectors *connectors;
   dg_tools_files_t *files; /* get_file_text's cache and slots */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The /admin routes: the page's static files, sign-in checks and the
  * dispatch of the JSON API (api.c). Everything that touches files runs as
  * a job on the threadpool; the request is answered when it comes back. */

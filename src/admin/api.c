@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The JSON API's file work, run on the threadpool: the configuration as
  * the page edits it, the check of a change and its save. */
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The configuration files behind the admin API: their version, a check of
  * changed files that never touches the directory (a staging directory of
  * symbolic links to everything else, loaded by the catalog loader), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The Test panel's runs (POST /admin/api/test): an endpoint's save tree
  * for a record the page gives (values, and the children of its lists),
  * as a dry run or for real. A dry run builds every request and sends

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Resolving an Authorization header: static bearer tokens compared by
  * SHA-256 in constant time, then JWTs when OAuth is enabled. Messages say
  * why a token was refused and never contain the token. */

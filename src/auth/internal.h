@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* auth internals shared by the bearer-token, JWT and permission files.
  * Never included from outside src/auth. */
 #ifndef DATAGATE_AUTH_INTERNAL_H

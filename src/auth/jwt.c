@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* JWT bearer tokens (RFC 7519, compact JWS of RFC 7515) for OAuth 2.0
  * resource-server use: HS256, RS256 and ES256 only, so "none" and every
  * algorithm without a configured key are refused before any claim is read. */

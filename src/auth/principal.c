@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Principals and permission checks. A principal's permissions are the
  * union over its roles: a grant makes a model readable and shows its
  * listed properties (all when none are listed) minus the grant's "deny"

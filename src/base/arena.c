@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Per-request arena: bump allocation from a chain of blocks, with
  * destructors for resources that need closing. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Bounded growable buffer: every buffer knows its maximum. */
 #include <stdio.h>
 #include <stdlib.h>

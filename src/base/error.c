@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Error codes and the caller-facing error context. */
 #include <stdio.h>
 #include <string.h>

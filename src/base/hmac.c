@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* HMAC-SHA256 (RFC 2104) on mbedTLS's SHA-256, for values that any process
  * holding the key can check: signed MCP session ids. */
 #include <mbedtls/platform_util.h>

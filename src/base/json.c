@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Compact JSON output of jansson values into a bounded buffer: the bytes
  * json_dumps gives with JSON_COMPACT, written several times faster. Every
  * response leaves through here, and jansson's own writer hands its output

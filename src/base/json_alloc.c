@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* jansson's memory from per-thread caches of small blocks. A tool call
  * parses and builds a few hundred small JSON values (objects, their hash
  * tables, keys, strings), and glibc keeps only seven freed blocks per size

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* JSON text to jansson values, for the message that starts every MCP
  * exchange. jansson's own parser reads its input one character at a time
  * and copies each one into a growing token buffer; this one finds the end

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* JSON-lines logging. One write(2) per line so that lines from forked
  * workers sharing a descriptor never interleave. */
 #include <stdio.h>

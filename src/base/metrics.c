@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Process-local metrics in the Prometheus text exposition format. Series
  * are kept in one open-addressing table keyed by name and labels; the
  * table is bounded so a label explosion cannot grow memory without end. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* UTF-8 decoding following RFC 3629 (no overlong forms, no surrogates,
  * nothing past U+10FFFF), reporting invalid input as maximal subparts so
  * that each becomes exactly one U+FFFD as Unicode recommends. Text

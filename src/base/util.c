@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* GUIDs, clocks and small string helpers. */
 #include <ctype.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* datagate.json: roles (what each may read, see and write) and users (their
  * roles and the environment variable holding their bearer token). */
 #include <stdio.h>

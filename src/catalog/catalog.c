@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Loading a configuration directory into a catalog snapshot, the snapshot's
  * reference count, and lookups. */
 #include <errno.h>

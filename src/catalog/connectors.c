@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* connectors.json: the external APIs that Saved Queries and save actions
  * call, with their limits and authentication. Credentials are named by
  * environment variable and read here, once; the values live in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* endpoints.json, one action tree: the root EndpointSave "save", its inner
  * actions, and the Get Session Values actions an inner save may hold. Each
  * action's request templates are compiled and their plain placeholders
@@ -12,7 +13,7 @@
 #include <strings.h>
 
 #include "catalog/internal.h"
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 #define MAX_GRAPHQL_LEN 65536
 #define MAX_MAPPING_KEYS 8

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* `datagate --explain-endpoint NAME`: an endpoint's save action tree in
  * execution order, as the property picker of the configuration screens
  * would show it: for each action the session values it may use (header
@@ -12,7 +13,7 @@
 #include <string.h>
 
 #include "catalog/internal.h"
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 #define MAX_NAMES 256
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* endpoints.json, the second pass: every {SESSION:Name} must name a value
  * that an earlier action of the same run produces, every
  * {SESSION:Reference.Name} a value the parent's run extracts before its
@@ -13,7 +14,7 @@
 #include <strings.h>
 
 #include "catalog/internal.h"
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 #define MAX_NAMES (DG__CATALOG_MAX_ACTIONS * DG__CATALOG_MAX_EXTRACTIONS)
 

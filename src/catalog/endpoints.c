@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* endpoints.json: endpoints that save records of a Data Model through a
  * save action tree. Each endpoint is parsed on its own (model, connector,
  * child configurations, the tree in endpoint_actions.c); then child

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* files.json: where get_file_text may download documents from (allowed
  * schemes and sources, each an origin with a path prefix, optionally a
  * connector whose credentials are sent) and the limits of a download, an

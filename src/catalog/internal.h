@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* catalog internals: the schema-table parser shared by the files that read
  * datagate.json and models.json. Never included from outside src/catalog. */
 #ifndef DATAGATE_CATALOG_INTERNAL_H
@@ -9,7 +10,7 @@
 #include <stdint.h>
 
 #include "datagate/catalog.h"
-#include "datagate/save.h" /* templates and JSON paths that the catalog compiles */
+#include "datagate/text.h" /* templates and JSON paths that the catalog compiles */
 
 /* JSON pointers in messages ("/models/2/properties/4/reference/target"). */
 #define DG__CFG_PATH_MAX 256

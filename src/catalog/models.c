@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* models.json: Data Models, their properties and references. Each model
  * is parsed on its own first; references are resolved once every model is
  * known, because a reference may point at a model defined later. */

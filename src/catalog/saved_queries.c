@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* saved_queries.json: Saved Queries (Live Data Providers). Each names a
  * connector and a Data Model, declares its inputs, says how to build the
  * request from them (templates) and how to map the response onto the
@@ -10,7 +11,7 @@
 #include <strings.h>
 
 #include "catalog/internal.h"
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 #define MAX_GRAPHQL_LEN 65536
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The schema-table parser: one table per kind of configuration object
  * (name, type, required, default, range, validator, offset), so every
  * field is read, defaulted, range-checked and reported the same way. */

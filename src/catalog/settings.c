@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* datagate.json: the "server" and "oauth" objects, and the OAuth keys. */
 #include <arpa/inet.h>
 #include <mbedtls/pk.h>

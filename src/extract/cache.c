@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* A small LRU of extracted documents with a byte budget. Entries are few
  * (each holds a whole document's text), so a list searched from its most
  * recently used end is enough. Loop thread only; the documents themselves

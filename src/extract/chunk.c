@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The chunker: cuts extracted text into chunks of at most N characters that
  * end on the strongest boundary found in their last fifth, and shapes the
  * File text response envelope. A chunk depends only on the text from its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* `datagate --extract FILE`: extracts one file with the gateway's
  * extractors, on the threadpool of a private loop (the command is a process
  * of its own already), and prints the text or the File text envelopes. Used to try a document by

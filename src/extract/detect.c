@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Format detection: the declared content type first, then the magic bytes,
  * then the extension, in that order of trust. Generic content types say
  * nothing and fall through; known signatures of unsupported formats (images,

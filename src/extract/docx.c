@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* DOCX: the walker over WordprocessingML parts (the document body, headers,
  * footers, footnotes and endnotes). Paragraphs are separated by blank
  * lines; a table row is one line with its cells separated by " | " (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* One extraction driven by a download on the loop: bytes are fed as they
  * arrive, the format is detected from the first of them, and the extractor
  * runs either in an extractor process of its own (proc.c, with the limits

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* HTML: the visible text, from libxml2's HTML parser in push mode with SAX
  * callbacks, fed as bytes arrive; no tree is built.
  *

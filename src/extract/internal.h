@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Names shared between the files of the extract module. */
 #ifndef DG_EXTRACT_INTERNAL_H
 #define DG_EXTRACT_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* DOCX and PPTX: Office Open XML packages. The package's relationships name
  * its main part, which decides the format whatever the content type or
  * extension said (word/ is DOCX, ppt/ is PPTX, xl/ is refused as XLSX).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* PDF with MuPDF, one page per step: the page's structured text, its text
  * blocks put in reading order, each page preceded by "--- Page N ---".
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* PPTX: one slide at a time. The slide's title (the text of its title or
  * centred-title placeholder), the text of its other shapes and tables in
  * shape order, and the body placeholder of its notes slide are gathered

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The gateway's side of an extractor process: started with uv_spawn, the
  * document written to its standard input as it arrives, its text read
  * from its standard output as it grows, all on the loop: no thread waits

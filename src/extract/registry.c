@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The extractors, one per format family, and which formats each reads. */
 #include "extract/internal.h"
 

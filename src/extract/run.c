@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* One run of an extractor, shared by the threadpool path and the blocking
  * path: limits, deadline, cancel flag, output buffer and sink, and the
  * open-then-step sequence. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The text sink every extractor writes through. It keeps the output valid
  * UTF-8 whatever the input, collapses white space for markup formats (a
  * document's layout is expressed with breaks instead), turns CRLF and CR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* TXT, MD, CSV and JSON: the text as it is, decoded to UTF-8. A byte order
  * mark decides the encoding (UTF-8, UTF-16LE, UTF-16BE), else the content
  * type's charset (any that iconv knows), else UTF-8. Invalid sequences

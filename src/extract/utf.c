@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Character counting for extracted text; decoding and encoding are
  * dg_utf8_decode and dg_utf8_encode in base. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* `datagate --extract-worker`: the extractor process. It reads the request's
  * head from standard input, lowers its own limits (CPU time, address space,
  * no core files, no new privileges) before it reads a byte of the document,

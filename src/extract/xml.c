@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* XML: text and attribute values in document order, from libxml2's SAX2
  * push parser fed as bytes arrive; no tree is built.
  *

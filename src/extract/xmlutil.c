@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* What the libxml2-based extractors share: one process-wide initialisation
  * (libxml2 asks for it before threads use the library) and the wording of
  * parse errors. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Bounded access to the parts of an OOXML package (a ZIP archive held in
  * memory) and a streaming walk over one XML part with libxml2's xmlReader.
  *

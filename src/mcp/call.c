@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* dg_tool_call_t: one tools/call from validation to its reply.
  *
  * Stages, in order (dg__mcp_call_start): in-flight limit, arguments and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* MCP Streamable HTTP at /mcp (specification 2025-06-18 and 2025-11-25,
  * "Transports"; 2025-03-26 clients work the same way).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The HTTP entry point and the gateway's small routes: /healthz, /readyz,
  * /metrics and, with OAuth configured, the OAuth 2.0 protected-resource metadata
  * (RFC 9728) that a 401 points clients at. Every request's Host is checked

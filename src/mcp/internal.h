@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Private declarations shared by the files of the mcp module. Never
  * included from outside src/mcp/ (unit tests and the fuzzer excepted).
  *

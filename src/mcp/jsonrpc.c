@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* JSON-RPC 2.0 over any transport. An exchange is one incoming transport
  * message: a single JSON-RPC message or, for sessions at 2025-03-26, a
  * batch. Each request of it gets a slot that is answered now (errors,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The MCP methods: initialize with version negotiation, ping, tools/list,
  * tools/call (handed to call.c), resources/list, resources/templates/list
  * and resources/read (a read runs a tool through call.c) when the server

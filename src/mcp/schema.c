@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Tool argument validation against a JSON Schema subset (see mcp.h for the
  * keywords). The messages are written for an assistant that must correct
  * its call: they name the parameter as a path ("paging.pageSize"), show

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The MCP server: the tools with their parsed schemas, the catalog
  * snapshot new messages run on, the sessions, and the queue that delivers
  * replies on a later loop turn than the one that started them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Sessions: one per Mcp-Session-Id on HTTP, one per WebSocket connection
  * and one for stdio. A session carries the negotiated protocol version,
  * the tool calls running for it (for cancellation and the in-flight

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* What the workers of one machine share about HTTP sessions: the key that
  * signs session ids (sid.c) and a table, in memory mapped MAP_SHARED before
  * the workers are forked, with one slot per session: its tag (64 bits of

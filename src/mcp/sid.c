@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Signed HTTP session ids. An id is 45 bytes written in base64url without
  * padding: 60 characters, all visible ASCII as the MCP specification asks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* MCP over stdio: newline-delimited JSON-RPC on two file descriptors, one
  * session, as the configured stdio user. Input may be a pipe, a socket, a
  * terminal or a regular file (files are read and written through the

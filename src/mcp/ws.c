@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* MCP over WebSocket at /mcp (subprotocol "mcp"): each text message is
  * one JSON-RPC message (or a batch at 2025-03-26), each outgoing message
  * one text message. One session per connection, without Mcp-Session-Id.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The access log: one JSON line per HTTP response, gathered in a bounded
  * buffer and written with one write(2) per loop turn, from a uv_check
  * handle that runs after the turn's I/O callbacks. A busy turn that fills

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* One client connection: socket reads into the server's shared read
  * buffer, writes with a bounded queue, one timer, and the way down:
  * FLUSHING (last output queued) -> LINGER (write side shut, input

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* HTTP/1.1 requests with llhttp: parsing under limits, the checks of
  * RFC 9112 that llhttp 8.1 leaves to its user (Host, field names, obs-fold,
  * request-target forms, methods, versions, Transfer-Encoding), the
@@ -545,7 +546,7 @@ static void finish_head(dg__http1_t *h, dg_http_request_t *req) {
     dg_strlcpy(req->id, id, sizeof(req->id));
   else
     dg_uuid_v4(req->id);
-  if (!dg__traceparent_trace_id(dg_http_request_header(req, "traceparent"), req->trace_id))
+  if (!dg_traceparent_trace_id(dg_http_request_header(req, "traceparent"), req->trace_id))
     req->trace_id[0] = '\0';
   const char *expect = dg_http_request_header(req, "Expect");
   req->expect_continue =

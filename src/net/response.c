@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Responses: whole (Content-Length) or streamed (chunked), with the
  * headers the server always adds and checks on the ones the handler
  * gives, so that no handler can split a response with a stray CR/LF. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The listener: binds (optionally with SO_REUSEPORT), accepts connections
  * up to max_connections, drains and closes. The server is freed once its
  * listener, its drain timer and every connection have been closed. */
@@ -334,59 +335,4 @@ const char *dg__server_date(dg_http_server_t *s) {
     s->date_sec = (uint64_t)now;
   }
   return s->date;
-}
-
-typedef struct status_text {
-  int status;
-  const char *text;
-} status_text_t;
-
-static const status_text_t status_texts[] = {
-    {100, "Continue"},
-    {101, "Switching Protocols"},
-    {200, "OK"},
-    {201, "Created"},
-    {202, "Accepted"},
-    {204, "No Content"},
-    {206, "Partial Content"},
-    {301, "Moved Permanently"},
-    {302, "Found"},
-    {303, "See Other"},
-    {304, "Not Modified"},
-    {307, "Temporary Redirect"},
-    {308, "Permanent Redirect"},
-    {400, "Bad Request"},
-    {401, "Unauthorized"},
-    {403, "Forbidden"},
-    {404, "Not Found"},
-    {405, "Method Not Allowed"},
-    {406, "Not Acceptable"},
-    {408, "Request Timeout"},
-    {409, "Conflict"},
-    {410, "Gone"},
-    {411, "Length Required"},
-    {412, "Precondition Failed"},
-    {413, "Content Too Large"},
-    {414, "URI Too Long"},
-    {415, "Unsupported Media Type"},
-    {417, "Expectation Failed"},
-    {421, "Misdirected Request"},
-    {422, "Unprocessable Content"},
-    {426, "Upgrade Required"},
-    {429, "Too Many Requests"},
-    {431, "Request Header Fields Too Large"},
-    {500, "Internal Server Error"},
-    {501, "Not Implemented"},
-    {502, "Bad Gateway"},
-    {503, "Service Unavailable"},
-    {504, "Gateway Timeout"},
-    {505, "HTTP Version Not Supported"},
-};
-
-const char *dg_http_status_text(int status) {
-  for (size_t i = 0; i < DG_ARRAY_SIZE(status_texts); i++) {
-    if (status_texts[i].status == status)
-      return status_texts[i].text;
-  }
-  return "Unknown";
 }

@@ -1,10 +1,9 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* TLS termination with mbedTLS 2.28. The certificate chain and key are
  * loaded once per server; each connection has an ssl context whose BIO
  * reads from the bytes of the current socket read and writes straight to
  * the connection's write queue, so nothing ever blocks: the handshake and
  * reads simply stop at WANT_READ until the next read brings more. */
-#include <mbedtls/ctr_drbg.h>
-#include <mbedtls/entropy.h>
 #include <mbedtls/error.h>
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/pk.h>
@@ -13,34 +12,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datagate/tls.h"
 #include "net/internal.h"
 
 struct dg__tls_server {
-  mbedtls_ssl_config conf;
+  dg_tls_conf_t tc;
   mbedtls_x509_crt chain;
   mbedtls_pk_context key;
-  mbedtls_entropy_context entropy;
-  mbedtls_ctr_drbg_context drbg;
 };
 
 struct dg__tls {
+  dg_tls_input_t input; /* first: the BIO's receive side reads it */
   mbedtls_ssl_context ssl;
   dg__conn_t *conn;
-  const unsigned char *in; /* ciphertext of the current read */
-  size_t in_len;
   bool handshake_done;
 };
-
-static const char *alpn_protocols[] = {"http/1.1", NULL};
 
 void dg__tls_server_free(dg__tls_server_t *ts) {
   if (ts == NULL)
     return;
-  mbedtls_ssl_config_free(&ts->conf);
+  dg_tls_conf_free(&ts->tc);
   mbedtls_x509_crt_free(&ts->chain);
   mbedtls_pk_free(&ts->key);
-  mbedtls_ctr_drbg_free(&ts->drbg);
-  mbedtls_entropy_free(&ts->entropy);
   free(ts);
 }
 
@@ -70,21 +63,11 @@ static int load_credentials(dg__tls_server_t *ts, const dg_tls_server_config_t *
 }
 
 static int configure(dg__tls_server_t *ts, dg_errctx_t *err) {
-  static const char pers[] = "datagate-tls";
-  int rc = mbedtls_ctr_drbg_seed(&ts->drbg, mbedtls_entropy_func, &ts->entropy,
-                                 (const unsigned char *)pers, sizeof(pers) - 1);
+  int rc = dg_tls_conf_setup(&ts->tc, MBEDTLS_SSL_IS_SERVER, "datagate-tls");
   if (rc == 0)
-    rc = mbedtls_ssl_config_defaults(&ts->conf, MBEDTLS_SSL_IS_SERVER, MBEDTLS_SSL_TRANSPORT_STREAM,
-                                     MBEDTLS_SSL_PRESET_DEFAULT);
-  if (rc == 0)
-    rc = mbedtls_ssl_conf_own_cert(&ts->conf, &ts->chain, &ts->key);
-  if (rc == 0)
-    rc = mbedtls_ssl_conf_alpn_protocols(&ts->conf, alpn_protocols);
+    rc = mbedtls_ssl_conf_own_cert(&ts->tc.conf, &ts->chain, &ts->key);
   if (rc != 0)
     return tls_error(err, "tls", "configure", "TLS", rc);
-  mbedtls_ssl_conf_rng(&ts->conf, mbedtls_ctr_drbg_random, &ts->drbg);
-  mbedtls_ssl_conf_min_version(&ts->conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
-  mbedtls_ssl_conf_renegotiation(&ts->conf, MBEDTLS_SSL_RENEGOTIATION_DISABLED);
   return 0;
 }
 
@@ -93,11 +76,9 @@ int dg__tls_server_new(const dg_tls_server_config_t *config, dg__tls_server_t **
   dg__tls_server_t *ts = calloc(1, sizeof(*ts));
   if (ts == NULL)
     return dg_errctx_set(err, DG_ENOMEM, "tls", "out of memory");
-  mbedtls_ssl_config_init(&ts->conf);
+  dg_tls_conf_init(&ts->tc);
   mbedtls_x509_crt_init(&ts->chain);
   mbedtls_pk_init(&ts->key);
-  mbedtls_entropy_init(&ts->entropy);
-  mbedtls_ctr_drbg_init(&ts->drbg);
   int rc = load_credentials(ts, config, err);
   if (rc == 0)
     rc = configure(ts, err);
@@ -117,29 +98,18 @@ static int bio_send(void *ctx, const unsigned char *buf, size_t len) {
   return (int)len;
 }
 
-static int bio_recv(void *ctx, unsigned char *buf, size_t len) {
-  dg__tls_t *t = ctx;
-  if (t->in_len == 0)
-    return MBEDTLS_ERR_SSL_WANT_READ;
-  size_t n = len < t->in_len ? len : t->in_len;
-  memcpy(buf, t->in, n);
-  t->in += n;
-  t->in_len -= n;
-  return (int)n;
-}
-
 int dg__tls_attach(dg__conn_t *c, dg__tls_server_t *ts) {
   dg__tls_t *t = calloc(1, sizeof(*t));
   if (t == NULL)
     return DG_ENOMEM;
   mbedtls_ssl_init(&t->ssl);
-  if (mbedtls_ssl_setup(&t->ssl, &ts->conf) != 0) {
+  if (mbedtls_ssl_setup(&t->ssl, &ts->tc.conf) != 0) {
     mbedtls_ssl_free(&t->ssl);
     free(t);
     return DG_ENOMEM;
   }
   t->conn = c;
-  mbedtls_ssl_set_bio(&t->ssl, t, bio_send, bio_recv, NULL);
+  mbedtls_ssl_set_bio(&t->ssl, t, bio_send, dg_tls_bio_recv, NULL);
   c->tls = t;
   return 0;
 }
@@ -151,15 +121,11 @@ void dg__tls_free(dg__tls_t *t) {
   free(t);
 }
 
-static bool would_block(int rc) {
-  return rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE;
-}
-
 /* One handshake step; *done once the peer is authenticated to us. */
 static int handshake_step(dg__conn_t *c, bool *done) {
   int rc = mbedtls_ssl_handshake(&c->tls->ssl);
   *done = rc == 0;
-  if (rc == 0 || would_block(rc))
+  if (rc == 0 || dg_tls_would_block(rc))
     return 0;
   if (dg_log_enabled(DG_LOG_DEBUG)) {
     char msg[128];
@@ -179,7 +145,7 @@ static int read_plain(dg__conn_t *c) {
       c->proto->on_data(c, (const char *)plain, (size_t)rc);
       continue;
     }
-    if (would_block(rc))
+    if (dg_tls_would_block(rc))
       return 0;
     return rc == 0 || rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY ? DG_ECLOSED : DG_EPROTO;
   }
@@ -189,8 +155,8 @@ static int read_plain(dg__conn_t *c) {
 int dg__tls_feed(dg__conn_t *c, const char *data, size_t len) {
   dg__tls_t *t = c->tls;
   int rc = 0;
-  t->in = (const unsigned char *)data;
-  t->in_len = len;
+  t->input.in = (const unsigned char *)data;
+  t->input.in_len = len;
   if (!t->handshake_done) {
     rc = handshake_step(c, &t->handshake_done);
     if (rc == 0 && t->handshake_done)
@@ -198,21 +164,13 @@ int dg__tls_feed(dg__conn_t *c, const char *data, size_t len) {
   }
   if (rc == 0 && t->handshake_done)
     rc = read_plain(c);
-  t->in = NULL;
-  t->in_len = 0;
+  t->input.in = NULL;
+  t->input.in_len = 0;
   return rc;
 }
 
 int dg__tls_write(dg__conn_t *c, const void *data, size_t len) {
-  const unsigned char *p = data;
-  while (len > 0) {
-    int rc = mbedtls_ssl_write(&c->tls->ssl, p, len);
-    if (rc <= 0)
-      return DG_EIO; /* our BIO never blocks, so this is a real failure */
-    p += rc;
-    len -= (size_t)rc;
-  }
-  return 0;
+  return dg_tls_write_all(&c->tls->ssl, data, len);
 }
 
 size_t dg__tls_memory(const dg__tls_t *t) {

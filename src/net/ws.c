@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* WebSocket connections (RFC 6455) after an HTTP upgrade: the handshake
  * answer, message reassembly under max_ws_message_bytes, UTF-8 checks,
  * ping/pong, keep-alive pings and the close handshake. Frames are parsed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* RFC 6455 frame codec: an incremental frame parser that accepts any split
  * of its input, the header writer for server frames and the handshake's
  * accept key. The codec is pure: it knows nothing of sockets or messages,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Connector calls: a request relative to a connector becomes an HTTP
  * client call with the connector's base URL, headers, limits and
  * authentication. The stages of one call, in order: copy the request,

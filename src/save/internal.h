@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* save internals: the connector runtime shared by connector.c (calls and
  * their authentication) and oauth.c (the client-credentials token cache),
  * and the save tree engine shared by tree.c (runs and the node state

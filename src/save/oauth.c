@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* OAuth 2.0 client credentials (RFC 6749 4.4) for connectors: one cache
  * entry per set of credentials holds the access token until shortly before
  * it expires. Calls that need a token while none is valid wait on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Save action trees: a run, and one node per record running one
  * endpoint's tree. The stages of a node, in order: load its child lists,
  * run the root and the pre-child actions, run the child saves, run the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Session values and response mappings: what a Get Session Values action
  * reads from the answer of its save action, and what a save action writes
  * back to its record. The three extraction kinds follow the seed:

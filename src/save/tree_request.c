@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The request of a save action for one record: the path and query
  * (URL-encoded), the headers, and the body from a body template, from
  * property mappings, or as a GraphQL document with variables. Placeholders

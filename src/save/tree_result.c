@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The result of a save tree: one entry per action in execution order,
  * with its status, when it started (milliseconds after the run began) and
  * how long it took, the upstream call it made (method, URL without query,

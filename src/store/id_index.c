@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The ids of one request, found by hash. A page or a fetch matches up to
  * 100 parents with the ids asked for and with their related rows; comparing
  * each id with all the others made that quadratic. */

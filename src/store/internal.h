@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* store internals: the request and store objects, the driver interface,
  * the SQL generator shared by the drivers, the result builder, and the
  * helpers shared by the parser's files. Never included from outside

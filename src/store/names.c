@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Names as the caller sees them: operators, argument paths for messages,
  * and the properties a principal may see, listed when a name is wrong. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The query argument parser: queryParameterGroups, sortCondition, paging
  * and countOnly of query_entities into a checked dg_store_query_t.
  * (properties and expand are in parse_select.c.) Every name is resolved

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The aggregate_entities argument parser: aggregations (function,
  * propertyName, alias, joinFilter), groupBy, and queryParameterGroups
  * exactly as query_entities reads them, into a checked

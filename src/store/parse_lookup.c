@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* lookup_by_keyword's arguments: the words to search for and the models to
  * search, which are those the caller may read, narrowed by entityType and
  * entitySubType, that have keyword properties the caller may see. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* What a result holds: the properties argument, expand entries, and the
  * entityIds of get_entities_by_ids. */
 #include <ctype.h>

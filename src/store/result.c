@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Result JSON shared by the drivers, written as text on the worker thread:
  * a row's values become an entity with camelCased keys, typed by the
  * property (a Boolean stored as an integer comes back as true or false).

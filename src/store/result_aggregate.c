@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Aggregate results shared by the drivers, written as JSON text on the
  * worker thread like the other reads (result.c): a row of values becomes
  * {"groupKey":{...},"aggregates":{...}}, each value typed by its property

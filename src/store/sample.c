@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Sample data: the JSON files of a directory, each
  *   {"model": "Orders", "entities": [{"id": "<GUID>", "OrderNumber": "SO-1001", ...}]}
  * read into create writes. Property names are those of the configuration

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* SQL generation shared by the drivers. A statement is text plus the list
  * of values bound to its placeholders; identifiers come from the catalog
  * (letters, digits and _, checked at load) and are quoted, values are never

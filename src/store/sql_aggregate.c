@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* SQL of aggregate_entities, built from a checked dg_store_aggregate_t on
  * top of the filters' FROM and WHERE (sql.c). Keys on the record itself or
  * on Outbound references put each record in exactly one group:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The SQLite driver: one database file in WAL mode, a connection per
  * threadpool thread (opened the first time that thread runs a request of
  * this store, closed when the store closes), prepared statements cached

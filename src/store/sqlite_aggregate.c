@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Answering aggregate_entities on a SQLite connection (threadpool
  * thread), inside the read transaction sqlite_exec.c opens: when grouping,
  * the matched records are counted first and a count over the cap is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Answering requests on a SQLite connection (threadpool thread): each read
  * (sqlite_read.c) in one read transaction, so that a page and its
  * expansions see the same data; each write in one write transaction. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The SQLite driver's own declarations, shared by src/store/sqlite*.c:
  * connections (one per threadpool thread, each with a cache of prepared
  * statements), the schema migration and the statements that answer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The reads of the SQLite driver (threadpool thread, inside the caller's
  * read transaction): the page or the ids asked for, then one batched
  * statement per expanded reference for the whole page (never one per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The SQLite schema, created and migrated from the catalog at start-up in
  * one transaction:
  *   - a STRICT table per Data Model: "_seq" INTEGER PRIMARY KEY (a rowid

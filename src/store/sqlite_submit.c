@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Form submissions on SQLite (threadpool thread): the "_dg_submissions"
  * table, a submission written with its record in one write transaction,
  * its outcome written with the values the save tree set, the latest

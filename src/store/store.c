@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The store's life and its requests, whatever the driver: opening, the
  * list of requests in flight, cancellation, completion on the loop and
  * closing once the last request has ended. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Who owns a running submission. A process that stops in the middle of a
  * save tree (killed, crashed, the machine lost power) cannot record its
  * outcome; the next store to open finds the submission still "running"

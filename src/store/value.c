@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Values as the store keeps them: each property type has one normal form,
  * so that comparisons in SQL are right (dates compare chronologically as
  * text because they are all written the same way, GUIDs compare equal in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* aggregate_entities: sums, averages, counts, minimums, maximums and
  * distinct counts over the filtered entities of one Data Model, as one
  * totals row or grouped by own or related properties, with joinFilter

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* aggregate_saved_query: runs a Saved Query against its connector and
  * aggregates its live answer, with the response shape of
  * aggregate_entities. The stages, in order: find the query the caller may

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Describing Data Models to a caller: the results of get_data_models and
  * get_data_model_properties, filtered by the caller's permissions. */
 #include <stdio.h>

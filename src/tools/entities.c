@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* What the entity tools (lookup_by_keyword, query_entities,
  * get_entities_by_ids, aggregate_entities) share: the parser context of a
  * call, and running a store operation to the end of the call. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* execute_saved_query: runs a Saved Query against its connector. The
  * stages, in order: find the query the caller may use, check the inputs
  * against DeclaredInputs and the properties selection, build the request,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* One document download for get_file_text. Each hop is a GET with the
  * process's client (the source's address policy, the download caps) or,
  * for a source with a connector, a connector call (its headers,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Which document URLs get_file_text may fetch: the scheme must be allowed
  * and the URL must fall under a configured source (same scheme, host and
  * port, path under the source's prefix; the longest prefix wins). Paths

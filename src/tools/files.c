@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* get_file_text's process-wide state: the LRU cache of extracted text and
  * the slots that bound how many documents are downloaded and extracted at
  * once (each may hold its document, its text and MuPDF's memory). Calls

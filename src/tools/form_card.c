@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* A data entry form as an Adaptive Card 1.5: a heading, the fields in
  * their groups (each group a Container under its heading), one input per
  * field with its label, required flag and error message, and an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The lines of a record's child lists in a form: which lists a caller may
  * edit with a record (those its form endpoint saves through a child
  * configuration: a list is edited with its record because the record's

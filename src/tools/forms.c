@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* What get_data_entry_form and submit_data_entry_form share: which
  * properties are fields of a model's form, checking [{key, value}] items
  * against them, the text of a stored value, and records read from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* get_data_entry_form: the form that creates or modifies a record of a
  * Data Model, as an Adaptive Card 1.5 or as a JSON field list, prefilled
  * from initialValues (each key a field, each value of its type), from the

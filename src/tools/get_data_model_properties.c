@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* get_data_model_properties: the properties of one Data Model that the
  * caller may see, with the seed's reference objects. */
 #include "datagate/tools.h"

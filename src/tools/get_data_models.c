@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* get_data_models: the Data Models the caller may read. The first tool an
  * assistant calls: it gives the dataModelId, entityType and entitySubType
  * that the other tools take. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* get_entities_by_ids: up to 50 entities of one Data Model by id, with
  * property selection and expansion; ids that do not exist are left out. */
 #include "datagate/tools.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* get_file_text: the text of a document URL, in chunks. The stages, in
  * order: check the URL against the configured sources; answer from the
  * cache of extracted text when a fresh copy is there; otherwise wait for

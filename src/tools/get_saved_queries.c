@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* get_saved_queries: the Saved Queries (Live Data Providers) the caller may
  * use, each with its connector, Data Model and DeclaredInputs. */
 #include "datagate/tools.h"

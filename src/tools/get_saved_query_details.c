@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* get_saved_query_details: one Saved Query's metadata with the fields it
  * returns (name, type, description), filtered by the caller's
  * permissions. */

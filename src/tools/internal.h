@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* tools internals: the result-building logic of each tool, kept apart from
  * the dg_tool_t run functions so that unit tests can call it without the
  * MCP layer. Never included from outside src/tools. */
@@ -8,9 +9,9 @@
 
 #include "datagate/auth.h"
 #include "datagate/catalog.h"
+#include "datagate/client.h"
 #include "datagate/extract.h"
 #include "datagate/mcp.h"
-#include "datagate/net.h"
 #include "datagate/store.h"
 #include "datagate/tools.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* lookup_by_keyword: keyword search over the keyword properties of the
  * Data Models the caller may read, best matches first, each result naming
  * its model. Used to resolve the entity a user means into its id. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Where text that reaches the assistant came from. Documents, stored data
  * and external APIs may carry instructions aimed at the assistant: results
  * of get_file_text and execute_saved_query name their source in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* query_entities: filters, sorting, paging, property selection and inline
  * expansion over the entities of one Data Model. The arguments become a
  * checked dg_store_query_t (store.h); the store answers on the threadpool. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The tool registry: every implemented tool in tools/list order, the
  * instructions that tell assistants which tool to call first, and helpers
  * shared by the tool files. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* MCP resources, each read through the tool that answers the same
  * question, so that a read has the tool's permissions, limits and
  * truncation:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* aggregate_saved_query's arguments and its arithmetic: aggregations and
  * group keys checked against the fields a Saved Query returns (and the
  * caller may see), then every item of the live answer folded into one

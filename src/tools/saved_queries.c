@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Saved Queries as a caller sees them: the entries of get_saved_queries,
  * the details with mapped fields, and the checks of execute_saved_query's
  * arguments (the query id, inputs against DeclaredInputs, the properties

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Running a Saved Query: its request built from the templates and the
  * caller's inputs, and the upstream response mapped onto entities of its
  * Data Model. Mapping touches only immutable configuration and the JSON it

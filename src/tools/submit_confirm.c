@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The user's confirmation of a submission, asked through the client
  * (elicitation/create) before anything is stored or sent: the question
  * shows the record, the changes and the endpoint whose save actions will

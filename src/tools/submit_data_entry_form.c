@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* submit_data_entry_form: creates a record, or modifies the one named by
  * id, and runs the save action tree of the model's endpoint. The stages,
  * in order: check the arguments (write access, every key a field, every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The admin page in a real browser (Debian's chromium, headless, driven by
 // playwright-core): sign in, the On Save tree of the sample order edit with
 // its Child Saves separator, a Get Session Values action with a Multiple

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The admin API under /admin/api/ and the page's static files: sign-in
 // and the administration role, the configuration with its version, checks
 // of a change as --check-config makes them, the atomic save with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // aggregate_entities against an independent evaluation
 // (lib/aggregate-oracle.mjs) over a random data set and a few hundred
 // random calls: filters of every kind (values, nulls, negative operators,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // aggregate_entities through the official MCP SDK client against the
 // sample configuration and data: every function, default and explicit
 // aliases, filters before aggregation, grouping by own, Outbound and

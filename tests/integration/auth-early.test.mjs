@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // A request's token is checked when its head is complete: without a valid
 // one the gateway answers 401 and closes before reading any body, and the
 // connections that have not sent a signed-in request share one memory

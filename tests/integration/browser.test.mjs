@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // What a browser page meets at /mcp: the Host check against DNS rebinding
 // (server.allowedHosts), Origin matching by scheme, host and port with the
 // port wildcard, CORS preflights and headers (the MCP Inspector's web UI

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Answers that fit: query_entities and lookup_by_keyword keep the whole
 // entities that fit the server's maxResultBytes or the smaller budget a
 // call gives, say what was left out and how to get it, and never go over

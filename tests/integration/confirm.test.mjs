@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // submit_data_entry_form asking the user to confirm through the client
 // (elicitation/create), with the official SDK client: a client that
 // accepts, declines, cancels or unticks the box, the question's content

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Document sources are granted to roles, as models are: by default to the
 // roles that may read a model whose entities hold document URLs (Files),
 // or to the roles a source lists in files.json. A refusal names only the

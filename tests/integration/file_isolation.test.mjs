@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Documents cannot starve the gateway: every document is parsed in an
 // extractor process of its own, with a CPU-time and a memory limit set by
 // the operating system and a wall-time limit past which it is killed. The

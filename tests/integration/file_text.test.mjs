@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // get_file_text through the official MCP client against the mock upstream
 // of tests/upstream/: the sample domain's files of every format (one behind
 // a connector's bearer token), chunk boundaries and character offsets over

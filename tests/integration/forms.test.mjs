@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Data entry forms through the official MCP client: get_data_entry_form
 // as a JSON field list and as an Adaptive Card 1.5 (fields, inputs,
 // choices, lookups, defaults, prefilling from initialValues and from a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // A model the caller may not read is answered as if it did not exist: a
 // role that may write Orders but not read Customers learns neither the
 // name of Customers nor which Customer ids exist through the forms. The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // HTTP/1.1 on raw sockets against a configuration with small limits:
 // keep-alive, pipelining, chunked bodies, 100-continue, and every limit
 // answered with its status and a clean close (a FIN, not a reset).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Streamable HTTP at /mcp as the MCP transport specification describes it,
 // the gateway's own routes (/healthz, /metrics, OAuth metadata) and the
 // JSON-RPC error codes, with plain fetch so that every status and header

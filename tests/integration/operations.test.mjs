@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // What an operator relies on: the access log (a file reopened on SIGHUP,
 // standard error, or off), W3C traceparent continued into the log lines
 // and the upstream calls, and a /metrics exposition that follows the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // An order and its lines edited in one submit_data_entry_form call
 // (childLists) against the mock commerce system of tests/upstream/: lines
 // changed, added and removed, checked against the exact requests the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Values expanded into an upstream URL path stay in their segment: a form
 // value or a Saved Query input of "..", ".", "../x" or "" is refused before
 // any call, so it can never reach another endpoint of the connector with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The process: command line, --check-config, graceful drain on SIGTERM,
 // configuration reload on SIGHUP (good and bad), and --workers.
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // MCP protocol through the official SDK client over Streamable HTTP:
 // version negotiation, server info, ping, tools/list, the two Data Model
 // tools for every role of conf/, tool errors, cancellation and progress.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Provenance of text that may carry instructions aimed at the assistant,
 // through the official SDK client: get_file_text names the document and
 // the characters in structuredContent and fences the text between markers

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Differential test of query_entities and get_entities_by_ids: a generated
 // dataset full of edge values (case variants, LIKE wildcards, nulls, equal
 // values, offsets on date-times, references to entities that do not exist)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The entity tools through the official SDK client: every operator and rule
 // of the seed's query_entities, get_entities_by_ids and lookup_by_keyword
 // sections and of its Limits table, against the sample data of conf/ (with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // MCP resources through the official SDK client: the capability as
 // declared, resources/list per role (the Data Models each may read), the
 // templates, reads of a model, of an entity (equal to get_entities_by_ids)

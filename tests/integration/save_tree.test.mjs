@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The save action tree end to end through the official MCP client against
 // the mock commerce system of tests/upstream/: the seed's worked order
 // edit over REST (begin, the calculated order id and per-line session

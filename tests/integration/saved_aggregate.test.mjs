@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // aggregate_saved_query through the official MCP client against the mock
 // upstream of tests/upstream/: totals and groups over the whole live answer
 // (also past the maxResults that caps execute_saved_query), each function,

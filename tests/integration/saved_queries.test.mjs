@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Saved Queries through the official MCP client against the mock upstream
 // of tests/upstream/: listing and details per role, every auth kind with
 // OAuth token reuse, expiry and refresh on 401, retries on 429/503 for GET

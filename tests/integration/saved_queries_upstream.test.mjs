@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The connector client's rules seen through execute_saved_query: the W3C
 // traceparent carries the tool call's request id, a POST marked retryUnsafe
 // is retried, a GET reports as many attempts as it sent requests, redirects

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Every tool's inputSchema, as tools/list gives it to the official SDK
 // client, must be accepted by function-calling front ends that take only a
 // restricted JSON Schema subset: one type per field (no type arrays, no

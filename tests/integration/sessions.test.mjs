@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // MCP sessions over Streamable HTTP served by more than one process. With
 // --workers 2 each request below goes out on a connection of its own, so
 // the kernel hands it to either worker: every request of a session must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // MCP over standard input and output (`datagate --stdio`): the SDK's
 // StdioClientTransport, and the process driven by hand to check that
 // stdout carries nothing but MCP messages and that EOF ends it cleanly.

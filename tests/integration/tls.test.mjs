@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // TLS termination: a certificate made for the test with openssl, HTTPS
 // keep-alive and large bodies, the SDK client over wss://, and plain HTTP
 // on the TLS port refused without an answer.

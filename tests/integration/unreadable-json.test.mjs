@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Valid JSON that a message may not hold (a \u0000 in a string, an integer
 // beyond 64 bits, a repeated key) is answered with the request's id, so the
 // official SDK client hears its error at once instead of waiting for its

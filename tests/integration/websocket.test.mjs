@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // MCP over WebSocket: the SDK client over a `ws` transport, and RFC 6455
 // spoken by hand for the handshake, masking, fragmentation, control frames,
 // size and UTF-8 limits and the close handshake.

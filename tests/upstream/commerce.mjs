@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The commerce system behind the sample's order edit endpoints: orders and
 // their lines (read from conf/data, the same records the gateway's store
 // starts with), order edits over REST and the same edits over GraphQL.

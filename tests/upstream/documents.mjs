@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Documents made in code, deterministically: the sample domain's files (one
 // of every format get_file_text reads), fixtures for the integration tests
 // (multi-byte text, hostile documents) and large documents for bench/extract.

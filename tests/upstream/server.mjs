@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // A mock upstream for datagate's connectors: a small sample API for the
 // sample configuration's Saved Queries (ERP orders, shipment tracking, a
 // GraphQL product catalog behind OAuth 2.0 client credentials, accounts

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The JSON API under /admin/api/ (docs/admin.md). The bearer token is sent
 // in the Authorization header only; it is kept in the tab's sessionStorage.
 

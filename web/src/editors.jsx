@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The action editors: Save Action, Get Session Values (its extractions)
 // and Filters, each with the property picker, errors beside the field at
 // fault, and Reset, Close and Save.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The gateway's administration page: Data Models, Endpoints with their On
 // Save trees and the Get Session Values editor, Saved Queries and
 // connectors. Every change is saved through the API, which checks it as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Reading the configuration files as the page shows them.
 import * as P from './pointer.js';
 

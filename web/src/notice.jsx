@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // A message after a save or a refusal: the problems it lists, and Reload
 // for a change that lost to another one.
 export function Notice({ notice, onReload, onDismiss }) {

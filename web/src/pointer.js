@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // JSON pointers (RFC 6901) into the configuration files: the loader names
 // every problem by one, and the page addresses actions by them.
 

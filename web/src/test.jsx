@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The Test panel: runs an endpoint's save tree for a record given here,
 // as a dry run (requests built and shown, nothing sent) or for real, and
 // shows the trace: each action, its request, status, time and the

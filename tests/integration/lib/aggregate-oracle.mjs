@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // An independent evaluation of aggregate_entities over entities held in
 // memory, written from the rules of docs/query.md and docs/tools.md rather
 // than from the gateway's SQL: filter groups (values, nulls, negative

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // An independent, straightforward evaluation of the entity tools over the
 // rows of a configuration's data/ files, written from docs/query.md and not
 // from the gateway's code: the integration tests compute their expectations

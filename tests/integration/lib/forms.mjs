@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Helpers of the form and save tree tests: the sample configuration with
 // its connectors pointed at the mock upstream, SDK calls of the form tools,
 // the sample records read from conf/data, and a check that a card is a

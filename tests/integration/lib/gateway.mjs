@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Starts the real datagate binary for a test and stops it again, asserting
 // a clean exit. Also builds configuration copies with overrides and the MCP
 // SDK clients over each transport.

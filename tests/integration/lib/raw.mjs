@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // Raw sockets for the tests that need exact bytes on the wire: HTTP/1.1
 // requests and responses parsed by hand, and WebSocket frames built and
 // parsed by hand (masked or not, fragmented, invalid UTF-8, ...).

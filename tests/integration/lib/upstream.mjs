@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // The mock upstream of tests/upstream/ for integration tests: a test CA and
 // server certificate made with openssl, the upstream started on HTTP and
 // HTTPS in this process, and helpers to script it and read its request log.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: AGPL-3.0-or-later
 // An MCP client transport over WebSocket with the `ws` package: subprotocol
 // `mcp`, one JSON-RPC message per text frame. It implements the SDK's
 // Transport interface (start, send, close, onmessage, onclose, onerror), so

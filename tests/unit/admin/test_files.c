@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The configuration files behind the admin API: the version, the check of
  * a change in a staging directory (the directory itself untouched) and
  * the atomic write that keeps the previous version. */

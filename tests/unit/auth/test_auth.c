@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for auth: static bearer tokens, JWTs (HS256, ES256, RS256 with
  * keys generated here), the refusal messages, and permissions per role of
  * the sample configuration. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the per-request arena. */
 #include <setjmp.h>
 #include <stdarg.h>

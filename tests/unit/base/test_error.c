@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for error codes and the error context. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for HMAC-SHA256: the seven test cases of RFC 4231, a message
  * given in parts, and keys that differ in one bit. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the JSON writer: its output must be exactly what jansson's
  * json_dumps gives with JSON_COMPACT and 15 significant digits, for hand-picked and generated
  * values. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for jansson's block cache: blocks of the small sizes come back
  * to the thread's next requests of their size, a bounded number of them;
  * every block stays an ordinary malloc block. */

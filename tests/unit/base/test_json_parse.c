@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the JSON parser: it must accept and refuse exactly what
  * jansson's json_loadb with JSON_DECODE_ANY does and build equal values,
  * and it reports where a refused text went wrong. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for JSON-lines logging: lines are written to a pipe and read
  * back with jansson. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for metrics and their Prometheus text rendering. */
 #include <setjmp.h>
 #include <stdarg.h>

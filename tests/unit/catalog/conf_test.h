@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Helpers for catalog tests that load a temporary configuration directory:
  * the sample's models.json plus the files a test writes, then checks the
  * exact "file: json/path: message" lines of a failed load. */

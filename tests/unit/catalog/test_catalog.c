@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the catalog: the sample configuration in conf/, lookups,
  * references, every kind of configuration problem with its exact
  * "file: json/path: message" line, defaults, tokens and the refcount. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for connectors.json: the sample's connectors, defaults, every
  * auth kind with its secrets read from the environment, and each kind of
  * problem with its exact "file: json/path: message" line. */

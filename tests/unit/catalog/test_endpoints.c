@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for endpoints.json: the sample's order edit trees (REST and
  * GraphQL) laid out in execution order with their extractions resolved;
  * each kind of problem with its exact "file: json/path: message" line (a
@@ -15,7 +16,7 @@
 #include <cmocka.h>
 
 #include "conf_test.h"
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 static const char *sample_dir(void) {
   static char dir[4096];

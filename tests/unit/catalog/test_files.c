@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for files.json: the sample's document sources, the defaults
  * without the file, origins with ports and IPv6 literals, connector
  * sources, and each kind of problem with its "file: json/path: message". */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for saved_queries.json: the sample's Saved Queries with their
  * inputs, requests, paths and mapped fields; the input value checks by
  * type; and each kind of problem (unknown connector, model or property,
@@ -14,7 +15,7 @@
 #include <cmocka.h>
 
 #include "conf_test.h"
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 #define QID "5b7d0c6e-2f49-4a51-9d0e-3c1e7a9b0001"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Shared helpers of the extract tests: fixtures made by the tests
  * themselves (ZIP packages written with libzip, PDFs written by hand with a
  * correct cross-reference table) and shortcuts around dg_extract_buffer. */

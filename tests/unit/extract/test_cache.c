@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the cache of extracted text: keys and validators,
  * freshness, least-recently-used eviction by bytes and by count, and
  * documents that outlive their eviction while referenced. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the chunker, the documents it reads and the File text
  * envelope: boundaries, character offsets over multi-byte text, arbitrary
  * offsets, and the agreement of chunks cut from a document with chunks cut

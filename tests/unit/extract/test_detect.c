@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for format detection: content type, then magic bytes, then
  * extension, and the refusals that name the supported formats. */
 #include "extract_test.h"

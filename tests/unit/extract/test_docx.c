@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for DOCX: paragraphs, tables as rows of cells, headers,
  * footers and footnotes, what is left out, and progressive reading. */
 #include "extract_test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the extraction driven by a download on a libuv loop: the
  * input fed in pieces, chunks handed over in order and before the end,
  * the completion exactly once and never from inside the call that caused

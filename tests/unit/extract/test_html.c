@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for HTML: visible text only, layout from block elements,
  * entities, declared charsets, and the nesting limit. */
 #include "extract_test.h"

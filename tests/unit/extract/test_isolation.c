@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for extraction in an extractor process (the datagate binary
  * as `--extract-worker`, named by DG_BINARY): the chunks and the document
  * equal those of the threadpool path, for a streamed and a whole-document

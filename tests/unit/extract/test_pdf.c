@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for PDF: text page by page with page markers, reading order,
  * damaged and empty documents, and the page, memory and time limits. The
  * PDFs are written by the tests (extract_test.h). */

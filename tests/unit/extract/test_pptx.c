@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for PPTX: slides in presentation order with titles, body
  * text, tables and notes, and the cap on the number of slides. */
 #include "extract_test.h"

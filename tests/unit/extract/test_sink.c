@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the text sink: white space, breaks, labels, line ends,
  * replacement of invalid input and the output bound. */
 #include "extract_test.h"

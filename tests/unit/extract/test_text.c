@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the text formats (TXT, MD, CSV, JSON): byte order marks,
  * UTF-16, charsets, replacement of invalid UTF-8, line ends, huge lines,
  * and input split at every byte. */

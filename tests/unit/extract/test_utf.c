@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for UTF-8 decoding with replacement, encoding and counting. */
 #include "extract_test.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for XML: text and attribute values in document order, no
  * entity expansion, no network or file access, the depth limit, and
  * well-formedness errors. */

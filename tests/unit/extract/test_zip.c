@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for hostile OOXML packages: zip bombs (expansion ratio, part
  * size, total size, sizes that lie, entry count), broken archives,
  * encrypted parts, DTDs and entities, nesting, and packages that are not

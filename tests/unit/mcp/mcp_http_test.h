@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* A real dg_http_server on 127.0.0.1:0 serving dg_mcp_http_handler, its
  * loop in a thread of its own, and a small blocking-socket HTTP client run
  * by the test thread. Stopping closes the HTTP server, frees the MCP

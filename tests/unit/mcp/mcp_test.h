@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Shared helpers of the mcp tests: a small configuration written to a
  * temporary directory and loaded with the real catalog, fake tools, and an
  * in-memory transport that records what the server sends and whether it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for tools/call: results per protocol version, tool errors,
  * unknown tools, schema validation, cancellation, timeouts, progress, the
  * result size backstop, the in-flight limit, metrics and the log line. */

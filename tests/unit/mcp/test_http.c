@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for Streamable HTTP at /mcp and the small routes, driven
  * through a real dg_http_server with a raw socket client: authentication,
  * Origin, content type, protocol version header, JSON and SSE responses,

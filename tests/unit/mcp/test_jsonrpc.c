@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the JSON-RPC layer: error codes, notifications, batches
  * per protocol version, and the rule that replies leave on a later loop
  * turn than the one that received the message. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the lifecycle methods: initialize negotiation for every
  * supported version and an unknown one, ping at any time, requests before
  * initialize, and the shape of tools/list per protocol version. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for tool argument validation (dg_mcp_schema_validate). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for HTTP sessions: created by initialize, required after it,
  * unknown or expired ids, binding to the principal that created them,
  * DELETE, and the server.max_sessions limit; then two servers sharing one

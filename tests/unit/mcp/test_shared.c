@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the session table the workers share: recording, touching
  * and ending sessions, a full bucket, which slots give way, a forked
  * process seeing and changing the same table, and threads claiming slots

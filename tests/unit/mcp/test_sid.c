@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for signed session ids: their form, what they carry, and
  * every way a presented id must be refused: changed in any character, cut
  * or lengthened, presented by another principal, signed with another key.

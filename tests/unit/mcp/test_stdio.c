@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for MCP over stdio: newline-delimited messages on pipes and
  * on regular files, answers in order, over-long lines, and on_eof firing
  * once, never from inside dg_mcp_stdio_start, and only after calls still

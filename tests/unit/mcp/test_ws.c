@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for MCP over WebSocket at /mcp: the upgrade's authentication
  * (header or access_token query parameter) and Origin check, one JSON-RPC
  * message per text message, progress as separate messages, a parse error

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Shared helpers of the net tests: a server whose loop runs in its own
  * thread, and a blocking-socket client driven by the test itself, so that
  * assertions stay on the test's thread. Stopping the fixture closes the

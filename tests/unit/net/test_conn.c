@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The bytes-in path without sockets: a capture connection fed byte by
  * byte, the order of handler calls across loop turns, idle memory, aborts
  * and the small public helpers. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* HTTP/1.1 server: responses, keep-alive, pipelining, bodies, limits,
  * timeouts, backpressure, aborts and draining, over real sockets. */
 #include <setjmp.h>

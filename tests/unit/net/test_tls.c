@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* TLS termination: a real handshake with an mbedTLS client against a
  * throwaway self-signed certificate made with the openssl command line,
  * HTTP and WebSocket over it, and the failures (old protocol versions,

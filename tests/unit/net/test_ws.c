@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* WebSocket connections: handshake, echo, fragments, control frames,
  * protocol errors with their close codes, keep-alive pings, the close
  * handshake from either side and write limits, over real sockets. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the WebSocket frame codec and the UTF-8 validator. */
 #include <setjmp.h>
 #include <stdarg.h>

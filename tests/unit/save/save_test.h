@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Shared helpers of the connector tests: a scripted upstream (the raw
  * server of the HTTP client tests) that serves an API and an OAuth token
  * endpoint, hand-built connectors, and a driver that runs the loop until
@@ -6,8 +7,8 @@
 #ifndef DG_TEST_SAVE_TEST_H
 #define DG_TEST_SAVE_TEST_H
 
+#include "client/client_test.h"
 #include "datagate/save.h"
-#include "net/client_test.h"
 
 /* What the scripted upstream does, set by each test. */
 typedef struct script {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for connector calls against a scripted upstream: the URL and
  * headers each auth kind produces, a missing credential reported on a
  * later loop turn, HTTP failures naming the connector, redirects that are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for OAuth 2.0 client credentials on connectors: the token
  * request (Basic or form credentials, scope, audience), one token shared
  * by sequential and concurrent calls, renewal at expiry, one refresh after

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the save tree engine with a fake connector: the worked
  * order edit in REST (basic and collection extractions, child saves using
  * the per-line session value, the commit using the header value, response

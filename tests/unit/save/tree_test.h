@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Helpers of the save tree tests: a fake connector that answers each call
  * on a later loop turn (with what the test's answer function says, after
  * an optional delay, or never until canceled) and records every request;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Shared helpers of the SQL generation tests: a connection to an empty
  * database migrated from the sample configuration, the bound values
  * written out, and a check that a statement is the text expected, binds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Helpers of the tests that run a real store: a loop, a temporary database
  * loaded with the sample data of conf/data, operations run to completion,
  * and the sample data itself read back from the JSON files so that answers

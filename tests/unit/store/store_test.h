@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Shared helpers of the store tests: the sample configuration in conf/,
  * principals of its users, and parsing tool arguments written as JSON. */
 #ifndef DG_TEST_STORE_TEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for id_index.c: the hash index that matches a request's ids. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the query argument parser (parse.c): what a good query
  * becomes, and every way a query can be wrong, each with the argument path
  * it names and what the message says was given and is allowed. */

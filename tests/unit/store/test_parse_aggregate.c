@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the aggregate argument parser (parse_aggregate.c): what
  * good aggregations, group keys and joinFilters become (result keys,
  * labels, joins, the cap), and every way they can be wrong, each with the

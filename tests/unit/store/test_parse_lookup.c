@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for parse_lookup.c: the search words, the models searched
  * (readable, narrowed by entityType and entitySubType, with keyword
  * properties the caller may see) and every argument error. */

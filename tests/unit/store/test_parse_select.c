@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for parse_select.c: the entityIds of get_entities_by_ids with
  * properties and expand (the error cases of properties and expand inside
  * query_entities are in test_parse.c). */

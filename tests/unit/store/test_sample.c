@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for sample.c: reading a directory of sample data files into
  * writes, and the message for each kind of mistake in a file. */
 #include <sys/stat.h>

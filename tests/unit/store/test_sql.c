@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for sql.c: the statements generated for filters (And/Or
  * groups, null tests, negations, LIKE escaping, property comparisons,
  * Outbound joins, Inbound IN lists), sorting with the id tie-break, paging,

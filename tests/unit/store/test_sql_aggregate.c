@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for sql_aggregate.c: the statements of aggregate_entities for
  * every function, grouping by own, Outbound and Inbound keys (keys on one
  * reference sharing one join), joinFilter clauses in both forms with

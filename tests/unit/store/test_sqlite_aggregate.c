@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for sqlite_aggregate.c (and result_aggregate.c) on a
  * temporary database loaded with the sample data: totals of every
  * function, typed values, empty results, grouping by own, Outbound and

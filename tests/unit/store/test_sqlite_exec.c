@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for sqlite_exec.c on a temporary database loaded with the
  * sample data: each filter rule, sorting and paging, property selection,
  * permissions, expansion (batched, truncated at 100), fetch by ids,

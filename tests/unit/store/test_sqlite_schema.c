@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for sqlite_schema.c: a database created from one
  * configuration and migrated to the next (a new property adds a column, a
  * new model adds a table, keyword changes rebuild the keyword index, index

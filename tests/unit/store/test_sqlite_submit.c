@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for form submissions on SQLite: a record created or modified
  * with its submission in one transaction (running when a save tree
  * follows), the outcome and the values the tree set written together, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for store.c: opening (and failing to), completions that never
  * come from inside the call that started them, cancellation of a queued
  * request, closing with requests pending, requests after close, and

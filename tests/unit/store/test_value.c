@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for value.c: each property type's accepted forms and the
  * normal form the store keeps (dates in UTC, GUIDs in lower case), and
  * what is refused. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Fixture of the tool logic tests: the sample catalog of conf/ (found
  * through DG_SOURCE_DIR), an arena and an array that keeps JSON inputs
  * alive (checked values may point into their strings), fresh for each

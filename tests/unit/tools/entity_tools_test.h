@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Helpers of the entity tool tests: the real MCP server with the tool
  * registry and a store on a temporary database loaded with the sample
  * data, driven through an in-memory transport as the configured users. */

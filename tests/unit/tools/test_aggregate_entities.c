@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for aggregate_entities through the MCP layer: results that
  * match the output schema and the text item, numbers written with at
  * most 15 significant digits, argument errors from the schema and from

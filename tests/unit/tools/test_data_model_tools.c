@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for get_data_models and get_data_model_properties: the JSON
  * each builds for the sample configuration's users, filtered by their
  * permissions, and the error for a model id the caller cannot use. */

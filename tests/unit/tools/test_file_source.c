@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the document URL checks of get_file_text: allowed schemes,
  * sources matched by scheme, host, port and path prefix (the longest
  * prefix wins), dot segments, and the wording of each refusal. */

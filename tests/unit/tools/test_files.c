@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for get_file_text's process-wide state: the extraction slots
  * (taken at once up to the limit, then a bounded FIFO queue, then refused),
  * waiters that leave the queue, the cache switched off by a zero budget,

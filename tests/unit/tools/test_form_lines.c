@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for form_lines.c: which child lists a caller may edit with a
  * record, and submit_data_entry_form's childLists checked as a whole into
  * store changes (an added line with a new id, its reference to the record

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for forms.c and form_card.c: which properties are form fields
  * for each role, the checks of [{key, value}] items with their exact
  * messages, the text of stored values, records read back by property

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for get_entities_by_ids through the MCP layer: order kept,
  * missing ids omitted, selection and expansion, and the limits on ids. */
 #include "tools/entity_tools_test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for lookup_by_keyword through the MCP layer: results name
  * their model, respect the caller's permissions and the limit, and bad
  * arguments are refused with the parameter named. */

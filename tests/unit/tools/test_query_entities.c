@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for query_entities through the MCP layer: results that match
  * the output schema and the text item, decimals that read back as
  * written, argument errors from the schema and from the parser, models

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the tool registry and the run functions of the Data Model
  * tools. The tool-call functions of mcp.h are stood in for by a small fake
  * here, so a tool runs exactly as the MCP layer would run it: arguments

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for aggregate_saved_query's arguments and arithmetic without
  * an upstream: each refused argument and its message, the fields a role
  * hides, and the aggregates of response bodies (every function, null

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for the Saved Query tools' logic: which queries each sample
  * user sees, the details with fields filtered by permission, and every
  * check of execute_saved_query's arguments (unknown key, twice given,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for running Saved Queries without an upstream: the request
  * each sample query builds from its inputs (URL-encoded paths, optional
  * query parameters left out, typed JSON bodies, GraphQL envelopes) and the

@@ -1,12 +1,11 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* HTTPS for upstream calls with mbedTLS 2.28. One configuration per
  * client holds the trusted CA certificates (the system bundle plus an
- * optional extra file) and the random generator; each connection has an
+ * optional extra file) on the shared set-up of datagate/tls.h; each connection has an
  * ssl context that sends server name indication and checks that the
  * certificate names the host. As on the server side the BIO never blocks:
  * it reads from the bytes of the current socket read and writes straight to
  * the connection's write queue. */
-#include <mbedtls/ctr_drbg.h>
-#include <mbedtls/entropy.h>
 #include <mbedtls/error.h>
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/ssl.h>
@@ -15,35 +14,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
+#include "datagate/tls.h"
 
 #define SYSTEM_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
 struct dg__ctls_config {
-  mbedtls_ssl_config conf;
+  dg_tls_conf_t tc;
   mbedtls_x509_crt ca;
-  mbedtls_entropy_context entropy;
-  mbedtls_ctr_drbg_context drbg;
 };
 
 struct dg__ctls {
+  dg_tls_input_t input; /* first: the BIO's receive side reads it */
   mbedtls_ssl_context ssl;
   int (*send)(void *ctx, const void *data, size_t len);
   void *ctx;
-  const unsigned char *in; /* ciphertext of the current read */
-  size_t in_len;
   bool handshake_done;
 };
-
-static const char *alpn_protocols[] = {"http/1.1", NULL};
 
 void dg__ctls_config_free(dg__ctls_config_t *cfg) {
   if (cfg == NULL)
     return;
-  mbedtls_ssl_config_free(&cfg->conf);
+  dg_tls_conf_free(&cfg->tc);
   mbedtls_x509_crt_free(&cfg->ca);
-  mbedtls_ctr_drbg_free(&cfg->drbg);
-  mbedtls_entropy_free(&cfg->entropy);
   free(cfg);
 }
 
@@ -74,25 +67,14 @@ static int load_trust(dg__ctls_config_t *cfg, const char *system_ca, const char 
 }
 
 static int configure(dg__ctls_config_t *cfg, dg_errctx_t *err) {
-  static const char pers[] = "datagate-client";
-  int rc = mbedtls_ctr_drbg_seed(&cfg->drbg, mbedtls_entropy_func, &cfg->entropy,
-                                 (const unsigned char *)pers, sizeof(pers) - 1);
-  if (rc == 0)
-    rc = mbedtls_ssl_config_defaults(&cfg->conf, MBEDTLS_SSL_IS_CLIENT,
-                                     MBEDTLS_SSL_TRANSPORT_STREAM, MBEDTLS_SSL_PRESET_DEFAULT);
-  if (rc == 0)
-    rc = mbedtls_ssl_conf_alpn_protocols(&cfg->conf, alpn_protocols);
+  int rc = dg_tls_conf_setup(&cfg->tc, MBEDTLS_SSL_IS_CLIENT, "datagate-client");
   if (rc != 0) {
     char msg[128];
     mbedtls_strerror(rc, msg, sizeof(msg));
     return dg_errctx_set(err, DG_ECONFIG, "client", "cannot configure TLS: %s", msg);
   }
-  mbedtls_ssl_conf_authmode(&cfg->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
-  mbedtls_ssl_conf_ca_chain(&cfg->conf, &cfg->ca, NULL);
-  mbedtls_ssl_conf_rng(&cfg->conf, mbedtls_ctr_drbg_random, &cfg->drbg);
-  mbedtls_ssl_conf_min_version(&cfg->conf, MBEDTLS_SSL_MAJOR_VERSION_3,
-                               MBEDTLS_SSL_MINOR_VERSION_3);
-  mbedtls_ssl_conf_renegotiation(&cfg->conf, MBEDTLS_SSL_RENEGOTIATION_DISABLED);
+  mbedtls_ssl_conf_authmode(&cfg->tc.conf, MBEDTLS_SSL_VERIFY_REQUIRED);
+  mbedtls_ssl_conf_ca_chain(&cfg->tc.conf, &cfg->ca, NULL);
   return 0;
 }
 
@@ -101,10 +83,8 @@ int dg__ctls_config_new(const char *system_ca, const char *extra_ca, dg__ctls_co
   dg__ctls_config_t *cfg = calloc(1, sizeof(*cfg));
   if (cfg == NULL)
     return dg_errctx_set(err, DG_ENOMEM, "client", "out of memory");
-  mbedtls_ssl_config_init(&cfg->conf);
+  dg_tls_conf_init(&cfg->tc);
   mbedtls_x509_crt_init(&cfg->ca);
-  mbedtls_entropy_init(&cfg->entropy);
-  mbedtls_ctr_drbg_init(&cfg->drbg);
   int rc = load_trust(cfg, system_ca, extra_ca, err);
   if (rc == 0)
     rc = configure(cfg, err);
@@ -123,17 +103,6 @@ static int bio_send(void *ctx, const unsigned char *buf, size_t len) {
   return (int)len;
 }
 
-static int bio_recv(void *ctx, unsigned char *buf, size_t len) {
-  dg__ctls_t *t = ctx;
-  if (t->in_len == 0)
-    return MBEDTLS_ERR_SSL_WANT_READ;
-  size_t n = len < t->in_len ? len : t->in_len;
-  memcpy(buf, t->in, n);
-  t->in += n;
-  t->in_len -= n;
-  return (int)n;
-}
-
 int dg__ctls_new(dg__ctls_config_t *cfg, const char *host,
                  int (*send)(void *ctx, const void *data, size_t len), void *ctx,
                  dg__ctls_t **out) {
@@ -141,7 +110,7 @@ int dg__ctls_new(dg__ctls_config_t *cfg, const char *host,
   if (t == NULL)
     return DG_ENOMEM;
   mbedtls_ssl_init(&t->ssl);
-  int rc = mbedtls_ssl_setup(&t->ssl, &cfg->conf);
+  int rc = mbedtls_ssl_setup(&t->ssl, &cfg->tc.conf);
   if (rc == 0)
     rc = mbedtls_ssl_set_hostname(&t->ssl, host);
   if (rc != 0) {
@@ -150,7 +119,7 @@ int dg__ctls_new(dg__ctls_config_t *cfg, const char *host,
   }
   t->send = send;
   t->ctx = ctx;
-  mbedtls_ssl_set_bio(&t->ssl, t, bio_send, bio_recv, NULL);
+  mbedtls_ssl_set_bio(&t->ssl, t, bio_send, dg_tls_bio_recv, NULL);
   *out = t;
   return 0;
 }
@@ -160,10 +129,6 @@ void dg__ctls_free(dg__ctls_t *t) {
     return;
   mbedtls_ssl_free(&t->ssl);
   free(t);
-}
-
-static bool would_block(int rc) {
-  return rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE;
 }
 
 /* Why a handshake failed, in words: the verification result when the
@@ -188,7 +153,7 @@ static void failure_reason(dg__ctls_t *t, int rc, char *why, size_t whysize) {
 
 int dg__ctls_start(dg__ctls_t *t, char *why, size_t whysize) {
   int rc = mbedtls_ssl_handshake(&t->ssl);
-  if (rc == 0 || would_block(rc))
+  if (rc == 0 || dg_tls_would_block(rc))
     return 0;
   failure_reason(t, rc, why, whysize);
   return DG_EUPSTREAM;
@@ -196,7 +161,7 @@ int dg__ctls_start(dg__ctls_t *t, char *why, size_t whysize) {
 
 static int handshake(dg__ctls_t *t, bool *opened, char *why, size_t whysize) {
   int rc = mbedtls_ssl_handshake(&t->ssl);
-  if (would_block(rc))
+  if (dg_tls_would_block(rc))
     return 0;
   if (rc != 0) {
     failure_reason(t, rc, why, whysize);
@@ -218,7 +183,7 @@ static int read_plain(dg__ctls_t *t, int (*on_plain)(void *ctx, const char *data
         return prc;
       continue;
     }
-    if (would_block(rc))
+    if (dg_tls_would_block(rc))
       return 0;
     if (rc == 0 || rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY)
       return DG_ECLOSED;
@@ -234,8 +199,8 @@ int dg__ctls_feed(dg__ctls_t *t, const char *data, size_t len, bool *opened,
                   size_t whysize) {
   *opened = false;
   if (data != NULL) {
-    t->in = (const unsigned char *)data;
-    t->in_len = len;
+    t->input.in = (const unsigned char *)data;
+    t->input.in_len = len;
   }
   int rc = 0;
   if (!t->handshake_done) {
@@ -245,19 +210,11 @@ int dg__ctls_feed(dg__ctls_t *t, const char *data, size_t len, bool *opened,
       return rc;
   }
   rc = read_plain(t, on_plain, ctx, why, whysize);
-  t->in = NULL;
-  t->in_len = 0;
+  t->input.in = NULL;
+  t->input.in_len = 0;
   return rc;
 }
 
 int dg__ctls_write(dg__ctls_t *t, const void *data, size_t len) {
-  const unsigned char *p = data;
-  while (len > 0) {
-    int rc = mbedtls_ssl_write(&t->ssl, p, len);
-    if (rc <= 0)
-      return DG_EIO; /* the BIO never blocks, so this is a real failure */
-    p += rc;
-    len -= (size_t)rc;
-  }
-  return 0;
+  return dg_tls_write_all(&t->ssl, data, len);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Upstream connections and their keep-alive pool. A connection goes
  * CONNECTING -> (HANDSHAKE for https) -> ACTIVE, carrying one call's
  * request and response at a time; when the response leaves it reusable it
@@ -9,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 struct dg__pool {
   dg__pool_t *prev, *next; /* the client's pools, most recently used first */

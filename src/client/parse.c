@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Upstream responses: llhttp in response mode, headers gathered into one
  * bounded buffer, bodies framed by Content-Length, chunked encoding or the
  * end of the connection, gzip and deflate decoded with zlib, and caps on
@@ -11,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 #define INFLATE_CHUNK (16 * 1024)
 /* Decoded bytes per feed or drain: a gzip bomb expands a thousandfold, so

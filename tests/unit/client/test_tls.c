@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* HTTPS upstream calls against the gateway's own TLS server on the same
  * loop, with a test CA made by openssl at start: verification that
  * succeeds with the CA configured, and fails (with the reason) without it
@@ -10,7 +11,8 @@
 
 #include <cmocka.h>
 
-#include "net/client_test.h"
+#include "client/client_test.h"
+#include "datagate/net.h"
 
 static char dir[64];
 static char ca_path[128];

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* One upstream call, as a state machine:
  *
  *   NEW -> QUEUED? -> RESOLVING -> CONNECTING -> HANDSHAKE? -> WAITING -> READING
@@ -17,7 +18,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 static void attempt(dg_http_call_t *call);
 static void on_timer(uv_timer_t *t);

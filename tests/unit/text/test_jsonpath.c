@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for response paths: every step kind, the forms without '$'
  * and with quoted keys, wildcards over arrays and objects, negative
  * indexes, misses, the match bound and every compile error. */
@@ -11,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 static const char doc_text[] =
     "{\"data\":{\"orderEditBegin\":{\"calculatedOrder\":{\"id\":\"gid://Calc/7\","

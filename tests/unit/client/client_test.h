@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Shared helpers of the HTTP client tests: a scripted raw-socket upstream
  * whose connections are each served by a thread (so that a test can make
  * it slow, reset, malformed or anything else), and a driver that runs the
@@ -21,7 +22,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "datagate/net.h"
+#include "datagate/client.h"
 
 #define RAW_MAX_CONNS 64
 

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Small pure pieces of the HTTP client: URL parsing and redirect
- * resolution, the W3C trace id, Retry-After, header checks, the address
+ * resolution, Retry-After, header checks, the address
  * policy and text helpers for messages. Nothing here touches the loop. */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -10,7 +11,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 /* ---- URLs ---------------------------------------------------------------- */
 
@@ -246,79 +247,6 @@ void dg_http_url_display(const dg_http_url_t *url, char *out, size_t size) {
 
 char *dg_http_url_full(dg_arena_t *arena, const dg_http_url_t *url) {
   return dg__url_full(arena, url);
-}
-
-/* ---- traceparent --------------------------------------------------------- */
-
-static void hex(const unsigned char *in, size_t n, char *out) {
-  static const char digits[] = "0123456789abcdef";
-  for (size_t i = 0; i < n; i++) {
-    out[2 * i] = digits[in[i] >> 4];
-    out[2 * i + 1] = digits[in[i] & 15];
-  }
-  out[2 * n] = '\0';
-}
-
-static bool all_hex(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    if (!isxdigit((unsigned char)s[i]))
-      return false;
-  }
-  return true;
-}
-
-void dg__trace_id(const char *request_id, char out[33]) {
-  unsigned char bytes[32];
-  if (request_id != NULL && dg_uuid_valid(request_id)) {
-    size_t k = 0;
-    for (const char *p = request_id; *p != '\0'; p++) {
-      if (*p != '-')
-        out[k++] = (char)tolower((unsigned char)*p);
-    }
-    out[32] = '\0';
-  } else if (request_id != NULL && strlen(request_id) == 32 && all_hex(request_id, 32)) {
-    for (size_t i = 0; i < 32; i++)
-      out[i] = (char)tolower((unsigned char)request_id[i]);
-    out[32] = '\0';
-  } else if (request_id != NULL && request_id[0] != '\0') {
-    dg_sha256(request_id, strlen(request_id), bytes);
-    hex(bytes, 16, out);
-  } else {
-    dg_random_bytes(bytes, 16);
-    hex(bytes, 16, out);
-  }
-  /* An all-zero trace id is invalid in W3C Trace Context. */
-  if (strspn(out, "0") == 32)
-    out[31] = '1';
-}
-
-/* Lower-case hexadecimal only, as W3C Trace Context writes it. */
-static bool lower_hex(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-      return false;
-  }
-  return true;
-}
-
-/* "00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>"; a later version
- * may append fields after a '-', version ff is invalid, and neither id may
- * be all zeros. */
-bool dg__traceparent_trace_id(const char *value, char out[33]) {
-  size_t n = value != NULL ? strlen(value) : 0;
-  if (n < 55 || value[2] != '-' || value[35] != '-' || value[52] != '-')
-    return false;
-  if (!lower_hex(value, 2) || strncmp(value, "ff", 2) == 0 || !lower_hex(value + 3, 32) ||
-      !lower_hex(value + 36, 16) || !lower_hex(value + 53, 2))
-    return false;
-  bool v00 = strncmp(value, "00", 2) == 0;
-  if ((v00 && n != 55) || (!v00 && n > 55 && value[55] != '-'))
-    return false;
-  if (strspn(value + 3, "0") >= 32 || strspn(value + 36, "0") >= 16)
-    return false;
-  memcpy(out, value + 3, 32);
-  out[32] = '\0';
-  return true;
 }
 
 /* ---- Retry-After --------------------------------------------------------- */

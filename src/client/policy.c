@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Connectors: the unit of upstream limits. Each has a concurrency limit
  * with a bounded FIFO queue of waiting calls, and a circuit breaker per
  * origin it reaches:
@@ -9,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 static const char *breaker_state_name(dg__breaker_state_t s) {
   switch (s) {

@@ -1,9 +1,10 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Strict UTF-8 validation (RFC 3629) for WebSocket text messages and close
  * reasons: no overlong forms, no UTF-16 surrogates, nothing above
  * U+10FFFF and no sequence cut short at the end of the data. */
 #include <string.h>
 
-#include "datagate/net.h"
+#include "datagate/base.h"
 
 #define ASCII_MASK 0x8080808080808080ULL
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Name resolution through c-ares on the loop, against a small DNS server
  * on a loopback UDP port: answers with their TTL cached (and the cap on
  * it), one query shared by concurrent lookups, a bounded cache, unknown
@@ -10,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "net/client_test.h"
-#include "net/internal.h"
+#include "client/client_test.h"
+#include "client/internal.h"
 
 /* ---- a tiny DNS server -------------------------------------------------------- */
 

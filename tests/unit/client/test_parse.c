@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Upstream response parsing without sockets: every framing fed whole and
  * byte by byte, interim responses, HEAD, keep-alive, trailing bytes, the
  * head and body caps, gzip and deflate (good, corrupt, cut short) and
@@ -11,7 +12,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 typedef struct seen {
   int heads;

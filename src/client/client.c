@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The HTTP client's public face: configuration defaults, creating and
  * closing the client, checking and copying a request into a new call, and
  * cancelling. The call's life is in client_call.c. */
@@ -6,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 static const char *const methods[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
 
@@ -315,7 +316,7 @@ static void copy_options(dg_http_call_t *call, const dg_http_client_request_t *r
   call->on_chunk = req->on_chunk;
   call->done = req->done;
   call->user = req->user;
-  dg__trace_id(req->trace_id != NULL ? req->trace_id : req->request_id, call->trace_id);
+  dg_trace_id(req->trace_id != NULL ? req->trace_id : req->request_id, call->trace_id);
 }
 
 static dg_http_call_t *call_new(dg_http_client_t *client) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Response paths: the small subset of JSONPath that configurations use to
  * point into an API response (keys, indexes, wildcards). A path compiles
  * into a list of steps; evaluation walks the parsed response without
@@ -5,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 typedef enum step_kind { STEP_KEY, STEP_INDEX, STEP_ALL } step_kind_t;
 

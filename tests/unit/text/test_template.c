@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for templates: the placeholder syntax and its errors, and the
  * expansion in each mode (URL path and query encoding, raw header values,
  * JSON bodies with typed values), bounded output and lookup failures. */
@@ -11,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "datagate/save.h"
+#include "datagate/text.h"
 
 /* A lookup over a small table of name=value pairs; names starting with
  * "n_" are numbers, "b_" booleans, "a_" absent, "e_" fail with EIO. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Name resolution for upstream calls: c-ares driven from the loop (one
  * uv_poll per resolver socket, one uv_timer for c-ares's own timeouts), so
  * no lookup ever blocks the loop thread. Answers are cached for their TTL
@@ -10,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/internal.h"
+#include "client/internal.h"
 
 typedef struct entry entry_t;
 struct entry {

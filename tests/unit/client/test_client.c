@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The HTTP client against scripted upstreams on loopback: framing
  * (Content-Length, chunked, close-delimited, gzip and deflate), keep-alive
  * reuse and the pool's maximum, timeouts per phase, resets, retries with
@@ -12,8 +13,8 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "net/client_test.h"
-#include "net/internal.h"
+#include "client/client_test.h"
+#include "client/internal.h"
 
 static char url[256];
 
