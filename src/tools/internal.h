@@ -486,12 +486,14 @@ typedef enum dg__tools_confirmation {
 typedef void (*dg__tools_confirm_fn)(void *data, dg__tools_confirmation_t outcome);
 
 /* What the question shows: the record's write (its values already
- * checked), the endpoint whose save actions will run (NULL: none), and the
- * submitting system (may be NULL). */
+ * checked), the endpoint whose save actions will run (NULL: none), the
+ * submitting system (may be NULL) and the call's line changes (may be
+ * NULL). */
 typedef struct dg__tools_confirm_view {
   const dg_store_write_t *write;
   const dg_endpoint_t *endpoint;
   const char *system;
+  const struct dg__tools_lines *lines;
 } dg__tools_confirm_view_t;
 
 /* Asks the caller's user to confirm, as server.submitConfirmation says.

@@ -44,6 +44,16 @@ static void value_text(const dg_store_value_t *v, dg_buf_t *out) {
   }
 }
 
+/* The lines a childLists call adds, changes and removes, by list. */
+static void describe_lines(const dg__tools_lines_t *lines, dg_buf_t *out) {
+  for (size_t i = 0; lines != NULL && i < lines->nlists; i++) {
+    const dg__tools_line_list_t *l = &lines->lists[i];
+    dg_buf_appendf(out, "- %s: %zu line(s) added, %zu changed, %zu removed\n", l->list->name,
+                   json_array_size(l->added), json_array_size(l->updated),
+                   json_array_size(l->removed));
+  }
+}
+
 static void describe_record(const dg__tools_confirm_view_t *v, dg_buf_t *out) {
   const dg_store_write_t *w = v->write;
   if (w->mode == DG_STORE_CREATE)
@@ -59,6 +69,7 @@ static void describe_record(const dg__tools_confirm_view_t *v, dg_buf_t *out) {
   }
   if (w->nvalues == 0)
     dg_buf_append_str(out, "- (no field changes)\n");
+  describe_lines(v->lines, out);
 }
 
 static void describe_endpoint(const dg_endpoint_t *e, dg_buf_t *out) {

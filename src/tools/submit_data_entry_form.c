@@ -764,7 +764,7 @@ static int start(submission_t *s, dg_errctx_t *err) {
   s->sub.system = json_string_value(json_object_get(args, "system"));
   s->sub.principal = dg_principal_name(dg_tool_call_principal(s->call));
   s->sub.idempotency_key = json_string_value(json_object_get(args, "idempotencyKey"));
-  dg__tools_confirm_view_t view = {&s->sub.write, s->endpoint, s->sub.system};
+  dg__tools_confirm_view_t view = {&s->sub.write, s->endpoint, s->sub.system, &s->lines};
   rc = dg__tools_confirm_submit(s->call, &view, on_confirmation, s, err);
   return rc == 1 ? read_removed(s, err) : rc;
 }

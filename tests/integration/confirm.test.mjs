@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import { Gateway, httpClient, makeConfig, readJson, TOKENS, writeJson, wsClient } from './lib/gateway.mjs';
-import { CREDS, CUSTOMERS, ENV, entity, ORDERS, pointAt, sampleData, structured, values } from './lib/forms.mjs';
+import { CREDS, CUSTOMERS, ENV, entity, ORDER_LINES, ORDERS, pointAt, sampleData, structured, values } from './lib/forms.mjs';
 import { startMock } from './lib/upstream.mjs';
 
 const ELICIT = { elicitation: {} };
@@ -144,6 +144,27 @@ describe('submit_data_entry_form asks the user when the client can be asked', ()
     assert.equal(result.id, order.id);
     assert.deepEqual(mock.upstream.log.filter((q) => q.path.startsWith('/erp/orders/')), []);
     assert.equal((await entity(gateways.default, ORDERS, order.id)).status, order.Status);
+  });
+
+  it('declined: the line changes of a childLists call are shown, and nothing is stored or sent', async () => {
+    const order = sampleData('Orders').find((o) => o.OrderNumber === 'SO-1019');
+    const lines = sampleData('OrderLines').filter((l) => l.Order === order.id);
+    mock.upstream.control({ reset: true });
+    let result;
+    const asked = await asking(gateways.default, () => ({ action: 'decline' }), async (client) => {
+      result = structured(await submit(client, { dataModelId: ORDERS, id: order.id, formValues: values({ Status: 'Open' }), childLists: [{
+        list: 'OrderLines',
+        changes: [
+          { id: lines[0].id, formValues: values({ Quantity: lines[0].Quantity + 1 }) },
+          { formValues: values({ SKU: 'D-450', Quantity: 2 }) },
+          { id: lines[1].id, op: 'remove' },
+        ],
+      }] }));
+    });
+    assert.ok(asked[0].message.includes('- OrderLines: 1 line(s) added, 1 changed, 1 removed\n'), asked[0].message);
+    assert.equal(result.status, 'declined');
+    assert.deepEqual(mock.upstream.log.filter((q) => q.path.startsWith('/erp/orders/')), []);
+    assert.equal((await entity(gateways.default, ORDER_LINES, lines[1].id)).quantity, lines[1].Quantity);
   });
 
   it('over WebSocket too', async () => {
