@@ -98,14 +98,17 @@ static int send_text(const dg__xrun_t *run, size_t *sent) {
   return rc;
 }
 
+/* The CPU limit is set last of the limits, so that whoever sees it in
+ * /proc/<pid>/limits sees all of them. */
 static int apply_limits(const dg__wire_head_t *head) {
   struct rlimit cpu = {head->cpu_seconds, (rlim_t)head->cpu_seconds + 1};
   struct rlimit none = {0, 0};
-  int rc = setrlimit(RLIMIT_CPU, &cpu) | setrlimit(RLIMIT_CORE, &none);
+  int rc = setrlimit(RLIMIT_CORE, &none);
 #ifndef NO_AS_LIMIT
   struct rlimit as = {head->memory_bytes, head->memory_bytes};
   rc |= setrlimit(RLIMIT_AS, &as);
 #endif
+  rc |= setrlimit(RLIMIT_CPU, &cpu);
 #ifdef __linux__
   rc |= prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   /* A gateway killed outright takes its extractors with it. */

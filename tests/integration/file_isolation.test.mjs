@@ -167,6 +167,7 @@ describe('a gzip bomb', () => {
 // its limits (it is seen first as it starts, before it has read them), or
 // done resolves.
 async function limitedExtractor(parent, done) {
+  // The worker sets its CPU limit last: seeing it, the other limits are set.
   const limited = (x) => /^Max cpu time\s+600\s/m.test(x.limits);
   let ended = false;
   done.finally(() => { ended = true; });
