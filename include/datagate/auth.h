@@ -19,12 +19,20 @@ typedef struct dg_principal dg_principal_t;
  * allocated in arena and refers into cat. */
 int dg_auth_authenticate(const dg_catalog_t *cat, const char *authorization, dg_arena_t *arena,
                          const dg_principal_t **out, dg_errctx_t *err);
+/* A copy of p in arena, or DG_EINVAL when p was made from another
+ * catalog snapshot than cat (the caller then authenticates again),
+ * DG_ENOMEM. Cheaper than authenticating: no token is hashed or checked. */
+int dg_auth_principal_copy(const dg_catalog_t *cat, const dg_principal_t *p, dg_arena_t *arena,
+                           const dg_principal_t **out);
 /* The principal of a configured user (for --stdio), or DG_ENOENT. */
 int dg_auth_principal_for_user(const dg_catalog_t *cat, const char *user, dg_arena_t *arena,
                                const dg_principal_t **out);
 
 const char *dg_principal_name(const dg_principal_t *p);
 bool dg_principal_has_role(const dg_principal_t *p, const char *role);
+/* The principal's roles, in the order they were given; its permissions
+ * are a function of these and the catalog alone. Returns their number. */
+size_t dg_principal_roles(const dg_principal_t *p, const dg_role_t *const **roles);
 
 /* Model-level read access. */
 bool dg_auth_can_read_model(const dg_principal_t *p, const dg_model_t *model);
