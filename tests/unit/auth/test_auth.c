@@ -369,6 +369,37 @@ static void test_permissions_auditor(void **state) {
   assert_null(none);
 }
 
+/* A copy made for another arena has the same name and permissions; a
+ * principal of another catalog snapshot is not copied. */
+static void test_principal_copy(void **state) {
+  fixture_t *fx = *state;
+  const dg_principal_t *sales = principal(fx, "sales");
+  const dg_principal_t *copy = NULL;
+  dg_arena_t *arena = dg_arena_new(1024);
+  assert_int_equal(dg_auth_principal_copy(fx->cat, sales, arena, &copy), 0);
+  assert_ptr_not_equal(copy, sales);
+  assert_string_equal(dg_principal_name(copy), "sales");
+  const dg_model_t *customers = model(fx, "Customers");
+  for (size_t i = 0; i < fx->cat->nmodels; i++) {
+    const dg_model_t *m = &fx->cat->models[i];
+    assert_int_equal(dg_auth_can_read_model(copy, m), dg_auth_can_read_model(sales, m));
+    assert_int_equal(dg_auth_can_write_model(copy, m), dg_auth_can_write_model(sales, m));
+  }
+  assert_false(
+      dg_auth_can_see_property(copy, customers, dg_model_property(customers, "CreditLimit")));
+  assert_true(dg_auth_can_use_saved_query(copy, NULL, "Open orders"));
+  const dg_role_t *const *a, *const *b;
+  assert_int_equal(dg_principal_roles(copy, &a), dg_principal_roles(sales, &b));
+  assert_ptr_equal(a[0], b[0]);
+  /* Another snapshot: the caller must authenticate against it. */
+  dg_catalog_t other = *fx->cat;
+  const dg_principal_t *none = NULL;
+  assert_int_equal(dg_auth_principal_copy(&other, sales, arena, &none), DG_EINVAL);
+  assert_null(none);
+  assert_int_equal(dg_auth_principal_copy(fx->cat, NULL, arena, &none), DG_EINVAL);
+  dg_arena_destroy(arena);
+}
+
 /* Roles listing saved queries by id or name, and deny lists unioned. */
 static void test_permissions_grants_by_list(void **state) {
   fixture_t *fx = *state;
@@ -529,6 +560,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_permissions_admin, setup_static, teardown),
       cmocka_unit_test_setup_teardown(test_permissions_sales, setup_static, teardown),
       cmocka_unit_test_setup_teardown(test_permissions_auditor, setup_static, teardown),
+      cmocka_unit_test_setup_teardown(test_principal_copy, setup_static, teardown),
       cmocka_unit_test_setup_teardown(test_permissions_grants_by_list, setup_static, teardown),
       cmocka_unit_test_setup_teardown(test_jwt_hs256_valid, setup_hs256, teardown),
       cmocka_unit_test_setup_teardown(test_jwt_hs256_refusals, setup_hs256, teardown),
