@@ -68,7 +68,7 @@ static bool start_ticks(unsigned long long *out) {
   if (!read_small("/proc/self/stat", text, sizeof(text)))
     return false;
   const char *p = strrchr(text, ')');
-  for (int field = 2; p != NULL && field < 21; field++)
+  for (int field = 2; p != NULL && field < 22; field++)
     p = strchr(p + 1, ' ');
   return p != NULL && sscanf(p + 1, "%llu", out) == 1;
 }
