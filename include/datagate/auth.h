@@ -19,6 +19,19 @@ typedef struct dg_principal dg_principal_t;
  * allocated in arena and refers into cat. */
 int dg_auth_authenticate(const dg_catalog_t *cat, const char *authorization, dg_arena_t *arena,
                          const dg_principal_t **out, dg_errctx_t *err);
+/* Static bearer tokens already matched, found again by their bytes
+ * without hashing them (bearer.c): a bounded table bound to one catalog
+ * snapshot, emptied (and its tokens wiped) when used with another. Loop
+ * thread only. JWTs are never kept: their expiry is checked every time. */
+typedef struct dg_auth_tokens dg_auth_tokens_t;
+dg_auth_tokens_t *dg_auth_tokens_new(void);
+void dg_auth_tokens_free(dg_auth_tokens_t *tokens);
+/* dg_auth_authenticate, looking in tokens first and keeping there a
+ * static token it matched; tokens may be NULL. */
+int dg_auth_authenticate_seen(dg_auth_tokens_t *tokens, const dg_catalog_t *cat,
+                              const char *authorization, dg_arena_t *arena,
+                              const dg_principal_t **out, dg_errctx_t *err);
+
 /* A copy of p in arena, or DG_EINVAL when p was made from another
  * catalog snapshot than cat (the caller then authenticates again),
  * DG_ENOMEM. Cheaper than authenticating: no token is hashed or checked. */

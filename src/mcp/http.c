@@ -78,7 +78,7 @@ static int authenticate(dg_mcp_server_t *s, dg_http_request_t *req, const dg_cat
    * its caller is copied (into arena, which may outlive the request). */
   if (dg_auth_principal_copy(cat, dg_http_request_admitted(req), arena, out) == 0)
     return 0;
-  int rc = dg_auth_authenticate(cat, authz, arena, out, &err);
+  int rc = dg_auth_authenticate_seen(s->tokens, cat, authz, arena, out, &err);
   /* A request refused at its head (its token was not valid then) stays
    * refused: its body was never read. */
   if (rc == 0 && dg_http_request_body_refused(req))
