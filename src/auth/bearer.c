@@ -170,8 +170,11 @@ int dg_auth_authenticate_seen(dg_auth_tokens_t *tokens, const dg_catalog_t *cat,
   if (rc != 0)
     return rc;
   const dg_user_t *u = seen_user(tokens, cat, token, len);
-  if (u == NULL && (u = match_static(cat, token, len)) != NULL)
-    keep_seen(tokens, token, len, u);
+  if (u == NULL) {
+    u = match_static(cat, token, len);
+    if (u != NULL)
+      keep_seen(tokens, token, len, u);
+  }
   if (u != NULL) {
     rc = dg__auth_principal_new(cat, u->name, u->roles, u->nroles, arena, out);
     return rc == 0 ? 0 : dg_errctx_set(err, rc, PARAM, "out of memory");
