@@ -424,6 +424,9 @@ static void app_finish(app_t *app) {
   /* Freed once the document calls the MCP server canceled have ended. */
   dg_tools_files_close(app->env.files);
   app->env.files = NULL;
+  /* The tool calls have ended: nothing reads the answers any more. */
+  dg_tools_answers_free(app->env.answers);
+  app->env.answers = NULL;
   /* Upstream calls still running are cancelled; their callbacks follow. */
   dg_connectors_close(app->env.connectors);
   app->env.connectors = NULL;
@@ -703,6 +706,9 @@ static int start_client(app_t *app, dg_errctx_t *err) {
   app->env.files = rc == 0 ? dg_tools_files_new(app->boot) : NULL;
   if (rc == 0 && app->env.files == NULL)
     rc = dg_errctx_set(err, DG_ENOMEM, "files", "out of memory");
+  app->env.answers = rc == 0 ? dg_tools_answers_new() : NULL;
+  if (rc == 0 && app->env.answers == NULL)
+    rc = dg_errctx_set(err, DG_ENOMEM, "answers", "out of memory");
   return rc;
 }
 

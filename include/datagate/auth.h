@@ -20,12 +20,33 @@ typedef struct dg_principal dg_principal_t;
  * allocated in arena and refers into cat. */
 int dg_auth_authenticate(const dg_catalog_t *cat, const char *authorization, dg_arena_t *arena,
                          const dg_principal_t **out, dg_errctx_t *err);
+/* Static bearer tokens already matched, found again by their bytes
+ * without hashing them (bearer.c): a bounded table bound to one catalog
+ * snapshot, emptied (and its tokens wiped) when used with another. Loop
+ * thread only. JWTs are never kept: their expiry is checked every time. */
+typedef struct dg_auth_tokens dg_auth_tokens_t;
+dg_auth_tokens_t *dg_auth_tokens_new(void);
+void dg_auth_tokens_free(dg_auth_tokens_t *tokens);
+/* dg_auth_authenticate, looking in tokens first and keeping there a
+ * static token it matched; tokens may be NULL. */
+int dg_auth_authenticate_seen(dg_auth_tokens_t *tokens, const dg_catalog_t *cat,
+                              const char *authorization, dg_arena_t *arena,
+                              const dg_principal_t **out, dg_errctx_t *err);
+
+/* A copy of p in arena, or DG_EINVAL when p was made from another
+ * catalog snapshot than cat (the caller then authenticates again),
+ * DG_ENOMEM. Cheaper than authenticating: no token is hashed or checked. */
+int dg_auth_principal_copy(const dg_catalog_t *cat, const dg_principal_t *p, dg_arena_t *arena,
+                           const dg_principal_t **out);
 /* The principal of a configured user (for --stdio), or DG_ENOENT. */
 int dg_auth_principal_for_user(const dg_catalog_t *cat, const char *user, dg_arena_t *arena,
                                const dg_principal_t **out);
 
 const char *dg_principal_name(const dg_principal_t *p);
 bool dg_principal_has_role(const dg_principal_t *p, const char *role);
+/* The principal's roles, in the order they were given; its permissions
+ * are a function of these and the catalog alone. Returns their number. */
+size_t dg_principal_roles(const dg_principal_t *p, const dg_role_t *const **roles);
 
 /* May use the administration page and its API (a role with
  * "administration": true). */

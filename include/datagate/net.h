@@ -80,6 +80,11 @@ void *dg_http_request_server_data(const dg_http_request_t *req);
  * never read (the body is empty) and the connection closes after the
  * response. The handler answers it without acting on it (401, say). */
 bool dg_http_request_body_refused(const dg_http_request_t *req);
+/* What the admit callback learnt of the request (the caller it
+ * authenticated, say), for the handler to use instead of finding it
+ * again; NULL until set. The server never reads it. */
+void dg_http_request_set_admitted(dg_http_request_t *req, const void *data);
+const void *dg_http_request_admitted(const dg_http_request_t *req);
 
 /* A header every response to req carries, whichever call gives it (CORS
  * headers, say). Copied into the request's arena; call it before the

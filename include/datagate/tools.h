@@ -20,6 +20,12 @@ struct dg_connectors;
  * (files.c). Loop thread only. */
 typedef struct dg_tools_files dg_tools_files_t;
 
+/* Answers that depend only on the catalog snapshot and the caller's roles
+ * (get_data_models, get_data_model_properties, get_saved_queries), kept
+ * as written JSON text per role set in a bounded table (answers.c). Loop
+ * thread only. */
+typedef struct dg_tools_answers dg_tools_answers_t;
+
 /* What tools reach beyond the call itself. main.c owns it, starts each
  * member with the process and passes it as dg_mcp_config_t.tool_context;
  * a member is NULL when its module is not running. */
@@ -28,7 +34,8 @@ typedef struct dg_tools_env {
   struct dg_http_client *client; /* connector client for upstream calls (client.h) */
   /* Connector calls with authentication, for Saved Queries (save.h). */
   struct dg_connectors *connectors;
-  dg_tools_files_t *files; /* get_file_text's cache and slots */
+  dg_tools_files_t *files;     /* get_file_text's cache and slots */
+  dg_tools_answers_t *answers; /* NULL: every answer is built anew */
 } dg_tools_env_t;
 
 /* Creates get_file_text's state with the cache budget of cat's files.json
@@ -39,6 +46,11 @@ dg_tools_files_t *dg_tools_files_new(const dg_catalog_t *cat);
  * waiting calls must have been canceled first (the MCP server's free does
  * that). */
 void dg_tools_files_close(dg_tools_files_t *files);
+
+/* An empty table of answers, or NULL when out of memory; freeing it drops
+ * its answers and the catalog reference they were made for. */
+dg_tools_answers_t *dg_tools_answers_new(void);
+void dg_tools_answers_free(dg_tools_answers_t *answers);
 
 /* The environment of a call (never NULL inside a running gateway). */
 dg_tools_env_t *dg_tools_env(const dg_tool_call_t *call);

@@ -2,9 +2,15 @@
 /* Resolving an Authorization header: static bearer tokens compared by
  * SHA-256 in constant time, then JWTs when OAuth is enabled. Messages say
  * why a token was refused and never contain the token. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "auth/internal.h"
+
+/* Tokens kept: a few callers each, direct-mapped by a hash of the bytes. */
+#define SEEN_MAX 64
+/* A longer static token is matched by its SHA-256 every time. */
+#define SEEN_TOKEN_MAX 128
 
 #define PARAM "Authorization"
 
@@ -83,15 +89,93 @@ static int authenticate_jwt(const dg_catalog_t *cat, const char *token, size_t l
   return rc;
 }
 
+/* ---- Tokens already matched ------------------------------------------------- *
+ * The SHA-256 of the token was the largest part of a small request's cost.
+ * A token that matched a user is kept with that user; the next request
+ * with the same bytes (compared in constant time) takes the user without
+ * hashing. The table holds a reference to the snapshot its users belong
+ * to, so a reload (new users, new tokens) empties it. */
+
+typedef struct seen {
+  size_t len; /* 0: free */
+  unsigned char token[SEEN_TOKEN_MAX];
+  const dg_user_t *user;
+} seen_t;
+
+struct dg_auth_tokens {
+  dg_catalog_t *cat; /* reference held; NULL while empty */
+  seen_t slots[SEEN_MAX];
+};
+
+dg_auth_tokens_t *dg_auth_tokens_new(void) {
+  return calloc(1, sizeof(dg_auth_tokens_t));
+}
+
+/* Tokens are secrets: wiped, in a way the compiler may not drop. */
+static void wipe(dg_auth_tokens_t *t) {
+  volatile unsigned char *p = (volatile unsigned char *)t->slots;
+  for (size_t i = 0; i < sizeof(t->slots); i++)
+    p[i] = 0;
+  dg_catalog_unref(t->cat);
+  t->cat = NULL;
+}
+
+void dg_auth_tokens_free(dg_auth_tokens_t *tokens) {
+  if (tokens == NULL)
+    return;
+  wipe(tokens);
+  free(tokens);
+}
+
+static seen_t *slot_of(dg_auth_tokens_t *t, const char *token, size_t len) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ (unsigned char)token[i]) * 1099511628211ULL;
+  return &t->slots[h % SEEN_MAX];
+}
+
+/* The catalog is const to callers; only its reference count changes. */
+static const dg_user_t *seen_user(dg_auth_tokens_t *t, const dg_catalog_t *cat, const char *token,
+                                  size_t len) {
+  if (t == NULL || len > SEEN_TOKEN_MAX)
+    return NULL;
+  if (t->cat != cat) {
+    wipe(t);
+    t->cat = dg_catalog_ref((dg_catalog_t *)cat);
+  }
+  const seen_t *s = slot_of(t, token, len);
+  return s->len == len && dg_ct_equal(s->token, token, len) ? s->user : NULL;
+}
+
+static void keep_seen(dg_auth_tokens_t *t, const char *token, size_t len, const dg_user_t *u) {
+  if (t == NULL || len > SEEN_TOKEN_MAX || t->cat == NULL)
+    return;
+  seen_t *s = slot_of(t, token, len);
+  memcpy(s->token, token, len);
+  s->len = len;
+  s->user = u;
+}
+
 int dg_auth_authenticate(const dg_catalog_t *cat, const char *authorization, dg_arena_t *arena,
                          const dg_principal_t **out, dg_errctx_t *err) {
+  return dg_auth_authenticate_seen(NULL, cat, authorization, arena, out, err);
+}
+
+int dg_auth_authenticate_seen(dg_auth_tokens_t *tokens, const dg_catalog_t *cat,
+                              const char *authorization, dg_arena_t *arena,
+                              const dg_principal_t **out, dg_errctx_t *err) {
   const char *token = NULL;
   size_t len = 0;
   *out = NULL;
   int rc = parse_bearer(authorization ? authorization : "", &token, &len, err);
   if (rc != 0)
     return rc;
-  const dg_user_t *u = match_static(cat, token, len);
+  const dg_user_t *u = seen_user(tokens, cat, token, len);
+  if (u == NULL) {
+    u = match_static(cat, token, len);
+    if (u != NULL)
+      keep_seen(tokens, token, len, u);
+  }
   if (u != NULL) {
     rc = dg__auth_principal_new(cat, u->name, u->roles, u->nroles, arena, out);
     return rc == 0 ? 0 : dg_errctx_set(err, rc, PARAM, "out of memory");

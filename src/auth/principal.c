@@ -98,6 +98,13 @@ int dg__auth_principal_new(const dg_catalog_t *cat, const char *name, const dg_r
   return 0;
 }
 
+int dg_auth_principal_copy(const dg_catalog_t *cat, const dg_principal_t *p, dg_arena_t *arena,
+                           const dg_principal_t **out) {
+  if (p == NULL || p->cat != cat)
+    return DG_EINVAL;
+  return dg__auth_principal_new(cat, p->name, p->roles, p->nroles, arena, out);
+}
+
 int dg_auth_principal_for_user(const dg_catalog_t *cat, const char *user, dg_arena_t *arena,
                                const dg_principal_t **out) {
   const dg_user_t *u = dg_catalog_user(cat, user);
@@ -126,6 +133,11 @@ bool dg_auth_can_administer(const dg_principal_t *p) {
       return true;
   }
   return false;
+}
+
+size_t dg_principal_roles(const dg_principal_t *p, const dg_role_t *const **roles) {
+  *roles = (const dg_role_t *const *)p->roles;
+  return p->nroles;
 }
 
 /* A model of another snapshot is never readable: the indexes would lie. */

@@ -77,7 +77,11 @@ static int authenticate(dg_mcp_server_t *s, dg_http_request_t *req, const dg_cat
   dg_errctx_t err;
   dg_errctx_clear(&err);
   const char *authz = dg_http_request_header(req, "Authorization");
-  int rc = dg_auth_authenticate(cat, authz, arena, out, &err);
+  /* The admit callback checked this request's token when its head came:
+   * its caller is copied (into arena, which may outlive the request). */
+  if (dg_auth_principal_copy(cat, dg_http_request_admitted(req), arena, out) == 0)
+    return 0;
+  int rc = dg_auth_authenticate_seen(s->tokens, cat, authz, arena, out, &err);
   /* A request refused at its head (its token was not valid then) stays
    * refused: its body was never read. */
   if (rc == 0 && dg_http_request_body_refused(req))

@@ -381,7 +381,13 @@ bool dg_mcp_http_admit(dg_http_request_t *req) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   const char *authz = dg_http_request_header(req, "Authorization");
-  return dg_auth_authenticate(s->cat, authz, dg_http_request_arena(req), &p, &err) == 0;
+  if (dg_auth_authenticate_seen(s->tokens, s->cat, authz, dg_http_request_arena(req), &p, &err) !=
+      0)
+    return false;
+  /* The handler takes the caller from here rather than checking the
+   * token a second time (http.c, authenticate). */
+  dg_http_request_set_admitted(req, p);
+  return true;
 }
 
 void dg_mcp_http_handler(dg_http_request_t *req) {

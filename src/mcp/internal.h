@@ -152,9 +152,10 @@ struct dg_mcp_server {
   /* The tools/list array without and with outputSchema, built on first use
    * and shared by every answer: the tools do not change while the server
    * lives. */
-  json_t *tool_list[3];    /* per tool_level (lifecycle.c) */
-  dg_catalog_t *cat;       /* the snapshot new exchanges use; one reference */
-  dg_mcp_shared_t *shared; /* config.shared, or the server's own */
+  json_t *tool_list[3];     /* per tool_level (lifecycle.c) */
+  dg_catalog_t *cat;        /* the snapshot new exchanges use; one reference */
+  dg_auth_tokens_t *tokens; /* static tokens already matched (auth.h) */
+  dg_mcp_shared_t *shared;  /* config.shared, or the server's own */
   bool owns_shared;
   dg_http_server_t *http;
   unsigned refs; /* the owner, sessions, closing handles */

@@ -42,6 +42,7 @@ static void server_destroy(dg_mcp_server_t *s) {
   if (s->owns_shared)
     dg_mcp_shared_free(s->shared);
   free_tools(s);
+  dg_auth_tokens_free(s->tokens);
   dg_catalog_unref(s->cat);
   free(s);
 }
@@ -161,6 +162,12 @@ int dg_mcp_server_new(uv_loop_t *loop, const dg_mcp_config_t *config, dg_catalog
   s->loop = loop;
   s->config = *config;
   s->cat = dg_catalog_ref(cat);
+  s->tokens = dg_auth_tokens_new();
+  if (s->tokens == NULL) {
+    dg_catalog_unref(s->cat);
+    free(s);
+    return dg_errctx_set(err, DG_ENOMEM, "mcp", "out of memory");
+  }
   s->refs = 1;
   s->start_ms = dg_now_ms();
   int rc = load_tools(s, err);

@@ -98,7 +98,8 @@ static void on_message(dg_ws_t *ws, const char *data, size_t len, void *user) {
   dg__mcp_exchange_bind(ex, ss, &ws_transport, conn);
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  if (dg_auth_authenticate(ex->cat, conn->authorization, ex->arena, &ex->principal, &err) != 0) {
+  if (dg_auth_authenticate_seen(ss->server->tokens, ex->cat, conn->authorization, ex->arena,
+                                &ex->principal, &err) != 0) {
     dg__mcp_exchange_refuse_text(ex, DG__RPC_UNAUTHORIZED, err.message, data, len);
     return;
   }
@@ -194,7 +195,7 @@ void dg__mcp_ws_upgrade(dg_mcp_server_t *s, dg_http_request_t *req) {
   const dg_principal_t *p;
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  if (dg_auth_authenticate(s->cat, authz, arena, &p, &err) != 0) {
+  if (dg_auth_authenticate_seen(s->tokens, s->cat, authz, arena, &p, &err) != 0) {
     dg__mcp_http_unauthorized(s, req, dg__mcp_bearer_given(authz),
                               err.message[0] ? err.message : "authentication required");
     return;

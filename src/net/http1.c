@@ -1001,3 +1001,11 @@ void *dg_http_request_server_data(const dg_http_request_t *req) {
 bool dg_http_request_body_refused(const dg_http_request_t *req) {
   return req->body_refused;
 }
+
+void dg_http_request_set_admitted(dg_http_request_t *req, const void *data) {
+  req->admitted = data;
+}
+
+const void *dg_http_request_admitted(const dg_http_request_t *req) {
+  return req->admitted;
+}

@@ -231,6 +231,7 @@ struct dg_http_request {
   dg_http_request_t *next;
   dg_arena_t *arena;
   void *server_data;
+  const void *admitted; /* dg_http_request_set_admitted */
   dg__req_state_t state;
   const char *method;
   const char *path;

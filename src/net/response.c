@@ -45,13 +45,50 @@ static bool managed(const char *name) {
   return false;
 }
 
+/* The head is written with plain copies: a formatted print of it cost
+ * more than everything else in the head together. */
+static int put_line(dg_buf_t *out, const char *name, const char *value) {
+  int rc = dg_buf_append_str(out, name);
+  if (rc == 0)
+    rc = dg_buf_append(out, ": ", 2);
+  if (rc == 0)
+    rc = dg_buf_append_str(out, value);
+  return rc == 0 ? dg_buf_append(out, "\r\n", 2) : rc;
+}
+
+/* n in decimal into out (at least 21 bytes); returns out. */
+static char *decimal(uint64_t n, char *out) {
+  char tmp[21];
+  size_t len = 0;
+  do {
+    tmp[len++] = (char)('0' + n % 10);
+    n /= 10;
+  } while (n > 0);
+  for (size_t i = 0; i < len; i++)
+    out[i] = tmp[len - 1 - i];
+  out[len] = '\0';
+  return out;
+}
+
+static int put_status(dg_buf_t *out, int status) {
+  char code[24];
+  int rc = dg_buf_append(out, "HTTP/1.1 ", 9);
+  if (rc == 0)
+    rc = dg_buf_append_str(out, decimal((uint64_t)status, code));
+  if (rc == 0)
+    rc = dg_buf_append(out, " ", 1);
+  if (rc == 0)
+    rc = dg_buf_append_str(out, dg_http_status_text(status));
+  return rc == 0 ? dg_buf_append(out, "\r\n", 2) : rc;
+}
+
 static int append_headers(dg_buf_t *out, const dg_http_header_t *headers, size_t n) {
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
     if (!name_ok(headers[i].name) || !value_ok(headers[i].value))
       return DG_EINVAL;
     if (!managed(headers[i].name))
-      rc = dg_buf_appendf(out, "%s: %s\r\n", headers[i].name, headers[i].value);
+      rc = put_line(out, headers[i].name, headers[i].value);
   }
   return rc;
 }
@@ -66,15 +103,21 @@ int dg__http1_head(dg_http_request_t *req, dg_buf_t *out, int status,
     conn = "Connection: close\r\n";
   else if (req->http_minor == 0)
     conn = "Connection: keep-alive\r\n";
-  int rc = dg_buf_appendf(out,
-                          "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: datagate\r\n%s%sX-Request-Id: "
-                          "%s\r\n",
-                          status, dg_http_status_text(status), dg__server_date(req->conn->server),
-                          framing, conn, req->id);
+  int rc = put_status(out, status);
+  if (rc == 0)
+    rc = put_line(out, "Date", dg__server_date(req->conn->server));
+  if (rc == 0)
+    rc = dg_buf_append_str(out, "Server: datagate\r\n");
+  if (rc == 0)
+    rc = dg_buf_append_str(out, framing);
+  if (rc == 0)
+    rc = dg_buf_append_str(out, conn);
+  if (rc == 0)
+    rc = put_line(out, "X-Request-Id", req->id);
   if (rc == 0)
     rc = append_headers(out, headers, nheaders);
   for (const dg__header_t *hd = req->extra; hd != NULL && rc == 0; hd = hd->next)
-    rc = dg_buf_appendf(out, "%s: %s\r\n", hd->name, hd->value);
+    rc = put_line(out, hd->name, hd->value);
   if (rc == 0)
     rc = dg_buf_append(out, "\r\n", 2);
   return rc;
@@ -106,8 +149,13 @@ static bool status_has_body(int status) {
 static int build_whole(dg_http_request_t *req, dg_buf_t *head, int status,
                        const dg_http_header_t *headers, size_t n, size_t len, bool keep_alive) {
   char framing[48] = "";
-  if (status_has_body(status))
-    snprintf(framing, sizeof(framing), "Content-Length: %zu\r\n", len);
+  char digits[24];
+  if (status_has_body(status)) {
+    memcpy(framing, "Content-Length: ", 16);
+    size_t w = strlen(decimal(len, digits));
+    memcpy(framing + 16, digits, w);
+    memcpy(framing + 16 + w, "\r\n", 3);
+  }
   return dg__http1_head(req, head, status, headers, n, framing, keep_alive);
 }
 

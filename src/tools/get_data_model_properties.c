@@ -49,6 +49,10 @@ static const char output_schema[] =
     "\"expandable\":{\"type\":\"boolean\"},"
     "\"derived\":{\"type\":\"boolean\"}}}}}}}}";
 
+static json_t *build(const dg_catalog_t *cat, const dg_model_t *model, const dg_principal_t *p) {
+  return dg__tools_model_properties_json(model, p);
+}
+
 static void run(dg_tool_call_t *call) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
@@ -57,7 +61,10 @@ static void run(dg_tool_call_t *call) {
     dg_tool_call_fail(call, &err);
     return;
   }
-  dg__tools_reply(call, dg__tools_model_properties_json(model, dg_tool_call_principal(call)),
+  dg__tools_reply(call,
+                  dg__tools_answer(dg__tools_answers_of(call), DG__TOOLS_ANSWER_MODEL_PROPERTIES,
+                                   dg_tool_call_catalog(call), model, dg_tool_call_principal(call),
+                                   build),
                   "The properties could not be listed");
 }
 

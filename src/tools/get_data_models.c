@@ -19,10 +19,16 @@ static const char output_schema[] =
     "\"entityType\":{\"type\":\"string\"},"
     "\"entitySubType\":{\"type\":[\"string\",\"null\"]}}}}}}";
 
+static json_t *build(const dg_catalog_t *cat, const dg_model_t *model, const dg_principal_t *p) {
+  return dg__tools_data_models_json(cat, p);
+}
+
 static void run(dg_tool_call_t *call) {
-  dg__tools_reply(
-      call, dg__tools_data_models_json(dg_tool_call_catalog(call), dg_tool_call_principal(call)),
-      "The Data Models could not be listed");
+  dg__tools_reply(call,
+                  dg__tools_answer(dg__tools_answers_of(call), DG__TOOLS_ANSWER_DATA_MODELS,
+                                   dg_tool_call_catalog(call), NULL, dg_tool_call_principal(call),
+                                   build),
+                  "The Data Models could not be listed");
 }
 
 const dg_tool_t dg_tool_get_data_models = {

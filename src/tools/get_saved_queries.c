@@ -14,10 +14,16 @@ static const char output_schema[] =
     "\"DeclaredInputs\"],"
     "\"properties\":{" DG__TOOLS_SAVED_QUERY_ENTRY_SCHEMA "}}}}}";
 
+static json_t *build(const dg_catalog_t *cat, const dg_model_t *model, const dg_principal_t *p) {
+  return dg__tools_saved_queries_json(cat, p);
+}
+
 static void run(dg_tool_call_t *call) {
-  dg__tools_reply(
-      call, dg__tools_saved_queries_json(dg_tool_call_catalog(call), dg_tool_call_principal(call)),
-      "The Saved Queries could not be listed");
+  dg__tools_reply(call,
+                  dg__tools_answer(dg__tools_answers_of(call), DG__TOOLS_ANSWER_SAVED_QUERIES,
+                                   dg_tool_call_catalog(call), NULL, dg_tool_call_principal(call),
+                                   build),
+                  "The Saved Queries could not be listed");
 }
 
 const dg_tool_t dg_tool_get_saved_queries = {

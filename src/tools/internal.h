@@ -46,6 +46,29 @@ json_t *dg__tools_model_properties_json(const dg_model_t *model, const dg_princi
  * (expandable false when p cannot read the target). */
 json_t *dg__tools_reference_json(const dg_reference_t *ref, const dg_principal_t *p);
 
+/* ---- Answers kept as text (answers.c) ----------------------------------------- */
+typedef enum dg__tools_answer_kind {
+  DG__TOOLS_ANSWER_DATA_MODELS,
+  DG__TOOLS_ANSWER_MODEL_PROPERTIES, /* one per model */
+  DG__TOOLS_ANSWER_SAVED_QUERIES,
+} dg__tools_answer_kind_t;
+
+/* Builds the answer of kind (for model when it takes one) for p. */
+typedef json_t *(*dg__tools_answer_build_t)(const dg_catalog_t *cat, const dg_model_t *model,
+                                            const dg_principal_t *p);
+
+/* The answer of kind for p: from answers when a caller with the same roles
+ * asked for it on the same catalog snapshot, else built, written out once
+ * as JSON text (dg_json_raw) and kept. A new reference, or NULL when out
+ * of memory; with answers NULL it is built every time. */
+json_t *dg__tools_answer(dg_tools_answers_t *answers, dg__tools_answer_kind_t kind,
+                         const dg_catalog_t *cat, const dg_model_t *model, const dg_principal_t *p,
+                         dg__tools_answer_build_t build);
+/* The call's table of answers, NULL when it has none. */
+dg_tools_answers_t *dg__tools_answers_of(const dg_tool_call_t *call);
+/* The number of answers held (for tests). */
+size_t dg__tools_answers_count(const dg_tools_answers_t *answers);
+
 /* Ends the call with result, or, when result is NULL (out of memory),
  * with "<what>: out of memory." (registry.c). */
 void dg__tools_reply(dg_tool_call_t *call, json_t *result, const char *what);

@@ -54,6 +54,11 @@ dg_tools_env_t *dg_tools_env(const dg_tool_call_t *call) {
   return dg_tool_call_context(call);
 }
 
+dg_tools_answers_t *dg__tools_answers_of(const dg_tool_call_t *call) {
+  const dg_tools_env_t *env = dg_tools_env(call);
+  return env != NULL ? env->answers : NULL;
+}
+
 void dg__tools_reply(dg_tool_call_t *call, json_t *result, const char *what) {
   if (result == NULL)
     dg_tool_call_failf(call, "%s: out of memory.", what);

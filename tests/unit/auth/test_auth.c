@@ -268,6 +268,56 @@ static void test_static_tokens(void **state) {
   assert_string_equal(dg_principal_name(p), "auditor");
 }
 
+/* A static token matched once is found again by its bytes: the second
+ * request does not hash it (shown by a user whose stored hash no longer
+ * matches, which only the table can still find), a refused token is never
+ * kept, and another catalog snapshot empties the table. */
+static void test_seen_tokens(void **state) {
+  fixture_t *fx = *state;
+  int refs = fx->cat->refs;
+  dg_auth_tokens_t *seen = dg_auth_tokens_new();
+  const dg_principal_t *p = NULL;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  assert_int_equal(
+      dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-2", fx->arena, &p, &err), 0);
+  assert_string_equal(dg_principal_name(p), "sales");
+  const dg_user_t *sales = dg_catalog_user(fx->cat, "sales");
+  unsigned char *hash = (unsigned char *)sales->token_sha256;
+  hash[0] ^= 1;
+  assert_int_equal(auth(fx, "Bearer sales-token-2", &p, &err), DG_EAUTH);
+  assert_int_equal(
+      dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-2", fx->arena, &p, &err), 0);
+  assert_string_equal(dg_principal_name(p), "sales");
+  assert_true(dg_principal_has_role(p, "sales"));
+  /* Only the same bytes: a token one byte longer or shorter is refused. */
+  assert_int_equal(
+      dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-22", fx->arena, &p, &err),
+      DG_EAUTH);
+  assert_int_equal(
+      dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-", fx->arena, &p, &err),
+      DG_EAUTH);
+  hash[0] ^= 1;
+  /* A refused token is refused again. */
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(
+        dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-9", fx->arena, &p, &err),
+        DG_EAUTH);
+  /* Another snapshot without that user: the token kept for the old one
+   * is not used. */
+  dg_catalog_t other = *fx->cat;
+  other.nusers = 0;
+  other.refs = 1;
+  assert_int_equal(
+      dg_auth_authenticate_seen(seen, &other, "Bearer sales-token-2", fx->arena, &p, &err),
+      DG_EAUTH);
+  assert_null(p);
+  assert_int_equal(fx->cat->refs, refs); /* the old snapshot is let go */
+  assert_int_equal(other.refs, 2);
+  dg_auth_tokens_free(seen);
+  assert_int_equal(other.refs, 1);
+}
+
 static void test_static_refusals(void **state) {
   fixture_t *fx = *state;
   expect_refused(fx, NULL, "missing Authorization header; send 'Authorization: Bearer <token>'");
@@ -368,6 +418,37 @@ static void test_permissions_auditor(void **state) {
   const dg_principal_t *none = NULL;
   assert_int_equal(dg_auth_principal_for_user(fx->cat, "nobody", fx->arena, &none), DG_ENOENT);
   assert_null(none);
+}
+
+/* A copy made for another arena has the same name and permissions; a
+ * principal of another catalog snapshot is not copied. */
+static void test_principal_copy(void **state) {
+  fixture_t *fx = *state;
+  const dg_principal_t *sales = principal(fx, "sales");
+  const dg_principal_t *copy = NULL;
+  dg_arena_t *arena = dg_arena_new(1024);
+  assert_int_equal(dg_auth_principal_copy(fx->cat, sales, arena, &copy), 0);
+  assert_ptr_not_equal(copy, sales);
+  assert_string_equal(dg_principal_name(copy), "sales");
+  const dg_model_t *customers = model(fx, "Customers");
+  for (size_t i = 0; i < fx->cat->nmodels; i++) {
+    const dg_model_t *m = &fx->cat->models[i];
+    assert_int_equal(dg_auth_can_read_model(copy, m), dg_auth_can_read_model(sales, m));
+    assert_int_equal(dg_auth_can_write_model(copy, m), dg_auth_can_write_model(sales, m));
+  }
+  assert_false(
+      dg_auth_can_see_property(copy, customers, dg_model_property(customers, "CreditLimit")));
+  assert_true(dg_auth_can_use_saved_query(copy, NULL, "Open orders"));
+  const dg_role_t *const *a, *const *b;
+  assert_int_equal(dg_principal_roles(copy, &a), dg_principal_roles(sales, &b));
+  assert_ptr_equal(a[0], b[0]);
+  /* Another snapshot: the caller must authenticate against it. */
+  dg_catalog_t other = *fx->cat;
+  const dg_principal_t *none = NULL;
+  assert_int_equal(dg_auth_principal_copy(&other, sales, arena, &none), DG_EINVAL);
+  assert_null(none);
+  assert_int_equal(dg_auth_principal_copy(fx->cat, NULL, arena, &none), DG_EINVAL);
+  dg_arena_destroy(arena);
 }
 
 /* Roles listing saved queries by id or name, and deny lists unioned. */
@@ -526,10 +607,12 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_static_tokens, setup_static, teardown),
       cmocka_unit_test_setup_teardown(test_static_refusals, setup_static, teardown),
+      cmocka_unit_test_setup_teardown(test_seen_tokens, setup_static, teardown),
       cmocka_unit_test_teardown(test_unset_token_cannot_sign_in, teardown),
       cmocka_unit_test_setup_teardown(test_permissions_admin, setup_static, teardown),
       cmocka_unit_test_setup_teardown(test_permissions_sales, setup_static, teardown),
       cmocka_unit_test_setup_teardown(test_permissions_auditor, setup_static, teardown),
+      cmocka_unit_test_setup_teardown(test_principal_copy, setup_static, teardown),
       cmocka_unit_test_setup_teardown(test_permissions_grants_by_list, setup_static, teardown),
       cmocka_unit_test_setup_teardown(test_jwt_hs256_valid, setup_hs256, teardown),
       cmocka_unit_test_setup_teardown(test_jwt_hs256_refusals, setup_hs256, teardown),

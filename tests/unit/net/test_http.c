@@ -114,6 +114,9 @@ static void handler(dg_http_request_t *req) {
                                  (int)len, body);
     dg_http_header_t h = {"Content-Type", "text/plain"};
     dg_http_respond(req, 200, &h, 1, out, strlen(out));
+  } else if (strcmp(path, "/admitted") == 0) {
+    const char *v = dg_http_request_admitted(req);
+    dg_http_respond(req, 200, NULL, 0, v ? v : "(none)", v ? strlen(v) : 6);
   } else if (strcmp(path, "/header") == 0) {
     const char *v = dg_http_request_header(req, "x-test-value");
     dg_http_respond(req, 200, NULL, 0, v ? v : "(none)", v ? strlen(v) : 6);
@@ -557,10 +560,14 @@ static void test_max_connections(void **state) {
   dg_buf_free(&out);
 }
 
-/* Admits the requests that carry X-Token: ok. */
+/* Admits the requests that carry X-Token: ok, and notes who they are
+ * from for the handler (dg_http_request_admitted). */
 static bool admit_token(dg_http_request_t *req) {
   const char *v = dg_http_request_header(req, "X-Token");
-  return v != NULL && strcmp(v, "ok") == 0;
+  if (v == NULL || strcmp(v, "ok") != 0)
+    return false;
+  dg_http_request_set_admitted(req, "token ok");
+  return true;
 }
 
 /* A request the admit callback refuses is answered on its head alone: the
@@ -583,6 +590,19 @@ static void test_admit_before_body(void **state) {
                 &t->r),
       200);
   assert_int_equal(t->r.body_len, 8);
+  /* What the admit callback noted reaches the handler of that request
+   * only: the next request on the connection starts without it. */
+  client_t *c = calloc(1, sizeof(*c));
+  assert_int_equal(client_connect(c, t->f.port), 0);
+  client_send(c, "POST /admitted HTTP/1.1\r\nHost: x\r\nX-Token: ok\r\nContent-Length: 1\r\n\r\nx");
+  assert_int_equal(client_response(c, &t->r), 200);
+  assert_int_equal(t->r.body_len, 8);
+  assert_memory_equal(t->r.body, "token ok", 8);
+  client_send(c, "GET /admitted HTTP/1.1\r\nHost: x\r\n\r\n");
+  assert_int_equal(client_response(c, &t->r), 200);
+  assert_memory_equal(t->r.body, "(none)", 6);
+  client_close(c);
+  free(c);
 }
 
 /* Connections that sent no admitted request share max_unadmitted_bytes. */
