@@ -118,9 +118,20 @@ typedef struct dg__sql_dialect {
    * the text is no such value. */
   const char *as_date[2];
   const char *as_datetime[2];
+  /* Appended to a String expression that lost its column's collation, so
+   * that it still compares ignoring case. */
+  const char *nocase;
+  /* Appended to lower() of a String to compare it byte by byte (empty
+   * where a function's result has no collation). */
+  const char *binary;
 } dg__sql_dialect_t;
 
 extern const dg__sql_dialect_t dg__sql_sqlite;
+/* PostgreSQL: numbered placeholders; String columns carry the
+ * nondeterministic collation dg_nocase, which LIKE cannot use, so the
+ * string operators read them in the "C" collation with ILIKE. Dates are
+ * kept as the same normalised text as on SQLite. */
+extern const dg__sql_dialect_t dg__sql_postgres;
 
 #define DG__SQL_TEXT_MAX (256 * 1024)
 #define DG__SQL_BINDS_MAX 2048

@@ -178,7 +178,7 @@ static void measure(dg__sql_t *sql, const dg_store_aggregate_t *a, size_t i, con
     dg__sql_putf(sql, " THEN %s END", value);
     /* CASE drops the column's collation: distinct strings still ignore case. */
     if (g->prop != NULL && g->prop->type == DG_TYPE_STRING)
-      dg__sql_put(sql, " COLLATE NOCASE");
+      dg__sql_put(sql, sql->dialect->nocase);
   }
   dg__sql_put(sql, g->fn == DG_STORE_AGG_SUM ? "), 0)" : ")");
 }
