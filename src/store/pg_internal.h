@@ -1,0 +1,89 @@
+/* The PostgreSQL driver's own declarations, shared by src/store/pg*.c.
+ *
+ * Connections are libpq connections used non-blocking on the loop thread:
+ * PQconnectStart/PQconnectPoll to connect, PQsendQueryParams to send,
+ * PQsocket watched with uv_poll, PQconsumeInput and PQgetResult when it
+ * is readable. Nothing here blocks and nothing runs on the threadpool.
+ *
+ * A pool holds at most max_conns connections of one loop. A request takes
+ * a connection with dg__pg_acquire, runs its statements on it one after
+ * the other, and gives it back with dg__pg_release. A connection that
+ * failed (lost, terminated by the server) is closed when released; the
+ * next request gets a fresh one. When connecting fails, further attempts
+ * wait a backoff that doubles up to backoff_max_ms, and requests asking
+ * in the meantime fail at once with the last failure. */
+#ifndef DATAGATE_STORE_PG_INTERNAL_H
+#define DATAGATE_STORE_PG_INTERNAL_H
+
+#include <libpq-fe.h>
+
+#include "store/internal.h"
+
+#define DG__PG_WAITERS_MAX 4096 /* requests waiting for a connection */
+#define DG__PG_CONNECT_TIMEOUT_MS 10000
+#define DG__PG_BACKOFF_MIN_MS 100
+#define DG__PG_BACKOFF_MAX_MS 5000
+
+typedef struct dg__pg_pool dg__pg_pool_t;
+typedef struct dg__pg_conn dg__pg_conn_t;
+
+typedef struct dg__pg_options {
+  const char *uri;               /* libpq connection URI (the password from PGPASSWORD) */
+  unsigned max_conns;            /* at least 1 */
+  uint64_t statement_timeout_ms; /* set on each connection; 0: the server's default */
+  uint64_t backoff_max_ms;       /* 0: DG__PG_BACKOFF_MAX_MS */
+} dg__pg_options_t;
+
+/* conn is NULL when status is not 0 (err says why: DG_EIO when the
+ * database cannot be reached, DG_EBUSY with too many waiting,
+ * DG_ECANCELED when the pool closes). */
+typedef void (*dg__pg_acquire_cb)(dg__pg_conn_t *conn, int status, const dg_errctx_t *err,
+                                  void *data);
+/* res is the statement's last result (freed after cb returns), or NULL
+ * with a failure: DG_ETIMEDOUT (statement_timeout), DG_ECANCELED
+ * (dg__pg_cancel), DG_EEXIST (a unique constraint), DG_EIO (the
+ * connection was lost, or another error, in err). */
+typedef void (*dg__pg_query_cb)(dg__pg_conn_t *conn, int status, PGresult *res,
+                                const dg_errctx_t *err, void *data);
+
+int dg__pg_pool_new(uv_loop_t *loop, const dg__pg_options_t *o, dg__pg_pool_t **out);
+/* Fails the waiting requests with DG_ECANCELED and closes the connections
+ * (those in use when they are released); then cb (may be NULL). */
+void dg__pg_pool_close(dg__pg_pool_t *pool, void (*cb)(void *data), void *data);
+
+/* cb runs once, on a later loop turn. 0, or DG_ENOMEM / DG_ECLOSED with
+ * cb never called. */
+int dg__pg_acquire(dg__pg_pool_t *pool, dg__pg_acquire_cb cb, void *data);
+void dg__pg_release(dg__pg_conn_t *conn);
+
+/* Sends the statement (text and binds of sql, which may be freed once this
+ * returns); cb runs once, on a later loop turn. 0, or DG_EBUSY (a statement
+ * is running), DG_ENOMEM or DG_EIO with cb never called and err filled. */
+int dg__pg_query(dg__pg_conn_t *conn, const dg__sql_t *sql, dg__pg_query_cb cb, void *data,
+                 dg_errctx_t *err);
+/* The same for text without parameters (may hold several statements). */
+int dg__pg_exec(dg__pg_conn_t *conn, const char *text, dg__pg_query_cb cb, void *data,
+                dg_errctx_t *err);
+
+/* Asks the server to cancel the statement running on conn, through
+ * pg_cancel_backend on a connection of its own (libpq's PQcancel blocks).
+ * The statement's cb reports DG_ECANCELED unless it had finished. conn
+ * goes back to the pool only after the cancel has been answered, so that
+ * it never stops a later request's statement. */
+void dg__pg_cancel(dg__pg_conn_t *conn);
+
+/* The server process of conn (pg_terminate_backend, pg_cancel_backend). */
+int dg__pg_conn_pid(const dg__pg_conn_t *conn);
+/* Whether conn failed and will be closed when released. */
+bool dg__pg_conn_broken(const dg__pg_conn_t *conn);
+
+/* Counters of a pool, for tests and metrics. */
+typedef struct dg__pg_stats {
+  unsigned open;     /* connections open or opening */
+  unsigned idle;     /* of which waiting in the pool */
+  unsigned waiting;  /* requests waiting for one */
+  uint64_t connects; /* connections ever made */
+} dg__pg_stats_t;
+void dg__pg_pool_stats(const dg__pg_pool_t *pool, dg__pg_stats_t *out);
+
+#endif

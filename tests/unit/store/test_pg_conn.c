@@ -1,0 +1,345 @@
+/* Unit tests for pg_conn.c against a real PostgreSQL 15 started by
+ * scripts/pg-test-server: statements with bound values of every kind,
+ * statement_timeout, a cancel sent through another connection, a
+ * connection terminated by the server mid-statement (the call fails with
+ * a clear error, the next one gets a fresh connection), a database that
+ * cannot be reached (a clear error, then the backoff answers at once),
+ * and the pool's bound (a request waits for a released connection). Each
+ * test closes its pool and loop with nothing left open. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "store/pg_internal.h"
+
+static char g_dir[512];
+static char g_uri[512];
+
+/* ---- The server ----------------------------------------------------------------------- */
+
+static int server_start(void **state) {
+  (void)state;
+  const char *src = getenv("DG_SOURCE_DIR");
+  char cmd[2048];
+  snprintf(g_dir, sizeof(g_dir), "/tmp/dg-test-pg-conn.%d", (int)getpid());
+  snprintf(cmd, sizeof(cmd), "%s/scripts/pg-test-server start %s", src ? src : ".", g_dir);
+  FILE *f = popen(cmd, "r");
+  if (f == NULL || fgets(g_uri, sizeof(g_uri), f) == NULL) {
+    if (f != NULL)
+      pclose(f);
+    return -1;
+  }
+  g_uri[strcspn(g_uri, "\n")] = '\0';
+  return pclose(f) == 0 ? 0 : -1;
+}
+
+static int server_stop(void **state) {
+  (void)state;
+  const char *src = getenv("DG_SOURCE_DIR");
+  char cmd[2048];
+  snprintf(cmd, sizeof(cmd), "%s/scripts/pg-test-server stop %s", src ? src : ".", g_dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---- Loop helpers ---------------------------------------------------------------------- */
+
+typedef struct got {
+  bool done;
+  int status;
+  dg__pg_conn_t *conn;
+  dg_errctx_t err;
+  char values[8][64];
+  int nvalues;
+} got_t;
+
+static void on_acquire(dg__pg_conn_t *conn, int status, const dg_errctx_t *err, void *data) {
+  got_t *g = data;
+  g->done = true;
+  g->status = status;
+  g->conn = conn;
+  if (err != NULL)
+    g->err = *err;
+}
+
+static void on_query(dg__pg_conn_t *conn, int status, PGresult *res, const dg_errctx_t *err,
+                     void *data) {
+  got_t *g = data;
+  (void)conn;
+  g->done = true;
+  g->status = status;
+  if (err != NULL)
+    g->err = *err;
+  g->nvalues = 0;
+  for (int i = 0; res != NULL && PQntuples(res) > 0 && i < PQnfields(res) && i < 8; i++) {
+    snprintf(g->values[i], sizeof(g->values[i]), "%s",
+             PQgetisnull(res, 0, i) ? "NULL" : PQgetvalue(res, 0, i));
+    g->nvalues++;
+  }
+}
+
+static void tick(uv_timer_t *t) {
+  (void)t;
+}
+
+/* A turn of the loop may end its callbacks with the poll phase, where it
+ * would sleep with g->done already set: a ticking timer wakes it. */
+static void wait_for(uv_loop_t *loop, const got_t *g) {
+  uv_timer_t t;
+  uv_timer_init(loop, &t);
+  uv_timer_start(&t, tick, 5, 5);
+  while (!g->done)
+    uv_run(loop, UV_RUN_ONCE);
+  uv_close((uv_handle_t *)&t, NULL);
+  uv_run(loop, UV_RUN_NOWAIT);
+}
+
+static dg__pg_pool_t *pool_new(uv_loop_t *loop, const char *uri, unsigned max, uint64_t timeout) {
+  dg__pg_options_t o = {.uri = uri, .max_conns = max, .statement_timeout_ms = timeout};
+  dg__pg_pool_t *pool = NULL;
+  assert_int_equal(dg__pg_pool_new(loop, &o, &pool), 0);
+  return pool;
+}
+
+static dg__pg_conn_t *acquire(uv_loop_t *loop, dg__pg_pool_t *pool) {
+  got_t g = {0};
+  assert_int_equal(dg__pg_acquire(pool, on_acquire, &g), 0);
+  assert_false(g.done); /* never from inside the call */
+  wait_for(loop, &g);
+  if (g.status != 0)
+    fail_msg("acquire: %s", g.err.message);
+  return g.conn;
+}
+
+static void run_text(uv_loop_t *loop, dg__pg_conn_t *c, const char *text, got_t *g) {
+  dg_errctx_t err;
+  memset(g, 0, sizeof(*g));
+  assert_int_equal(dg__pg_exec(c, text, on_query, g, &err), 0);
+  wait_for(loop, g);
+}
+
+static void closed(void *data) {
+  *(bool *)data = true;
+}
+
+static void pool_close(uv_loop_t *loop, dg__pg_pool_t *pool) {
+  bool done = false;
+  dg__pg_pool_close(pool, closed, &done);
+  while (!done)
+    uv_run(loop, UV_RUN_ONCE);
+  assert_int_equal(uv_run(loop, UV_RUN_NOWAIT), 0);
+  assert_int_equal(uv_loop_close(loop), 0);
+}
+
+/* Waits until the statement on pid runs, seen from conn. */
+static void wait_active(uv_loop_t *loop, dg__pg_conn_t *conn, int pid) {
+  char text[160];
+  snprintf(text, sizeof(text),
+           "SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND state = 'active'", pid);
+  for (;;) {
+    got_t g;
+    run_text(loop, conn, text, &g);
+    assert_int_equal(g.status, 0);
+    if (strcmp(g.values[0], "1") == 0)
+      return;
+  }
+}
+
+/* ---- Tests --------------------------------------------------------------------------------- */
+
+static void test_bound_values(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *pool = pool_new(&loop, g_uri, 2, 0);
+  dg__pg_conn_t *c = acquire(&loop, pool);
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_postgres);
+  dg__sql_put(&sql, "SELECT ");
+  dg__sql_bind_int(&sql, 41);
+  dg__sql_put(&sql, "::bigint + 1, ");
+  dg__sql_bind_text(&sql, "it's");
+  dg__sql_put(&sql, "::text, ");
+  dg_store_value_t b = {.kind = DG_STORE_BOOL, .b = true};
+  dg_store_value_t d = {.kind = DG_STORE_REAL, .d = 1.5};
+  dg_store_value_t n = {.kind = DG_STORE_NULL};
+  dg__sql_bind(&sql, &b);
+  dg__sql_put(&sql, "::boolean, ");
+  dg__sql_bind(&sql, &d);
+  dg__sql_put(&sql, "::float8, ");
+  dg__sql_bind(&sql, &n);
+  dg__sql_put(&sql, "::text IS NULL");
+  got_t g = {0};
+  dg_errctx_t err;
+  assert_int_equal(dg__pg_query(c, &sql, on_query, &g, &err), 0);
+  dg__sql_free(&sql);
+  assert_false(g.done);
+  wait_for(&loop, &g);
+  assert_int_equal(g.status, 0);
+  assert_int_equal(g.nvalues, 5);
+  assert_string_equal(g.values[0], "42");
+  assert_string_equal(g.values[1], "it's");
+  assert_string_equal(g.values[2], "t");
+  assert_string_equal(g.values[3], "1.5");
+  assert_string_equal(g.values[4], "t");
+  /* A second statement while one runs is refused. */
+  memset(&g, 0, sizeof(g));
+  assert_int_equal(dg__pg_exec(c, "SELECT 1", on_query, &g, &err), 0);
+  assert_int_equal(dg__pg_exec(c, "SELECT 2", on_query, &g, &err), DG_EBUSY);
+  wait_for(&loop, &g);
+  run_text(&loop, c, "SELECT 1/0", &g);
+  assert_int_equal(g.status, DG_EIO);
+  assert_non_null(strstr(g.err.message, "22012"));
+  dg__pg_release(c);
+  pool_close(&loop, pool);
+}
+
+static void test_statement_timeout(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *pool = pool_new(&loop, g_uri, 1, 50);
+  dg__pg_conn_t *c = acquire(&loop, pool);
+  got_t g;
+  run_text(&loop, c, "SELECT pg_sleep(30)", &g);
+  assert_int_equal(g.status, DG_ETIMEDOUT);
+  assert_non_null(strstr(g.err.message, "50 ms"));
+  /* The connection stays usable. */
+  run_text(&loop, c, "SELECT current_setting('statement_timeout')", &g);
+  assert_int_equal(g.status, 0);
+  assert_string_equal(g.values[0], "50ms");
+  dg__pg_release(c);
+  pool_close(&loop, pool);
+}
+
+static void test_cancel(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *pool = pool_new(&loop, g_uri, 2, 0);
+  dg__pg_conn_t *a = acquire(&loop, pool);
+  dg__pg_conn_t *b = acquire(&loop, pool);
+  got_t g = {0};
+  dg_errctx_t err;
+  assert_int_equal(dg__pg_exec(a, "SELECT pg_sleep(60)", on_query, &g, &err), 0);
+  wait_active(&loop, b, dg__pg_conn_pid(a));
+  dg__pg_cancel(a);
+  wait_for(&loop, &g);
+  assert_int_equal(g.status, DG_ECANCELED);
+  assert_false(dg__pg_conn_broken(a));
+  int pid = dg__pg_conn_pid(a);
+  dg__pg_release(a);
+  dg__pg_release(b);
+  /* Once the cancel is answered the same connection serves again. */
+  dg__pg_conn_t *again = acquire(&loop, pool);
+  dg__pg_conn_t *other = acquire(&loop, pool);
+  assert_true(dg__pg_conn_pid(again) == pid || dg__pg_conn_pid(other) == pid);
+  run_text(&loop, again, "SELECT 7", &g);
+  assert_int_equal(g.status, 0);
+  assert_string_equal(g.values[0], "7");
+  dg__pg_release(again);
+  dg__pg_release(other);
+  pool_close(&loop, pool);
+}
+
+static void test_terminated_mid_statement(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *pool = pool_new(&loop, g_uri, 2, 0);
+  dg__pg_conn_t *a = acquire(&loop, pool);
+  dg__pg_conn_t *b = acquire(&loop, pool);
+  int pid = dg__pg_conn_pid(a);
+  got_t g = {0}, k;
+  dg_errctx_t err;
+  assert_int_equal(dg__pg_exec(a, "SELECT pg_sleep(60)", on_query, &g, &err), 0);
+  wait_active(&loop, b, pid);
+  char text[64];
+  snprintf(text, sizeof(text), "SELECT pg_terminate_backend(%d)", pid);
+  run_text(&loop, b, text, &k);
+  assert_int_equal(k.status, 0);
+  wait_for(&loop, &g);
+  assert_int_equal(g.status, DG_EIO);
+  assert_non_null(strstr(g.err.message, "connection to the database was lost"));
+  assert_true(dg__pg_conn_broken(a));
+  dg__pg_release(a);
+  dg__pg_release(b);
+  dg__pg_stats_t before, after;
+  dg__pg_pool_stats(pool, &before);
+  /* Both connections: the live one and a fresh one for the lost. */
+  dg__pg_conn_t *c1 = acquire(&loop, pool);
+  dg__pg_conn_t *c2 = acquire(&loop, pool);
+  dg__pg_pool_stats(pool, &after);
+  assert_int_equal(after.connects, before.connects + 1);
+  assert_int_not_equal(dg__pg_conn_pid(c1), pid);
+  assert_int_not_equal(dg__pg_conn_pid(c2), pid);
+  run_text(&loop, c1, "SELECT 1", &g);
+  assert_int_equal(g.status, 0);
+  dg__pg_release(c1);
+  dg__pg_release(c2);
+  pool_close(&loop, pool);
+}
+
+static void test_unreachable(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  /* A unix socket directory with no server in it. */
+  dg__pg_pool_t *pool =
+      pool_new(&loop, "postgresql:///postgres?host=/nonexistent-dir&port=1", 2, 0);
+  got_t g = {0};
+  assert_int_equal(dg__pg_acquire(pool, on_acquire, &g), 0);
+  wait_for(&loop, &g);
+  assert_int_equal(g.status, DG_EIO);
+  assert_null(g.conn);
+  assert_non_null(strstr(g.err.message, "The database cannot be reached"));
+  assert_non_null(strstr(g.err.message, "next attempt in"));
+  /* Within the backoff a request fails at once, with the same reason. */
+  memset(&g, 0, sizeof(g));
+  assert_int_equal(dg__pg_acquire(pool, on_acquire, &g), 0);
+  wait_for(&loop, &g);
+  assert_int_equal(g.status, DG_EIO);
+  dg__pg_stats_t st;
+  dg__pg_pool_stats(pool, &st);
+  assert_int_equal(st.connects, 0);
+  assert_int_equal(st.open, 0);
+  pool_close(&loop, pool);
+}
+
+static void test_bound(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *pool = pool_new(&loop, g_uri, 2, 0);
+  dg__pg_conn_t *a = acquire(&loop, pool);
+  dg__pg_conn_t *b = acquire(&loop, pool);
+  got_t third = {0};
+  assert_int_equal(dg__pg_acquire(pool, on_acquire, &third), 0);
+  for (int i = 0; i < 20; i++)
+    uv_run(&loop, UV_RUN_NOWAIT);
+  assert_false(third.done);
+  dg__pg_stats_t st;
+  dg__pg_pool_stats(pool, &st);
+  assert_int_equal(st.open, 2);
+  assert_int_equal(st.waiting, 1);
+  dg__pg_release(b);
+  wait_for(&loop, &third);
+  assert_int_equal(third.status, 0);
+  assert_ptr_equal(third.conn, b);
+  dg__pg_release(a);
+  dg__pg_release(third.conn);
+  pool_close(&loop, pool);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bound_values), cmocka_unit_test(test_statement_timeout),
+      cmocka_unit_test(test_cancel),       cmocka_unit_test(test_terminated_mid_statement),
+      cmocka_unit_test(test_unreachable),  cmocka_unit_test(test_bound),
+  };
+  return cmocka_run_group_tests(tests, server_start, server_stop);
+}
