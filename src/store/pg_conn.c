@@ -211,6 +211,13 @@ static void on_connect_timeout(uv_timer_t *t) {
   connect_failed(c, "timed out while connecting");
 }
 
+/* Notices ("relation already exists, skipping") are not the gateway's
+ * log; libpq would print them on stderr. */
+static void ignore_notice(void *arg, const char *message) {
+  (void)arg;
+  (void)message;
+}
+
 static dg__pg_conn_t *conn_start(dg__pg_pool_t *pool, dg__pg_conn_t *target) {
   dg__pg_conn_t *c = calloc(1, sizeof(*c));
   if (c == NULL)
@@ -223,6 +230,7 @@ static dg__pg_conn_t *conn_start(dg__pg_pool_t *pool, dg__pg_conn_t *target) {
     free(c);
     return NULL;
   }
+  PQsetNoticeProcessor(c->pg, ignore_notice, NULL);
   uv_timer_init(pool->loop, &c->timer);
   c->timer.data = c;
   c->handles++;

@@ -86,4 +86,18 @@ typedef struct dg__pg_stats {
 } dg__pg_stats_t;
 void dg__pg_pool_stats(const dg__pg_pool_t *pool, dg__pg_stats_t *out);
 
+/* ---- Schema (pg_schema.c) ----------------------------------------------------------- */
+/* The advisory lock that orders migrations of gateways starting at once. */
+#define DG__PG_MIGRATE_LOCK 0x64617461676174LL /* "datagat" */
+
+/* The migration of cat as one text of statements (one implicit
+ * transaction); identifiers are catalog names, nothing is bound. */
+void dg__pg_schema(dg__sql_t *sql, const dg_catalog_t *cat);
+/* Sends it on conn; cb as for dg__pg_exec. */
+int dg__pg_migrate(dg__pg_conn_t *conn, const dg_catalog_t *cat, dg__pg_query_cb cb, void *data,
+                   dg_errctx_t *err);
+/* to_tsvector('simple', the keyword properties of m joined by spaces), as
+ * the keyword index is built: lookups must repeat it exactly to use it. */
+void dg__pg_keyword_document(dg__sql_t *sql, const dg_model_t *m, const char *alias);
+
 #endif
