@@ -86,6 +86,10 @@ typedef struct dg__pg_stats {
 } dg__pg_stats_t;
 void dg__pg_pool_stats(const dg__pg_pool_t *pool, dg__pg_stats_t *out);
 
+/* Reads columns [first, first + n) of row of res (pg_row.c). Text points
+ * into res and stays valid while res lives. */
+void dg__pg_row(const PGresult *res, int row, int first, size_t n, dg_store_value_t *out);
+
 /* ---- Schema (pg_schema.c) ----------------------------------------------------------- */
 /* The advisory lock that orders migrations of gateways starting at once. */
 #define DG__PG_MIGRATE_LOCK 0x64617461676174LL /* "datagat" */
