@@ -5,7 +5,9 @@
  * settings are being sent), READY (connected, idle or held by a request),
  * BUSY (a statement runs), BROKEN (lost: closed when released) or CLOSING.
  * A cancel connection is an extra connection outside the pool's bound that
- * lives only to send one pg_cancel_backend. */
+ * lives only to send one pg_cancel_backend; the listener is one more that
+ * LISTENs on the pool's channel for the whole life of the pool, opened
+ * again after a backoff when it is lost. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +47,8 @@ struct dg__pg_conn {
   unsigned cancels; /* cancel connections not yet answered */
   int pid;
   dg__pg_conn_t *target; /* of a cancel connection: the one to cancel */
-  dg__pg_conn_t *next;   /* the pool's idle list */
+  bool listener;
+  dg__pg_conn_t *next; /* the pool's idle list */
 };
 
 struct dg__pg_pool {
@@ -67,7 +70,12 @@ struct dg__pg_pool {
   dg_errctx_t last_error; /* of the last failed connect */
   uv_timer_t kick;        /* serves the waiters on a later turn */
   bool closing;
-  bool kick_closed;
+  unsigned timers;  /* kick and relisten, until closed */
+  char channel[64]; /* "": no listener */
+  dg__pg_notify_cb on_notify;
+  void *notify_data;
+  dg__pg_conn_t *listening; /* the listener, once it listens */
+  uv_timer_t relisten;      /* opens the listener again after a backoff */
   void (*close_cb)(void *data);
   void *close_data;
 };
@@ -75,6 +83,7 @@ struct dg__pg_pool {
 static void conn_destroy(dg__pg_conn_t *c);
 static void serve(dg__pg_pool_t *pool);
 static void cancel_answered(dg__pg_conn_t *aux);
+static void listener_lost(dg__pg_conn_t *c);
 
 /* ---- Errors ------------------------------------------------------------------------- */
 
@@ -126,7 +135,7 @@ static void on_handle_closed(uv_handle_t *h) {
   if (--c->handles > 0 || c->state != C_CLOSING)
     return;
   dg__pg_pool_t *pool = c->pool;
-  bool extra = c->target != NULL;
+  bool extra = c->target != NULL || c->listener;
   PQclear(c->result);
   PQfinish(c->pg);
   free(c);
@@ -182,6 +191,10 @@ static void connect_failed(dg__pg_conn_t *c, const char *why) {
     cancel_answered(c);
     return;
   }
+  if (c->listener) {
+    listener_lost(c);
+    return;
+  }
   pool->connecting--;
   pool->failures++;
   uint64_t backoff = (uint64_t)DG__PG_BACKOFF_MIN_MS << (pool->failures < 16 ? pool->failures : 16);
@@ -218,13 +231,14 @@ static void ignore_notice(void *arg, const char *message) {
   (void)message;
 }
 
-static dg__pg_conn_t *conn_start(dg__pg_pool_t *pool, dg__pg_conn_t *target) {
+static dg__pg_conn_t *conn_start(dg__pg_pool_t *pool, dg__pg_conn_t *target, bool listener) {
   dg__pg_conn_t *c = calloc(1, sizeof(*c));
   if (c == NULL)
     return NULL;
   c->pool = pool;
   c->fd = -1;
   c->target = target;
+  c->listener = listener;
   c->pg = PQconnectStart(pool->uri);
   if (c->pg == NULL) {
     free(c);
@@ -234,7 +248,7 @@ static dg__pg_conn_t *conn_start(dg__pg_pool_t *pool, dg__pg_conn_t *target) {
   uv_timer_init(pool->loop, &c->timer);
   c->timer.data = c;
   c->handles++;
-  if (target != NULL)
+  if (target != NULL || listener)
     pool->extra++;
   else {
     pool->open++;
@@ -402,14 +416,26 @@ static void collect(dg__pg_conn_t *c) {
 
 /* An idle connection became readable: the server closed it (a restart, a
  * failover, pg_terminate_backend) or sent a notice. */
+static void deliver(dg__pg_conn_t *c) {
+  dg__pg_pool_t *pool = c->pool;
+  for (PGnotify *n = PQnotifies(c->pg); n != NULL; n = PQnotifies(c->pg)) {
+    if (c->listener && pool->on_notify != NULL && !pool->closing)
+      pool->on_notify(n->relname, n->extra, pool->notify_data);
+    PQfreemem(n);
+  }
+}
+
 static void idle_input(dg__pg_conn_t *c) {
   if (PQconsumeInput(c->pg) && PQstatus(c->pg) == CONNECTION_OK) {
-    for (PGnotify *n = PQnotifies(c->pg); n != NULL; n = PQnotifies(c->pg))
-      PQfreemem(n);
+    deliver(c);
     return;
   }
   c->state = C_BROKEN;
   drop_poll(c);
+  if (c->listener) {
+    listener_lost(c);
+    return;
+  }
   if (c->in_use)
     return;
   /* Out of the idle list, then closed. */
@@ -487,6 +513,21 @@ static void on_cancel_sent(dg__pg_conn_t *aux, int status, PGresult *res, const 
   cancel_answered(aux);
 }
 
+/* The listener listens: notifications from now on reach the pool's cb. */
+static void on_listening(dg__pg_conn_t *c, int status, PGresult *res, const dg_errctx_t *err,
+                         void *data) {
+  (void)res;
+  (void)err;
+  (void)data;
+  if (status != 0) {
+    listener_lost(c);
+    return;
+  }
+  c->pool->listening = c;
+  c->pool->failures = 0;
+  deliver(c);
+}
+
 static void connected(dg__pg_conn_t *c) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
@@ -494,6 +535,12 @@ static void connected(dg__pg_conn_t *c) {
   c->pid = PQbackendPID(c->pg);
   c->state = C_SETUP;
   char text[160];
+  if (c->listener) {
+    snprintf(text, sizeof(text), "LISTEN %s", c->pool->channel);
+    if (dg__pg_exec(c, text, on_listening, NULL, &err) != 0)
+      listener_lost(c);
+    return;
+  }
   if (c->target != NULL) {
     snprintf(text, sizeof(text), "SELECT pg_cancel_backend(%d)", c->target->pid);
     if (dg__pg_exec(c, text, on_cancel_sent, NULL, &err) != 0)
@@ -525,7 +572,7 @@ void dg__pg_cancel(dg__pg_conn_t *conn) {
   if (conn->state != C_BUSY || conn->canceled)
     return;
   conn->canceled = true;
-  if (conn_start(conn->pool, conn) != NULL)
+  if (conn_start(conn->pool, conn, false) != NULL)
     conn->cancels++;
 }
 
@@ -557,7 +604,7 @@ static void fail_waiters(dg__pg_pool_t *pool, int code, const dg_errctx_t *err) 
 }
 
 static void maybe_closed(dg__pg_pool_t *pool) {
-  if (!pool->closing || pool->open > 0 || pool->extra > 0 || !pool->kick_closed)
+  if (!pool->closing || pool->open > 0 || pool->extra > 0 || pool->timers > 0)
     return;
   void (*cb)(void *) = pool->close_cb;
   void *data = pool->close_data;
@@ -586,7 +633,7 @@ static void serve(dg__pg_pool_t *pool) {
   }
   bool backing_off = uv_now(pool->loop) < pool->retry_at;
   while (!backing_off && pool->nwaiting > pool->connecting && pool->open < pool->max_conns) {
-    if (conn_start(pool, NULL) == NULL)
+    if (conn_start(pool, NULL, false) == NULL)
       break;
     backing_off = uv_now(pool->loop) < pool->retry_at;
   }
@@ -615,6 +662,9 @@ int dg__pg_pool_new(uv_loop_t *loop, const dg__pg_options_t *o, dg__pg_pool_t **
   pool->waiters_tail = &pool->waiters;
   uv_timer_init(loop, &pool->kick);
   pool->kick.data = pool;
+  uv_timer_init(loop, &pool->relisten);
+  pool->relisten.data = pool;
+  pool->timers = 2;
   *out = pool;
   return 0;
 }
@@ -654,9 +704,9 @@ void dg__pg_release(dg__pg_conn_t *conn) {
   uv_timer_start(&pool->kick, on_kick, 0, 0);
 }
 
-static void on_kick_closed(uv_handle_t *h) {
+static void on_timer_closed(uv_handle_t *h) {
   dg__pg_pool_t *pool = h->data;
-  pool->kick_closed = true;
+  pool->timers--;
   maybe_closed(pool);
 }
 
@@ -673,8 +723,14 @@ void dg__pg_pool_close(dg__pg_pool_t *pool, void (*cb)(void *data), void *data) 
     pool->nidle--;
     conn_destroy(c);
   }
+  if (pool->listening != NULL) {
+    conn_destroy(pool->listening);
+    pool->listening = NULL;
+  }
   uv_timer_stop(&pool->kick);
-  uv_close((uv_handle_t *)&pool->kick, on_kick_closed);
+  uv_close((uv_handle_t *)&pool->kick, on_timer_closed);
+  uv_timer_stop(&pool->relisten);
+  uv_close((uv_handle_t *)&pool->relisten, on_timer_closed);
 }
 
 int dg__pg_conn_pid(const dg__pg_conn_t *conn) {
@@ -690,4 +746,68 @@ void dg__pg_pool_stats(const dg__pg_pool_t *pool, dg__pg_stats_t *out) {
   out->idle = pool->nidle;
   out->waiting = pool->nwaiting;
   out->connects = pool->connects;
+}
+
+/* ---- Notifications ---------------------------------------------------------------------- */
+
+static void on_relisten(uv_timer_t *t) {
+  dg__pg_pool_t *pool = t->data;
+  if (!pool->closing && conn_start(pool, NULL, true) == NULL)
+    uv_timer_start(&pool->relisten, on_relisten, pool->backoff_max_ms, 0);
+}
+
+/* The listener failed to connect or was lost: notifications sent until it
+ * listens again are missed; it is opened again after a backoff. */
+static void listener_lost(dg__pg_conn_t *c) {
+  dg__pg_pool_t *pool = c->pool;
+  if (pool->listening == c)
+    pool->listening = NULL;
+  conn_destroy(c);
+  if (pool->closing)
+    return;
+  pool->failures++;
+  uint64_t backoff = (uint64_t)DG__PG_BACKOFF_MIN_MS << (pool->failures < 16 ? pool->failures : 16);
+  uv_timer_start(&pool->relisten, on_relisten,
+                 backoff < pool->backoff_max_ms ? backoff : pool->backoff_max_ms, 0);
+}
+
+static bool channel_ok(const char *channel) {
+  size_t n = strlen(channel);
+  if (n == 0 || n >= 64)
+    return false;
+  for (size_t i = 0; i < n; i++) {
+    char ch = channel[i];
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_'))
+      return false;
+  }
+  return true;
+}
+
+int dg__pg_listen(dg__pg_pool_t *pool, const char *channel, dg__pg_notify_cb cb, void *data) {
+  if (pool->closing)
+    return DG_ECLOSED;
+  if (!channel_ok(channel) || pool->channel[0] != '\0')
+    return DG_EINVAL;
+  snprintf(pool->channel, sizeof(pool->channel), "%s", channel);
+  pool->on_notify = cb;
+  pool->notify_data = data;
+  return conn_start(pool, NULL, true) != NULL ? 0 : DG_ENOMEM;
+}
+
+bool dg__pg_listening(const dg__pg_pool_t *pool) {
+  return pool->listening != NULL;
+}
+
+int dg__pg_notify(dg__pg_conn_t *conn, const char *channel, const char *payload, dg__pg_query_cb cb,
+                  void *data, dg_errctx_t *err) {
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_postgres);
+  dg__sql_put(&sql, "SELECT pg_notify(");
+  dg__sql_bind_text(&sql, channel);
+  dg__sql_put(&sql, ", ");
+  dg__sql_bind_text(&sql, payload);
+  dg__sql_put(&sql, ")");
+  int rc = dg__pg_query(conn, &sql, cb, data, err);
+  dg__sql_free(&sql);
+  return rc;
 }

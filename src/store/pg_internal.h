@@ -77,6 +77,27 @@ int dg__pg_conn_pid(const dg__pg_conn_t *conn);
 /* Whether conn failed and will be closed when released. */
 bool dg__pg_conn_broken(const dg__pg_conn_t *conn);
 
+/* ---- Notifications between gateways -------------------------------------------------
+ * Every gateway of a fleet listens on one channel (LISTEN/NOTIFY), so
+ * that a request reaching one instance can reach the instance running a
+ * call (a cancel, a DELETE of its session). */
+#define DG__PG_PAYLOAD_MAX 7999 /* bytes of a notification's payload */
+
+typedef void (*dg__pg_notify_cb)(const char *channel, const char *payload, void *data);
+
+/* Opens a connection of the pool's own that LISTENs on channel (lower-case
+ * letters, digits and _) until the pool closes; cb runs on the loop for
+ * each notification. A lost listener is opened again after a backoff;
+ * notifications sent meanwhile are missed. 0, DG_EINVAL (a bad channel, or
+ * one already), DG_ECLOSED or DG_ENOMEM. */
+int dg__pg_listen(dg__pg_pool_t *pool, const char *channel, dg__pg_notify_cb cb, void *data);
+/* Whether the listener listens now. */
+bool dg__pg_listening(const dg__pg_pool_t *pool);
+/* Sends payload on channel through conn (pg_notify, bound values); cb as
+ * for dg__pg_query. Delivered when the sender's transaction commits. */
+int dg__pg_notify(dg__pg_conn_t *conn, const char *channel, const char *payload, dg__pg_query_cb cb,
+                  void *data, dg_errctx_t *err);
+
 /* Counters of a pool, for tests and metrics. */
 typedef struct dg__pg_stats {
   unsigned open;     /* connections open or opening */

@@ -4,7 +4,8 @@
  * connection terminated by the server mid-statement (the call fails with
  * a clear error, the next one gets a fresh connection), a database that
  * cannot be reached (a clear error, then the backoff answers at once),
- * and the pool's bound (a request waits for a released connection). Each
+ * the pool's bound (a request waits for a released connection), and
+ * notifications between two pools, also after the listener was lost. Each
  * test closes its pool and loop with nothing left open. */
 #include "store/pg_test.h"
 
@@ -208,11 +209,83 @@ static void test_bound(void **state) {
   pool_close(&loop, pool);
 }
 
+typedef struct heard {
+  int n;
+  char payload[64];
+} heard_t;
+
+static void on_notify(const char *channel, const char *payload, void *data) {
+  heard_t *h = data;
+  assert_string_equal(channel, "dg_test");
+  h->n++;
+  snprintf(h->payload, sizeof(h->payload), "%s", payload);
+}
+
+static void wait_listening(uv_loop_t *loop, dg__pg_pool_t *pool) {
+  while (!dg__pg_listening(pool)) {
+    uv_timer_t t;
+    uv_timer_init(loop, &t);
+    uv_timer_start(&t, tick, 5, 0);
+    uv_run(loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
+  }
+}
+
+/* Sends payload from b until a has heard it (a notification sent before
+ * the listener listens again is missed, by design). */
+static void notify_until_heard(uv_loop_t *loop, dg__pg_conn_t *b, heard_t *h, const char *payload) {
+  int before = h->n;
+  while (h->n == before || strcmp(h->payload, payload) != 0) {
+    got_t g = {0};
+    dg_errctx_t err;
+    assert_int_equal(dg__pg_notify(b, "dg_test", payload, on_query, &g, &err), 0);
+    wait_for(loop, &g);
+    assert_int_equal(g.status, 0);
+    got_t pause = {0};
+    run_text(loop, b, "SELECT 1", &pause);
+  }
+}
+
+/* Two pools stand for two gateways: what one sends the other hears, also
+ * after its listener was terminated by the server and opened again. */
+static void test_listen_notify(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *a = pool_new(&loop, g_uri, 1, 0);
+  dg__pg_pool_t *b = pool_new(&loop, g_uri, 1, 0);
+  heard_t heard = {0};
+  assert_int_equal(dg__pg_listen(a, "Bad-Channel", on_notify, &heard), DG_EINVAL);
+  assert_int_equal(dg__pg_listen(a, "dg_test", on_notify, &heard), 0);
+  assert_int_equal(dg__pg_listen(a, "dg_test", on_notify, &heard), DG_EINVAL);
+  wait_listening(&loop, a);
+  dg__pg_conn_t *c = acquire(&loop, b);
+  notify_until_heard(&loop, c, &heard, "cancel 1");
+  assert_string_equal(heard.payload, "cancel 1");
+  got_t g;
+  run_text(&loop, c,
+           "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'", &g);
+  assert_int_equal(g.status, 0);
+  while (dg__pg_listening(a))
+    uv_run(&loop, UV_RUN_ONCE);
+  wait_listening(&loop, a);
+  notify_until_heard(&loop, c, &heard, "cancel 2");
+  assert_string_equal(heard.payload, "cancel 2");
+  dg__pg_release(c);
+  bool done = false;
+  dg__pg_pool_close(b, closed, &done);
+  while (!done)
+    uv_run(&loop, UV_RUN_ONCE);
+  pool_close(&loop, a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_bound_values), cmocka_unit_test(test_statement_timeout),
-      cmocka_unit_test(test_cancel),       cmocka_unit_test(test_terminated_mid_statement),
-      cmocka_unit_test(test_unreachable),  cmocka_unit_test(test_bound),
+      cmocka_unit_test(test_bound_values),  cmocka_unit_test(test_statement_timeout),
+      cmocka_unit_test(test_cancel),        cmocka_unit_test(test_terminated_mid_statement),
+      cmocka_unit_test(test_unreachable),   cmocka_unit_test(test_bound),
+      cmocka_unit_test(test_listen_notify),
   };
   return cmocka_run_group_tests(tests, server_start, server_stop);
 }
