@@ -111,6 +111,25 @@ void dg__pg_pool_stats(const dg__pg_pool_t *pool, dg__pg_stats_t *out);
  * into res and stays valid while res lives. */
 void dg__pg_row(const PGresult *res, int row, int first, size_t n, dg_store_value_t *out);
 
+/* ---- Submissions (pg_submit.c) ------------------------------------------------------
+ * As dg_store_submit (store.h), on conn, which the caller holds until cb:
+ * the submission row is claimed first in the transaction through the
+ * unique (principal, idempotency_key), so that the same key sent to
+ * several gateways at once runs once; the others replay the first
+ * outcome (or get DG_EEXIST for a different request). A running
+ * submission gets a lease of lease_ms, renewed by its gateway. */
+typedef void (*dg__pg_submit_cb)(int status, json_t *result, const dg_errctx_t *err, void *data);
+
+int dg__pg_submit(dg__pg_conn_t *conn, const dg_store_submit_t *s, const char *owner,
+                  uint64_t lease_ms, dg__pg_submit_cb cb, void *data, dg_errctx_t *err);
+/* Extends the leases of owner's running submissions to lease_ms from now. */
+int dg__pg_renew_leases(dg__pg_conn_t *conn, const char *owner, uint64_t lease_ms,
+                        dg__pg_query_cb cb, void *data, dg_errctx_t *err);
+/* Marks failed ("interrupted") the running submissions whose lease has
+ * expired, whichever gateway started them; the result has their ids. */
+int dg__pg_recover_submissions(dg__pg_conn_t *conn, dg__pg_query_cb cb, void *data,
+                               dg_errctx_t *err);
+
 /* ---- Schema (pg_schema.c) ----------------------------------------------------------- */
 /* The advisory lock that orders migrations of gateways starting at once. */
 #define DG__PG_MIGRATE_LOCK 0x64617461676174LL /* "datagat" */
