@@ -122,6 +122,15 @@ typedef void (*dg__pg_submit_cb)(int status, json_t *result, const dg_errctx_t *
 
 int dg__pg_submit(dg__pg_conn_t *conn, const dg_store_submit_t *s, const char *owner,
                   uint64_t lease_ms, dg__pg_submit_cb cb, void *data, dg_errctx_t *err);
+/* As dg_store_finish: the outcome and the values the tree set, in one
+ * transaction; the lease ends. Result {"submissionId", "status"}. */
+int dg__pg_finish(dg__pg_conn_t *conn, const dg_store_finish_t *f, dg__pg_submit_cb cb, void *data,
+                  dg_errctx_t *err);
+/* As dg_store_submission: cb gets the row (or none): id, model,
+ * entity_id, operation, endpoint, system, status, failed_action, reason,
+ * created_at, finished_at. */
+int dg__pg_submission(dg__pg_conn_t *conn, const dg_store_submission_get_t *g, dg__pg_query_cb cb,
+                      void *data, dg_errctx_t *err);
 /* Extends the leases of owner's running submissions to lease_ms from now. */
 int dg__pg_renew_leases(dg__pg_conn_t *conn, const char *owner, uint64_t lease_ms,
                         dg__pg_query_cb cb, void *data, dg_errctx_t *err);

@@ -140,7 +140,8 @@ static void keyword_index(dg__sql_t *sql, const dg_model_t *m) {
 }
 
 static const char submissions[] =
-    "CREATE TABLE IF NOT EXISTS \"_dg_submissions\" (id text PRIMARY KEY, model text NOT NULL, "
+    "CREATE TABLE IF NOT EXISTS \"_dg_submissions\" (\"_seq\" bigint GENERATED ALWAYS AS "
+    "IDENTITY UNIQUE, id text PRIMARY KEY, model text NOT NULL, "
     "entity_id text NOT NULL, operation text NOT NULL, endpoint text, system text, principal text "
     "NOT NULL, idempotency_key text, fingerprint text, status text NOT NULL, failed_action text, "
     "reason text, outcome text, owner text NOT NULL, created_at text NOT NULL, finished_at text, "

@@ -424,3 +424,157 @@ int dg__pg_recover_submissions(dg__pg_conn_t *conn, dg__pg_query_cb cb, void *da
   dg__sql_free(&sql);
   return rc;
 }
+
+/* ---- Finish ------------------------------------------------------------------------------- */
+
+typedef enum fstep {
+  F_BEGIN,
+  F_OUTCOME,
+  F_WRITE, /* writes[i], the values the save tree set */
+  F_COMMIT,
+  F_ROLLBACK,
+} fstep_t;
+
+typedef struct finish {
+  dg__pg_conn_t *conn;
+  const dg_store_finish_t *f;
+  char now[32];
+  fstep_t step;
+  size_t i;
+  int status;
+  dg_errctx_t err;
+  dg__pg_submit_cb cb;
+  void *data;
+} finish_t;
+
+static void finish_next(finish_t *st);
+
+static void finish_done(finish_t *st) {
+  json_t *result = NULL;
+  if (st->status == 0)
+    result = json_pack("{s:s,s:s}", "submissionId", st->f->submission_id, "status",
+                       dg_store_submission_status_name(st->f->status));
+  st->cb(st->status, result, &st->err, st->data);
+  free(st);
+}
+
+static void finish_fail(finish_t *st, int status) {
+  st->status = status;
+  if (dg__pg_conn_broken(st->conn)) {
+    finish_done(st);
+    return;
+  }
+  st->step = F_ROLLBACK;
+  finish_next(st);
+}
+
+static void outcome(dg__sql_t *sql, finish_t *st) {
+  const dg_store_finish_t *f = st->f;
+  dg_time_iso8601(st->now, sizeof(st->now));
+  dg__sql_put(sql, "UPDATE \"_dg_submissions\" SET status = ");
+  dg__sql_bind_text(sql, dg_store_submission_status_name(f->status));
+  dg__sql_put(sql, ", failed_action = ");
+  bind_or_null(sql, f->failed_action);
+  dg__sql_put(sql, ", reason = ");
+  bind_or_null(sql, f->reason);
+  dg__sql_put(sql, ", outcome = ");
+  bind_or_null(sql, f->outcome);
+  dg__sql_put(sql, ", finished_at = ");
+  dg__sql_bind_text(sql, st->now);
+  dg__sql_put(sql, ", lease_until = NULL WHERE id = ");
+  dg__sql_bind_text(sql, f->submission_id);
+  dg__sql_put(sql, " RETURNING id");
+}
+
+static void on_finish_result(dg__pg_conn_t *conn, int status, PGresult *res, const dg_errctx_t *err,
+                             void *data) {
+  finish_t *st = data;
+  (void)conn;
+  if (st->step == F_ROLLBACK || (status == 0 && st->step == F_COMMIT)) {
+    finish_done(st);
+    return;
+  }
+  if (status != 0) {
+    st->err = *err;
+    finish_fail(st, status);
+    return;
+  }
+  if (st->step == F_OUTCOME && PQntuples(res) == 0) {
+    finish_fail(st, dg_errctx_set(&st->err, DG_ENOENT, "submissionId",
+                                  "There is no submission '%s'.", st->f->submission_id));
+    return;
+  }
+  if (st->step == F_WRITE)
+    st->i++;
+  else
+    st->step++;
+  if (st->step == F_WRITE && st->i >= st->f->nwrites)
+    st->step = F_COMMIT;
+  finish_next(st);
+}
+
+static void finish_next(finish_t *st) {
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  int rc;
+  if (st->step == F_BEGIN || st->step == F_COMMIT || st->step == F_ROLLBACK) {
+    const char *text = st->step == F_BEGIN ? "BEGIN" : st->step == F_COMMIT ? "COMMIT" : "ROLLBACK";
+    rc = dg__pg_exec(st->conn, text, on_finish_result, st, &err);
+  } else {
+    dg__sql_t sql;
+    dg__sql_init(&sql, &dg__sql_postgres);
+    if (st->step == F_OUTCOME)
+      outcome(&sql, st);
+    else
+      dg__sql_write(&sql, &st->f->writes[st->i], st->f->writes[st->i].id);
+    rc = dg__pg_query(st->conn, &sql, on_finish_result, st, &err);
+    dg__sql_free(&sql);
+  }
+  if (rc == 0)
+    return;
+  if (st->step == F_ROLLBACK) {
+    finish_done(st);
+    return;
+  }
+  st->err = err;
+  finish_fail(st, rc);
+}
+
+int dg__pg_finish(dg__pg_conn_t *conn, const dg_store_finish_t *f, dg__pg_submit_cb cb, void *data,
+                  dg_errctx_t *err) {
+  finish_t *st = calloc(1, sizeof(*st));
+  if (st == NULL)
+    return dg_errctx_set(err, DG_ENOMEM, "", "Out of memory.");
+  st->conn = conn;
+  st->f = f;
+  st->cb = cb;
+  st->data = data;
+  int rc = dg__pg_exec(conn, "BEGIN", on_finish_result, st, err);
+  if (rc != 0)
+    free(st);
+  return rc;
+}
+
+/* ---- Get ------------------------------------------------------------------------------------ */
+
+int dg__pg_submission(dg__pg_conn_t *conn, const dg_store_submission_get_t *g, dg__pg_query_cb cb,
+                      void *data, dg_errctx_t *err) {
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_postgres);
+  dg__sql_put(&sql,
+              "SELECT id, model, entity_id, operation, endpoint, system, status, "
+              "failed_action, reason, created_at, finished_at FROM \"_dg_submissions\" WHERE ");
+  if (g->submission_id != NULL) {
+    dg__sql_put(&sql, "id = ");
+    dg__sql_bind_text(&sql, g->submission_id);
+  } else {
+    dg__sql_put(&sql, "model = ");
+    dg__sql_bind_text(&sql, g->model->name);
+    dg__sql_put(&sql, " AND entity_id = ");
+    dg__sql_bind_text(&sql, g->entity_id);
+    dg__sql_put(&sql, " ORDER BY \"_seq\" DESC LIMIT 1");
+  }
+  int rc = dg__pg_query(conn, &sql, cb, data, err);
+  dg__sql_free(&sql);
+  return rc;
+}

@@ -3,7 +3,9 @@
  * creates one record and one submission, the other 99 replay it; a key
  * reused for another request is refused; a failed check writes nothing
  * and frees the key; a running submission whose lease expired is marked
- * interrupted by any gateway, one whose lease was renewed is not. */
+ * interrupted by any gateway, one whose lease was renewed is not; a
+ * finished submission's outcome and values land together and a retry of
+ * its key replays that outcome. */
 #include "store/pg_test.h"
 #include "store/store_test.h"
 
@@ -253,11 +255,104 @@ static void test_expired_lease_recovered(void **state) {
   close_pools(&loop, pools, 1);
 }
 
+typedef struct finished {
+  bool done;
+  int status;
+  json_t *result;
+  dg_errctx_t err;
+} finished_t;
+
+static void on_finished(int status, json_t *result, const dg_errctx_t *err, void *data) {
+  finished_t *f = data;
+  f->done = true;
+  f->status = status;
+  f->result = result;
+  if (err != NULL)
+    f->err = *err;
+}
+
+static void finish(uv_loop_t *loop, dg__pg_conn_t *c, const dg_store_finish_t *f, finished_t *out) {
+  dg_errctx_t err;
+  memset(out, 0, sizeof(*out));
+  assert_int_equal(dg__pg_finish(c, f, on_finished, out, &err), 0);
+  uv_timer_t t;
+  uv_timer_init(loop, &t);
+  uv_timer_start(&t, tick, 5, 5);
+  while (!out->done)
+    uv_run(loop, UV_RUN_ONCE);
+  uv_close((uv_handle_t *)&t, NULL);
+  uv_run(loop, UV_RUN_NOWAIT);
+}
+
+/* The outcome and the tree's values land together; a retry of the key
+ * then replays that outcome; the record's latest submission shows it. */
+static void test_finish_and_replay(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *pools[1] = {pool_new(&loop, g_uri, 2, 0)};
+  migrate(&loop, pools[0]);
+  dg_store_submit_t s = customer("Tree Co", "tree-key", "fp-t", "SaveCustomer");
+  send_t x = {.s = &s};
+  send_all(&loop, pools, 1, &x, 1);
+  assert_int_equal(x.status, 0);
+  const char *id = json_string_value(json_object_get(x.result, "id"));
+  const dg_model_t *m = st_model(g_st, "Customers");
+  const dg_property_t *region = dg_model_property(m, "Region");
+  dg_store_value_t v = {.kind = DG_STORE_TEXT, .text = "EMEA", .len = 4};
+  dg_store_write_t w = {
+      .model = m, .mode = DG_STORE_UPDATE, .id = id, .props = &region, .values = &v, .nvalues = 1};
+  dg_store_finish_t f = {.submission_id = s.submission_id,
+                         .status = DG_STORE_SUBMISSION_SUCCEEDED,
+                         .outcome = "{\"ok\": true}",
+                         .writes = &w,
+                         .nwrites = 1};
+  dg__pg_conn_t *c = acquire(&loop, pools[0]);
+  finished_t out;
+  finish(&loop, c, &f, &out);
+  assert_int_equal(out.status, 0);
+  assert_string_equal(json_string_value(json_object_get(out.result, "status")), "succeeded");
+  json_decref(out.result);
+  dg_store_finish_t unknown = {.submission_id = "00000000-0000-4000-8000-000000000000",
+                               .status = DG_STORE_SUBMISSION_FAILED};
+  finish(&loop, c, &unknown, &out);
+  assert_int_equal(out.status, DG_ENOENT);
+  assert_string_equal(out.err.param, "submissionId");
+  got_t g;
+  char text[256];
+  snprintf(text, sizeof(text),
+           "SELECT \"Region\" || ' ' || (lease_until IS NULL) FROM \"Customers\", "
+           "\"_dg_submissions\" s WHERE \"Customers\".id = '%s' AND s.id = '%s'",
+           id, s.submission_id);
+  run_text(&loop, c, text, &g);
+  assert_string_equal(g.values[0], "EMEA true");
+  dg_store_submission_get_t get = {.model = m, .entity_id = id};
+  dg_errctx_t err;
+  memset(&g, 0, sizeof(g));
+  got_t rows = {0};
+  assert_int_equal(dg__pg_submission(c, &get, on_query, &rows, &err), 0);
+  wait_for(&loop, &rows);
+  assert_int_equal(rows.status, 0);
+  assert_string_equal(rows.values[0], s.submission_id);
+  assert_string_equal(rows.values[6], "succeeded");
+  dg__pg_release(c);
+  send_t again = {.s = &s};
+  send_all(&loop, pools, 1, &again, 1);
+  assert_int_equal(again.status, 0);
+  assert_true(json_is_true(json_object_get(again.result, "replayed")));
+  assert_true(json_is_true(json_object_get(json_object_get(again.result, "outcome"), "ok")));
+  assert_string_equal(json_string_value(json_object_get(again.result, "status")), "succeeded");
+  json_decref(again.result);
+  json_decref(x.result);
+  close_pools(&loop, pools, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_same_key_once_across_gateways),
       cmocka_unit_test(test_key_reused_and_failed_checks),
       cmocka_unit_test(test_expired_lease_recovered),
+      cmocka_unit_test(test_finish_and_replay),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
