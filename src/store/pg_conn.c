@@ -54,6 +54,7 @@ struct dg__pg_conn {
 struct dg__pg_pool {
   uv_loop_t *loop;
   char *uri;
+  char *password; /* or NULL */
   unsigned max_conns;
   uint64_t statement_timeout_ms;
   uint64_t backoff_max_ms;
@@ -239,7 +240,12 @@ static dg__pg_conn_t *conn_start(dg__pg_pool_t *pool, dg__pg_conn_t *target, boo
   c->fd = -1;
   c->target = target;
   c->listener = listener;
-  c->pg = PQconnectStart(pool->uri);
+  /* passfile names a path that can never exist (libpq skips a missing one
+   * silently, and warns on /dev/null): a password comes only from the
+   * options or the environment, never from ~/.pgpass. */
+  const char *keys[] = {"dbname", "passfile", pool->password != NULL ? "password" : NULL, NULL};
+  const char *values[] = {pool->uri, "/proc/self/fd/-1", pool->password, NULL};
+  c->pg = PQconnectStartParams(keys, values, 1);
   if (c->pg == NULL) {
     free(c);
     return NULL;
@@ -609,6 +615,7 @@ static void maybe_closed(dg__pg_pool_t *pool) {
   void (*cb)(void *) = pool->close_cb;
   void *data = pool->close_data;
   free(pool->uri);
+  free(pool->password);
   free(pool);
   if (cb != NULL)
     cb(data);
@@ -655,6 +662,12 @@ int dg__pg_pool_new(uv_loop_t *loop, const dg__pg_options_t *o, dg__pg_pool_t **
     return DG_ENOMEM;
   }
   pool->uri = uri;
+  pool->password = o->password != NULL ? strdup(o->password) : NULL;
+  if (o->password != NULL && pool->password == NULL) {
+    free(uri);
+    free(pool);
+    return DG_ENOMEM;
+  }
   pool->loop = loop;
   pool->max_conns = o->max_conns ? o->max_conns : 1;
   pool->statement_timeout_ms = o->statement_timeout_ms;
@@ -809,5 +822,30 @@ int dg__pg_notify(dg__pg_conn_t *conn, const char *channel, const char *payload,
   dg__sql_put(&sql, ")");
   int rc = dg__pg_query(conn, &sql, cb, data, err);
   dg__sql_free(&sql);
+  return rc;
+}
+
+/* ---- Connection URIs ---------------------------------------------------------------------- */
+
+int dg__pg_uri_check(const char *uri, const char *param, dg_errctx_t *err) {
+  char *why = NULL;
+  PQconninfoOption *opts = PQconninfoParse(uri, &why);
+  if (opts == NULL) {
+    char msg[256];
+    pq_message(why != NULL ? why : "out of memory", msg, sizeof(msg));
+    PQfreemem(why);
+    return dg_errctx_set(err, DG_ECONFIG, param,
+                         "%s: not a PostgreSQL connection URI libpq can read: %s", param, msg);
+  }
+  int rc = 0;
+  for (PQconninfoOption *o = opts; rc == 0 && o->keyword != NULL; o++) {
+    bool secret = strcmp(o->keyword, "password") == 0 || strcmp(o->keyword, "passfile") == 0;
+    if (secret && o->val != NULL && o->val[0] != '\0')
+      rc = dg_errctx_set(err, DG_ECONFIG, param,
+                         "%s: the URI names a %s; give the password in the environment "
+                         "(PGPASSWORD) instead, never in a file",
+                         param, o->keyword);
+  }
+  PQconninfoFree(opts);
   return rc;
 }

@@ -28,7 +28,8 @@ typedef struct dg__pg_pool dg__pg_pool_t;
 typedef struct dg__pg_conn dg__pg_conn_t;
 
 typedef struct dg__pg_options {
-  const char *uri;               /* libpq connection URI (the password from PGPASSWORD) */
+  const char *uri;               /* libpq connection URI, without a password */
+  const char *password;          /* NULL: PGPASSWORD, as libpq reads it; never a file */
   unsigned max_conns;            /* at least 1 */
   uint64_t statement_timeout_ms; /* set on each connection; 0: the server's default */
   uint64_t backoff_max_ms;       /* 0: DG__PG_BACKOFF_MAX_MS */
@@ -45,6 +46,12 @@ typedef void (*dg__pg_acquire_cb)(dg__pg_conn_t *conn, int status, const dg_errc
  * connection was lost, or another error, in err). */
 typedef void (*dg__pg_query_cb)(dg__pg_conn_t *conn, int status, PGresult *res,
                                 const dg_errctx_t *err, void *data);
+
+/* Checks a connection URI given as param ("server.database"): DG_ECONFIG
+ * when libpq cannot read it, or when it holds a password or names a
+ * password file (passwords come from the environment only). The message
+ * never repeats the URI. */
+int dg__pg_uri_check(const char *uri, const char *param, dg_errctx_t *err);
 
 int dg__pg_pool_new(uv_loop_t *loop, const dg__pg_options_t *o, dg__pg_pool_t **out);
 /* Fails the waiting requests with DG_ECANCELED and closes the connections

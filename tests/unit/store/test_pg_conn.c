@@ -5,8 +5,12 @@
  * a clear error, the next one gets a fresh connection), a database that
  * cannot be reached (a clear error, then the backoff answers at once),
  * the pool's bound (a request waits for a released connection), and
- * notifications between two pools, also after the listener was lost. Each
+ * notifications between two pools, also after the listener was lost,
+ * connection URIs that hold a password refused, and a password taken from
+ * the options only (never from a password file). Each
  * test closes its pool and loop with nothing left open. */
+#include <sys/stat.h>
+
 #include "store/pg_test.h"
 
 /* Waits until the statement on pid runs, seen from conn. */
@@ -280,12 +284,104 @@ static void test_listen_notify(void **state) {
   pool_close(&loop, a);
 }
 
+static void test_uri_check(void **state) {
+  (void)state;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  assert_int_equal(dg__pg_uri_check(g_uri, "server.database", &err), 0);
+  assert_int_equal(dg__pg_uri_check("postgresql://u:hunter2@db/app", "server.database", &err),
+                   DG_ECONFIG);
+  assert_string_equal(err.param, "server.database");
+  assert_non_null(strstr(err.message, "names a password"));
+  assert_null(strstr(err.message, "hunter2"));
+  assert_int_equal(
+      dg__pg_uri_check("postgresql://db/app?passfile=/etc/pw", "server.database", &err),
+      DG_ECONFIG);
+  assert_non_null(strstr(err.message, "names a passfile"));
+  assert_int_equal(dg__pg_uri_check("postgresql://db/app?nosuch=1", "server.database", &err),
+                   DG_ECONFIG);
+  assert_non_null(strstr(err.message, "not a PostgreSQL connection URI"));
+}
+
+/* The password given to the pool (from the environment) is used; a
+ * wrong one fails with libpq's reason, which never repeats it. */
+static void test_password_from_options(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *admin = pool_new(&loop, g_uri, 1, 0);
+  dg__pg_conn_t *c = acquire(&loop, admin);
+  got_t g;
+  run_text(&loop, c,
+           "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = "
+           "'dg_password_user') THEN CREATE ROLE dg_password_user LOGIN PASSWORD 'hunter2'; END "
+           "IF; END $$",
+           &g);
+  assert_int_equal(g.status, 0);
+  dg__pg_release(c);
+  char uri[600];
+  const char *at = strchr(g_uri, '@');
+  assert_non_null(at);
+  snprintf(uri, sizeof(uri), "postgresql://dg_password_user%s", at);
+  const char *passwords[] = {"hunter2", "wrong-secret"};
+  for (size_t i = 0; i < 2; i++) {
+    dg__pg_options_t o = {.uri = uri, .password = passwords[i], .max_conns = 1};
+    dg__pg_pool_t *pool = NULL;
+    assert_int_equal(dg__pg_pool_new(&loop, &o, &pool), 0);
+    got_t a = {0};
+    assert_int_equal(dg__pg_acquire(pool, on_acquire, &a), 0);
+    wait_for(&loop, &a);
+    if (i == 0) {
+      assert_int_equal(a.status, 0);
+      run_text(&loop, a.conn, "SELECT current_user", &g);
+      assert_string_equal(g.values[0], "dg_password_user");
+      dg__pg_release(a.conn);
+    } else {
+      assert_int_equal(a.status, DG_EIO);
+      assert_non_null(strstr(a.err.message, "password authentication failed"));
+      assert_null(strstr(a.err.message, "wrong-secret"));
+    }
+    bool done = false;
+    dg__pg_pool_close(pool, closed, &done);
+    while (!done)
+      uv_run(&loop, UV_RUN_ONCE);
+  }
+  /* A password file is never read, even one libpq is pointed at. */
+  char passfile[600];
+  snprintf(passfile, sizeof(passfile), "%s.pgpass", g_dir);
+  FILE *f = fopen(passfile, "w");
+  assert_non_null(f);
+  fputs("*:*:*:dg_password_user:hunter2\n", f);
+  fclose(f);
+  chmod(passfile, 0600);
+  setenv("PGPASSFILE", passfile, 1);
+  dg__pg_options_t o = {.uri = uri, .max_conns = 1};
+  dg__pg_pool_t *pool = NULL;
+  assert_int_equal(dg__pg_pool_new(&loop, &o, &pool), 0);
+  got_t a = {0};
+  assert_int_equal(dg__pg_acquire(pool, on_acquire, &a), 0);
+  wait_for(&loop, &a);
+  unsetenv("PGPASSFILE");
+  unlink(passfile);
+  assert_int_equal(a.status, DG_EIO);
+  bool done = false;
+  dg__pg_pool_close(pool, closed, &done);
+  while (!done)
+    uv_run(&loop, UV_RUN_ONCE);
+  pool_close(&loop, admin);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_bound_values),  cmocka_unit_test(test_statement_timeout),
-      cmocka_unit_test(test_cancel),        cmocka_unit_test(test_terminated_mid_statement),
-      cmocka_unit_test(test_unreachable),   cmocka_unit_test(test_bound),
+      cmocka_unit_test(test_bound_values),
+      cmocka_unit_test(test_statement_timeout),
+      cmocka_unit_test(test_cancel),
+      cmocka_unit_test(test_terminated_mid_statement),
+      cmocka_unit_test(test_unreachable),
+      cmocka_unit_test(test_bound),
       cmocka_unit_test(test_listen_notify),
+      cmocka_unit_test(test_uri_check),
+      cmocka_unit_test(test_password_from_options),
   };
   return cmocka_run_group_tests(tests, server_start, server_stop);
 }
