@@ -146,6 +146,12 @@ int dg__pg_renew_leases(dg__pg_conn_t *conn, const char *owner, uint64_t lease_m
 int dg__pg_recover_submissions(dg__pg_conn_t *conn, dg__pg_query_cb cb, void *data,
                                dg_errctx_t *err);
 
+/* ---- Reads (pg_read.c) ----------------------------------------------------------------- */
+/* The keyword search of one model: cols, then the score (lower is
+ * better), best first, at most limit rows. */
+void dg__pg_lookup_sql(dg__sql_t *sql, const dg_model_t *m, const dg__sql_cols_t *cols,
+                       const char *const *terms, size_t nterms, int64_t limit);
+
 /* ---- Schema (pg_schema.c) ----------------------------------------------------------- */
 /* The advisory lock that orders migrations of gateways starting at once. */
 #define DG__PG_MIGRATE_LOCK 0x64617461676174LL /* "datagat" */

@@ -3,9 +3,9 @@
  * one after the other under the advisory lock) and again (nothing
  * changes); String columns compare ignoring case; the statements of the
  * shared generator in the PostgreSQL dialect run on the migrated tables
- * with the filters' semantics; the keyword index is used by the lookup's
- * document; a second submission with the same idempotency key is refused
- * by the database itself. */
+ * with the filters' semantics; the keyword lookup matches word prefixes,
+ * every word required, best first, through the GIN index; a second submission with the same
+ * idempotency key is refused by the database itself. */
 #include "store/pg_test.h"
 #include "store/store_test.h"
 
@@ -24,6 +24,25 @@ static int teardown(void **state) {
   void *st = g_st;
   st_teardown(&st);
   return server_stop(state);
+}
+
+typedef struct pg_plan {
+  bool done;
+  int status;
+  char text[4096];
+} pg_plan_t;
+
+/* Every row of an EXPLAIN, joined. */
+static void on_plan(dg__pg_conn_t *conn, int status, PGresult *res, const dg_errctx_t *err,
+                    void *data) {
+  pg_plan_t *p = data;
+  (void)conn;
+  (void)err;
+  p->done = true;
+  p->status = status;
+  size_t len = 0;
+  for (int i = 0; res != NULL && i < PQntuples(res) && len < sizeof(p->text) - 1; i++)
+    len += (size_t)snprintf(p->text + len, sizeof(p->text) - len, "%s\n", PQgetvalue(res, i, 0));
 }
 
 static void migrate(uv_loop_t *loop, dg__pg_conn_t *c, got_t *g) {
@@ -211,11 +230,84 @@ static void test_idempotency_key_unique(void **state) {
   pool_close(&loop, pool);
 }
 
+/* The names a keyword search of Customers finds, best first, joined by |. */
+static void lookup(uv_loop_t *loop, dg__pg_conn_t *c, const char *const *terms, size_t n, char *out,
+                   size_t size) {
+  const dg_model_t *m = st_model(g_st, "Customers");
+  const dg_property_t *name = dg_model_property(m, "Name");
+  dg_store_select_t select = {.props = &name, .nprops = 1};
+  dg__sql_cols_t cols;
+  assert_int_equal(dg__sql_entity_cols(&select, NULL, 0, g_st->arena, &cols), 0);
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_postgres);
+  dg__sql_put(&sql, "SELECT coalesce(string_agg(x.\"Name\", '|' ORDER BY x.n), '') FROM (SELECT "
+                    "l.*, row_number() OVER () AS n FROM (");
+  dg__pg_lookup_sql(&sql, m, &cols, terms, n, 10);
+  dg__sql_put(&sql, ") AS l) AS x");
+  got_t g;
+  run_sql(loop, c, &sql, &g);
+  dg__sql_free(&sql);
+  snprintf(out, size, "%s", g.values[0]);
+}
+
+static void test_keyword_lookup(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *pool = pool_new(&loop, g_uri, 1, 0);
+  dg__pg_conn_t *c = acquire(&loop, pool);
+  got_t g;
+  migrate(&loop, c, &g);
+  assert_int_equal(g.status, 0);
+  run_text(&loop, c, "DELETE FROM \"Customers\"", &g);
+  insert(&loop, c, "Customers", "a0000000-0000-4000-8000-000000000001", "Name", "Acme Widgets");
+  insert(&loop, c, "Customers", "a0000000-0000-4000-8000-000000000002", "Name",
+         "Widget World Widgets");
+  insert(&loop, c, "Customers", "a0000000-0000-4000-8000-000000000003", "Name", "Bolt Co");
+  char got[256];
+  const char *widg[] = {"WIDG"};
+  lookup(&loop, c, widg, 1, got, sizeof(got));
+  assert_string_equal(got, "Widget World Widgets|Acme Widgets"); /* more matches rank first */
+  const char *two[] = {"acme", "wid"};
+  lookup(&loop, c, two, 2, got, sizeof(got));
+  assert_string_equal(got, "Acme Widgets");
+  const char *inner[] = {"idget"}; /* a prefix of a word, not any substring */
+  lookup(&loop, c, inner, 1, got, sizeof(got));
+  assert_string_equal(got, "");
+  const char *syntax[] = {"bolt|acme"}; /* one lexeme, not tsquery operators */
+  lookup(&loop, c, syntax, 1, got, sizeof(got));
+  assert_string_equal(got, "");
+  /* The GIN index answers. */
+  run_text(&loop, c, "SET enable_seqscan = off", &g);
+  const dg_model_t *m = st_model(g_st, "Customers");
+  dg__sql_cols_t cols;
+  dg_store_select_t none = {0};
+  assert_int_equal(dg__sql_entity_cols(&none, NULL, 0, g_st->arena, &cols), 0);
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_postgres);
+  dg__sql_put(&sql, "EXPLAIN ");
+  dg__pg_lookup_sql(&sql, m, &cols, widg, 1, 10);
+  dg_errctx_t err;
+  memset(&g, 0, sizeof(g));
+  pg_plan_t plan = {0};
+  assert_int_equal(dg__pg_query(c, &sql, on_plan, &plan, &err), 0);
+  dg__sql_free(&sql);
+  while (!plan.done)
+    uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(plan.status, 0);
+  if (strstr(plan.text, "_fts_Customers_") == NULL)
+    fail_msg("no keyword index in the plan:\n%s", plan.text);
+  run_text(&loop, c, "RESET enable_seqscan", &g);
+  dg__pg_release(c);
+  pool_close(&loop, pool);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_concurrent_migrations),
       cmocka_unit_test(test_generated_statements_run),
       cmocka_unit_test(test_idempotency_key_unique),
+      cmocka_unit_test(test_keyword_lookup),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
