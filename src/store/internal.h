@@ -124,6 +124,10 @@ typedef struct dg__sql_dialect {
   /* Appended to lower() of a String to compare it byte by byte (empty
    * where a function's result has no collation). */
   const char *binary;
+  /* After ASC and DESC in ORDER BY: nulls sort before every value, as
+   * SQLite sorts them (PostgreSQL puts them last by default). */
+  const char *nulls_first;
+  const char *nulls_last;
 } dg__sql_dialect_t;
 
 extern const dg__sql_dialect_t dg__sql_sqlite;

@@ -125,7 +125,10 @@ void dg__pg_row(const PGresult *res, int row, int first, size_t n, dg_store_valu
  * several gateways at once runs once; the others replay the first
  * outcome (or get DG_EEXIST for a different request). A running
  * submission gets a lease of lease_ms, renewed by its gateway. */
-typedef void (*dg__pg_submit_cb)(int status, json_t *result, const dg_errctx_t *err, void *data);
+/* Completion of a whole store operation: result (the callee owns it) or
+ * a failure in err. */
+typedef void (*dg__pg_done_cb)(int status, json_t *result, const dg_errctx_t *err, void *data);
+typedef dg__pg_done_cb dg__pg_submit_cb;
 
 int dg__pg_submit(dg__pg_conn_t *conn, const dg_store_submit_t *s, const char *owner,
                   uint64_t lease_ms, dg__pg_submit_cb cb, void *data, dg_errctx_t *err);
@@ -151,6 +154,12 @@ int dg__pg_recover_submissions(dg__pg_conn_t *conn, dg__pg_query_cb cb, void *da
  * better), best first, at most limit rows. */
 void dg__pg_lookup_sql(dg__sql_t *sql, const dg_model_t *m, const dg__sql_cols_t *cols,
                        const char *const *terms, size_t nterms, int64_t limit);
+
+/* aggregate_entities (pg_aggregate.c): the answer as on SQLite, written
+ * out as JSON text (a dg_json_raw value) of at most max bytes; DG_E2BIG
+ * over the grouped cap or the budget. */
+int dg__pg_aggregate(dg__pg_conn_t *conn, const dg_store_aggregate_t *a, size_t max,
+                     dg__pg_done_cb cb, void *data, dg_errctx_t *err);
 
 /* ---- Schema (pg_schema.c) ----------------------------------------------------------- */
 /* The advisory lock that orders migrations of gateways starting at once. */

@@ -27,6 +27,8 @@ const dg__sql_dialect_t dg__sql_sqlite = {
     .as_datetime = {"strftime('%Y-%m-%dT%H:%M:%fZ', ", ")"},
     .nocase = " COLLATE NOCASE",
     .binary = "",
+    .nulls_first = "",
+    .nulls_last = "",
 };
 
 const dg__sql_dialect_t dg__sql_postgres = {
@@ -38,6 +40,8 @@ const dg__sql_dialect_t dg__sql_postgres = {
     .as_datetime = {"to_char(CAST(", " AS timestamp), 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"},
     .nocase = " COLLATE dg_nocase",
     .binary = " COLLATE \"C\"",
+    .nulls_first = " NULLS FIRST",
+    .nulls_last = " NULLS LAST",
 };
 
 /* ---- Text and binds ------------------------------------------------------------------- */
@@ -393,6 +397,7 @@ static void order_by(dg__sql_t *sql, const dg_store_query_t *q) {
   if (q->has_sort && q->sort.prop != NULL) {
     column(sql, "t0", q->sort.prop);
     dg__sql_put(sql, dir);
+    dg__sql_put(sql, q->sort.descending ? sql->dialect->nulls_last : sql->dialect->nulls_first);
     dg__sql_put(sql, ", ");
   }
   dg__sql_put(sql, "t0.id");

@@ -60,14 +60,21 @@ static void group_column(dg__sql_t *sql, const dg_store_group_key_t *k) {
 
 /* The keys as the outer statement reads them: their own columns, or the
  * inner statement's k<i>. */
-static void group_columns(dg__sql_t *sql, const dg_store_aggregate_t *a, bool outer) {
+/* The key columns; in ORDER BY each with the dialect's placement of nulls
+ * (first, as SQLite sorts them). */
+static void key_columns(dg__sql_t *sql, const dg_store_aggregate_t *a, bool outer, bool order) {
   for (size_t i = 0; i < a->ngroup_by; i++) {
     dg__sql_put(sql, i ? ", " : "");
     if (outer)
       dg__sql_putf(sql, "x.k%zu", i);
     else
       group_column(sql, &a->group_by[i]);
+    dg__sql_put(sql, order ? sql->dialect->nulls_first : "");
   }
+}
+
+static void group_columns(dg__sql_t *sql, const dg_store_aggregate_t *a, bool outer) {
+  key_columns(sql, a, outer, false);
 }
 
 static bool any_inbound_key(const dg_store_aggregate_t *a) {
@@ -205,7 +212,7 @@ static void group_by(dg__sql_t *sql, const dg_store_aggregate_t *a, bool outer) 
   dg__sql_put(sql, " GROUP BY ");
   group_columns(sql, a, outer);
   dg__sql_put(sql, " ORDER BY ");
-  group_columns(sql, a, outer);
+  key_columns(sql, a, outer, true);
 }
 
 /* Each matched record once per distinct combination of its keys, with

@@ -2,7 +2,9 @@
  * entities written to both stores by the shared generator, then the same
  * pages and aggregates read from both and written out by the shared
  * result builder must be the same text (integers, whole and fractional
- * decimals, booleans, dates, GUIDs, nulls, sums, averages, counts). */
+ * decimals, booleans, dates, GUIDs, nulls, sums, averages, counts); and
+ * whole aggregate_entities answers, the grouped cap's refusal included,
+ * must be the same from both drivers. */
 #include "store/pg_test.h"
 #include "store/sql_test.h"
 
@@ -173,6 +175,61 @@ static void same_aggregate(both_t *b, const char *args) {
   dg_buf_free(&pg);
 }
 
+/* ---- Whole answers ----------------------------------------------------------------------------
+ */
+
+typedef struct answer {
+  bool done;
+  int status;
+  json_t *result;
+  dg_errctx_t err;
+} answer_t;
+
+static void on_answer(int status, json_t *result, const dg_errctx_t *err, void *data) {
+  answer_t *x = data;
+  x->done = true;
+  x->status = status;
+  x->result = result;
+  if (err != NULL)
+    x->err = *err;
+}
+
+/* aggregate_entities answered by both drivers: the same status, the
+ * same message or the same JSON text. */
+static void same_answer(both_t *b, const char *args, int64_t cap, int want_status) {
+  st_fixture_t *st = &b->lite->st;
+  dg_store_parse_t ps = st_ctx(st, "admin");
+  dg_store_aggregate_t a;
+  if (dg_store_parse_aggregate(&ps, st_model(st, "Orders"), st_json(st, args), &a) != 0)
+    fail_msg("%s", st->err.message);
+  if (cap > 0)
+    a.grouped_cap = cap;
+  dg_store_req_t req = {0};
+  dg_errctx_t lite_err;
+  dg_errctx_clear(&lite_err);
+  dg__sqlite_run_t run = {
+      .conn = b->lite->conn, .r = &req, .arena = st->arena, .max = 1 << 20, .err = &lite_err};
+  int lite_status = dg__sqlite_read_aggregate(&run, &a);
+  answer_t x = {0};
+  dg_errctx_t err;
+  assert_int_equal(dg__pg_aggregate(b->pg, &a, 1 << 20, on_answer, &x, &err), 0);
+  while (!x.done)
+    uv_run(&b->loop, UV_RUN_ONCE);
+  assert_int_equal(lite_status, want_status);
+  assert_int_equal(x.status, want_status);
+  if (want_status != 0) {
+    assert_string_equal(x.err.message, lite_err.message);
+  } else {
+    const char *lite_text = json_string_value(dg_json_raw_text(req.result));
+    const char *pg_text = json_string_value(dg_json_raw_text(x.result));
+    assert_non_null(pg_text);
+    assert_string_equal(pg_text, lite_text);
+  }
+  json_decref(req.result);
+  json_decref(x.result);
+  free(req.sql);
+}
+
 /* ---- The test ----------------------------------------------------------------------------------
  */
 
@@ -217,6 +274,11 @@ static void test_same_values_as_sqlite(void **state) {
             "\"propertyName\": \"Quantity\", \"value\": 3}]}], \"sortCondition\": "
             "{\"propertyName\": \"Amount\", \"sortOrder\": \"Descending\"}}");
   same_page(&b, "Products", "{}");
+  /* Nulls sort first ascending and last descending, on both. */
+  same_page(&b, "Customers", "{\"sortCondition\": {\"propertyName\": \"Region\"}}");
+  same_page(&b, "Customers",
+            "{\"sortCondition\": {\"propertyName\": \"Region\", \"sortOrder\": "
+            "\"Descending\"}}");
   same_aggregate(&b, "{\"aggregations\": ["
                      " {\"function\": \"Sum\", \"propertyName\": \"Amount\"},"
                      " {\"function\": \"Sum\", \"propertyName\": \"Quantity\"},"
@@ -228,6 +290,16 @@ static void test_same_values_as_sqlite(void **state) {
   same_aggregate(&b, "{\"aggregations\": [{\"function\": \"Sum\", \"propertyName\": "
                      "\"Amount\"}], \"groupBy\": [{\"propertyName\": \"Name\", \"reference\": "
                      "\"Customer\"}, {\"propertyName\": \"Status\"}]}");
+  same_answer(&b,
+              "{\"aggregations\": [{\"function\": \"Sum\", \"propertyName\": \"Amount\"}, "
+              "{\"function\": \"Average\", \"propertyName\": \"Quantity\"}], \"groupBy\": "
+              "[{\"propertyName\": \"Region\", \"reference\": \"Customer\"}]}",
+              0, 0);
+  same_answer(&b, "{\"aggregations\": [{\"function\": \"Count\"}]}", 0, 0);
+  same_answer(&b,
+              "{\"aggregations\": [{\"function\": \"Count\"}], \"groupBy\": "
+              "[{\"propertyName\": \"Status\"}]}",
+              1, DG_E2BIG);
   dg__pg_release(b.pg);
   pool_close(&b.loop, b.pool);
   sql_teardown(&lite);

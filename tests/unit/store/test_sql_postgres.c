@@ -2,7 +2,8 @@
  * same generator as SQLite, with numbered placeholders in order, ILIKE
  * read in the binary collation for the string operators, strpos and
  * binary lower() for comparisons of two properties, dates read from their
- * normalised text, and distinct strings that keep ignoring case. */
+ * normalised text, distinct strings that keep ignoring case, and nulls
+ * placed in ORDER BY as SQLite places them. */
 #include "store/internal.h"
 #include "store/store_test.h"
 
@@ -76,11 +77,25 @@ static void test_aggregate_dates_and_nocase(void **state) {
   dg__sql_free(&sql);
 }
 
+/* Nulls first ascending, last descending, as SQLite sorts them. */
+static void test_nulls_order(void **state) {
+  page_of(*state, "Customers",
+          "{\"properties\": [], \"sortCondition\": {\"propertyName\": \"Region\", "
+          "\"sortOrder\": \"Descending\"}}",
+          "SELECT t0.id FROM \"Customers\" AS t0 ORDER BY t0.\"Region\" DESC NULLS LAST, t0.id "
+          "DESC LIMIT $1 OFFSET $2");
+  page_of(*state, "Customers",
+          "{\"properties\": [], \"sortCondition\": {\"propertyName\": \"Region\"}}",
+          "SELECT t0.id FROM \"Customers\" AS t0 ORDER BY t0.\"Region\" ASC NULLS FIRST, t0.id "
+          "ASC LIMIT $1 OFFSET $2");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_placeholders_and_like, st_setup, st_teardown),
       cmocka_unit_test_setup_teardown(test_comparison_string_operators, st_setup, st_teardown),
       cmocka_unit_test_setup_teardown(test_aggregate_dates_and_nocase, st_setup, st_teardown),
+      cmocka_unit_test_setup_teardown(test_nulls_order, st_setup, st_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
