@@ -155,6 +155,12 @@ int dg__pg_recover_submissions(dg__pg_conn_t *conn, dg__pg_query_cb cb, void *da
 void dg__pg_lookup_sql(dg__sql_t *sql, const dg_model_t *m, const dg__sql_cols_t *cols,
                        const char *const *terms, size_t nterms, int64_t limit);
 
+/* A write, as dg_store_write: result {"id", "created"}; DG_EEXIST (param
+ * "id") when a create finds the id taken, DG_ENOENT when an update finds
+ * no entity. */
+int dg__pg_write(dg__pg_conn_t *conn, const dg_store_write_t *w, dg__pg_done_cb cb, void *data,
+                 dg_errctx_t *err);
+
 /* aggregate_entities (pg_aggregate.c): the answer as on SQLite, written
  * out as JSON text (a dg_json_raw value) of at most max bytes; DG_E2BIG
  * over the grouped cap or the budget. */

@@ -4,7 +4,8 @@
  * changes); String columns compare ignoring case; the statements of the
  * shared generator in the PostgreSQL dialect run on the migrated tables
  * with the filters' semantics; the keyword lookup matches word prefixes,
- * every word required, best first, through the GIN index; a second submission with the same
+ * every word required, best first, through the GIN index; writes create,
+ * update and upsert saying whether they created; a second submission with the same
  * idempotency key is refused by the database itself. */
 #include "store/pg_test.h"
 #include "store/store_test.h"
@@ -302,12 +303,82 @@ static void test_keyword_lookup(void **state) {
   pool_close(&loop, pool);
 }
 
+typedef struct wrote {
+  bool done;
+  int status;
+  json_t *result;
+  dg_errctx_t err;
+} wrote_t;
+
+static void on_wrote(int status, json_t *result, const dg_errctx_t *err, void *data) {
+  wrote_t *w = data;
+  w->done = true;
+  w->status = status;
+  w->result = result;
+  w->err = *err;
+}
+
+/* Writes Name of a Customers entity; the status, and created when 0. */
+static int write_name(uv_loop_t *loop, dg__pg_conn_t *c, dg_store_write_mode_t mode, const char *id,
+                      const char *name, bool *created) {
+  const dg_model_t *m = st_model(g_st, "Customers");
+  const dg_property_t *p = dg_model_property(m, "Name");
+  dg_store_value_t v = {.kind = DG_STORE_TEXT, .text = name, .len = strlen(name)};
+  dg_store_write_t w = {
+      .model = m, .mode = mode, .id = id, .props = &p, .values = &v, .nvalues = 1};
+  wrote_t out = {0};
+  dg_errctx_t err;
+  assert_int_equal(dg__pg_write(c, &w, on_wrote, &out, &err), 0);
+  while (!out.done)
+    uv_run(loop, UV_RUN_ONCE);
+  if (out.status == 0) {
+    *created = json_is_true(json_object_get(out.result, "created"));
+    assert_string_equal(json_string_value(json_object_get(out.result, "id")), id);
+  } else {
+    assert_string_equal(out.err.param, "id");
+  }
+  json_decref(out.result);
+  return out.status;
+}
+
+static void test_writes(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *pool = pool_new(&loop, g_uri, 1, 0);
+  dg__pg_conn_t *c = acquire(&loop, pool);
+  got_t g;
+  migrate(&loop, c, &g);
+  assert_int_equal(g.status, 0);
+  const char *id = "b0000000-0000-4000-8000-000000000001";
+  const char *other = "b0000000-0000-4000-8000-000000000002";
+  bool created = false;
+  assert_int_equal(write_name(&loop, c, DG_STORE_CREATE, id, "First", &created), 0);
+  assert_true(created);
+  assert_int_equal(write_name(&loop, c, DG_STORE_CREATE, id, "Again", &created), DG_EEXIST);
+  assert_int_equal(write_name(&loop, c, DG_STORE_UPDATE, other, "Nobody", &created), DG_ENOENT);
+  assert_int_equal(write_name(&loop, c, DG_STORE_UPDATE, id, "Second", &created), 0);
+  assert_false(created);
+  assert_int_equal(write_name(&loop, c, DG_STORE_UPSERT, other, "Third", &created), 0);
+  assert_true(created);
+  assert_int_equal(write_name(&loop, c, DG_STORE_UPSERT, other, "Fourth", &created), 0);
+  assert_false(created);
+  run_text(&loop, c,
+           "SELECT string_agg(\"Name\", ',' ORDER BY id) FROM \"Customers\" WHERE id LIKE "
+           "'b0000000-%'",
+           &g);
+  assert_string_equal(g.values[0], "Second,Fourth");
+  dg__pg_release(c);
+  pool_close(&loop, pool);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_concurrent_migrations),
       cmocka_unit_test(test_generated_statements_run),
       cmocka_unit_test(test_idempotency_key_unique),
       cmocka_unit_test(test_keyword_lookup),
+      cmocka_unit_test(test_writes),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
