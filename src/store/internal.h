@@ -261,6 +261,78 @@ size_t dg__id_index_add(dg__id_index_t *ix, size_t i);
 /* The position in ids of key, or SIZE_MAX. */
 size_t dg__id_index_find(const dg__id_index_t *ix, const char *key);
 
+/* ---- Entity answers (read.c) --------------------------------------------------------------
+ * query_entities and get_entities_by_ids put together from rows the
+ * driver reads: the parents (the page or the ids asked for), then for each
+ * expansion one batched statement (dg__related_start builds it) whose rows
+ * are attached to their parents, then the answer as JSON text. */
+typedef struct dg__read {
+  dg_arena_t *arena;
+  size_t max; /* bytes the result may take */
+  dg_errctx_t *err;
+} dg__read_t;
+
+/* Fill err for out of memory, or for a result over the budget (rc
+ * DG_E2BIG); return the code. */
+int dg__read_oom(dg__read_t *rd);
+int dg__read_put_failed(dg__read_t *rd, int rc);
+
+/* Bytes [off, off + len) of a pieces buffer (offsets stay right when the
+ * buffer moves as it grows). */
+typedef struct dg__span {
+  size_t off, len;
+  bool set;
+} dg__span_t;
+
+typedef struct dg__parents {
+  const char **ids;
+  dg__span_t *bodies;  /* "key":value,... of each parent */
+  const char **fks;    /* [i * nexpand + j]: parent i's key for Outbound expansion j */
+  dg__span_t *related; /* [i * nexpand + j]: the related entity, or the list's entities */
+  bool *cut;           /* [i * nexpand + j]: the list went past DG_STORE_EXPAND_MAX */
+  size_t n, cap;
+  dg__id_index_t index; /* over ids */
+  const dg_store_expand_t *expand;
+  size_t nexpand;
+  dg_buf_t pieces;
+} dg__parents_t;
+
+int dg__parents_init(dg__read_t *rd, dg__parents_t *p, size_t cap, const dg_store_expand_t *expand,
+                     size_t nexpand);
+void dg__parents_free(dg__parents_t *p);
+/* One row of the page or fetch statement (the values of cols); 1 when cap
+ * rows were kept already (*more is set: the page has more). */
+int dg__parents_add(dg__read_t *rd, dg__parents_t *p, const dg__sql_cols_t *cols,
+                    const dg_store_value_t *row, bool *more);
+
+typedef struct dg__related {
+  dg__parents_t *p;
+  size_t j;
+  bool many; /* Inbound: rows are the parent key, cols, the position */
+  dg__sql_cols_t cols;
+  const char **ids;     /* Outbound: the related entities read, with their text */
+  dg__id_index_t index; /* over ids */
+  dg__span_t *texts;
+  size_t n, cap;
+} dg__related_t;
+
+/* Expansion j of the parents: its statement into sql (initialised with
+ * the driver's dialect); 1 when there is nothing to read. */
+int dg__related_start(dg__read_t *rd, dg__parents_t *p, size_t j, dg__related_t *rr,
+                      dg__sql_t *sql);
+/* Values in a row of that statement. */
+size_t dg__related_ncols(const dg__related_t *rr);
+/* One row; 1 when no more rows are wanted. */
+int dg__related_row(dg__read_t *rd, dg__related_t *rr, const dg_store_value_t *row);
+/* After the last row: Outbound entities go to their parents. */
+void dg__related_end(dg__related_t *rr);
+/* {"entities": [...], "pageNumber", ...} and {"entities": [...]} (in the
+ * order of ids); 0 or DG_E2BIG / DG_ENOMEM. */
+int dg__parents_put_page(dg_buf_t *out, const dg_store_query_t *q, const dg__parents_t *p,
+                         bool more);
+int dg__parents_put_fetch(dg_buf_t *out, const dg__parents_t *p, const char *const *ids,
+                          size_t nids);
+
 /* ---- Parsing helpers shared by parse*.c --------------------------------------------- */
 typedef struct dg__path {
   char s[128];
