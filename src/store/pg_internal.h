@@ -161,6 +161,13 @@ void dg__pg_lookup_sql(dg__sql_t *sql, const dg_model_t *m, const dg__sql_cols_t
 int dg__pg_write(dg__pg_conn_t *conn, const dg_store_write_t *w, dg__pg_done_cb cb, void *data,
                  dg_errctx_t *err);
 
+/* query_entities and get_entities_by_ids (pg_entities.c): the answers as
+ * on SQLite, written out as JSON text (dg_json_raw) of at most max bytes. */
+int dg__pg_query_entities(dg__pg_conn_t *conn, const dg_store_query_t *q, size_t max,
+                          dg__pg_done_cb cb, void *data, dg_errctx_t *err);
+int dg__pg_fetch(dg__pg_conn_t *conn, const dg_store_fetch_t *f, size_t max, dg__pg_done_cb cb,
+                 void *data, dg_errctx_t *err);
+
 /* aggregate_entities (pg_aggregate.c): the answer as on SQLite, written
  * out as JSON text (a dg_json_raw value) of at most max bytes; DG_E2BIG
  * over the grouped cap or the budget. */

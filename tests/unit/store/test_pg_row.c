@@ -3,8 +3,9 @@
  * pages and aggregates read from both and written out by the shared
  * result builder must be the same text (integers, whole and fractional
  * decimals, booleans, dates, GUIDs, nulls, sums, averages, counts); and
- * whole aggregate_entities answers, the grouped cap's refusal included,
- * must be the same from both drivers. */
+ * whole aggregate_entities, query_entities (with expansions, paging and
+ * counts) and get_entities_by_ids answers, the grouped cap's refusal
+ * included, must be the same from both drivers. */
 #include "store/pg_test.h"
 #include "store/sql_test.h"
 
@@ -230,6 +231,42 @@ static void same_answer(both_t *b, const char *args, int64_t cap, int want_statu
   free(req.sql);
 }
 
+/* A query_entities or get_entities_by_ids answer from both drivers. */
+static void same_entities(both_t *b, const char *model, const char *args, bool fetch) {
+  st_fixture_t *st = &b->lite->st;
+  dg_store_parse_t ps = st_ctx(st, "admin");
+  dg_store_query_t q;
+  dg_store_fetch_t f;
+  int prc = fetch ? dg_store_parse_fetch(&ps, st_model(st, model), st_json(st, args), &f)
+                  : dg_store_parse_query(&ps, st_model(st, model), st_json(st, args), &q);
+  if (prc != 0)
+    fail_msg("%s", st->err.message);
+  dg_store_req_t req = {0};
+  dg_errctx_t lite_err;
+  dg_errctx_clear(&lite_err);
+  dg__sqlite_run_t run = {
+      .conn = b->lite->conn, .r = &req, .arena = st->arena, .max = 1 << 20, .err = &lite_err};
+  int lite_status = fetch ? dg__sqlite_read_fetch(&run, &f) : dg__sqlite_read_query(&run, &q);
+  if (lite_status != 0)
+    fail_msg("%s", lite_err.message);
+  answer_t x = {0};
+  dg_errctx_t err;
+  int rc = fetch ? dg__pg_fetch(b->pg, &f, 1 << 20, on_answer, &x, &err)
+                 : dg__pg_query_entities(b->pg, &q, 1 << 20, on_answer, &x, &err);
+  assert_int_equal(rc, 0);
+  while (!x.done)
+    uv_run(&b->loop, UV_RUN_ONCE);
+  if (x.status != 0)
+    fail_msg("%s", x.err.message);
+  const char *lite_text = json_string_value(dg_json_raw_text(req.result));
+  const char *pg_text = json_string_value(dg_json_raw_text(x.result));
+  assert_non_null(pg_text);
+  assert_string_equal(pg_text, lite_text);
+  json_decref(req.result);
+  json_decref(x.result);
+  free(req.sql);
+}
+
 /* ---- The test ----------------------------------------------------------------------------------
  */
 
@@ -296,6 +333,23 @@ static void test_same_values_as_sqlite(void **state) {
               "[{\"propertyName\": \"Region\", \"reference\": \"Customer\"}]}",
               0, 0);
   same_answer(&b, "{\"aggregations\": [{\"function\": \"Count\"}]}", 0, 0);
+  /* Whole answers: pages with Outbound and Inbound expansions, paging,
+   * counts, fetches in the order asked. */
+  same_entities(&b, "Orders",
+                "{\"expand\": [{\"reference\": \"Customer\"}], \"pageSize\": 1, "
+                "\"sortCondition\": {\"propertyName\": \"OrderNumber\"}}",
+                false);
+  same_entities(&b, "Customers",
+                "{\"expand\": [{\"reference\": \"Orders\", \"properties\": [\"Amount\"]}], "
+                "\"pageNumber\": 1}",
+                false);
+  same_entities(&b, "Orders", "{\"countOnly\": true}", false);
+  same_entities(&b, "Customers",
+                "{\"entityIds\": [\"22222222-2222-4222-8222-222222222222\", "
+                "\"11111111-1111-4111-8111-111111111111\", "
+                "\"99999999-9999-4999-8999-999999999999\"], \"expand\": [{\"reference\": "
+                "\"Orders\"}]}",
+                true);
   same_answer(&b,
               "{\"aggregations\": [{\"function\": \"Count\"}], \"groupBy\": "
               "[{\"propertyName\": \"Status\"}]}",
