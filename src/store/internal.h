@@ -333,6 +333,32 @@ int dg__parents_put_page(dg_buf_t *out, const dg_store_query_t *q, const dg__par
 int dg__parents_put_fetch(dg_buf_t *out, const dg__parents_t *p, const char *const *ids,
                           size_t nids);
 
+/* lookup_by_keyword: the hits of every model searched, best first. Each
+ * model's rows come after dg__hits_next_model, best first, with a score
+ * (lower is better). */
+typedef struct dg__hit {
+  double score;
+  size_t model; /* index into the lookup's models */
+  size_t seq;   /* rank order within its model */
+  dg__span_t text;
+} dg__hit_t;
+
+typedef struct dg__hits {
+  const dg_store_lookup_t *l;
+  dg__hit_t *items;
+  size_t n, cap;
+  dg_buf_t pieces;
+} dg__hits_t;
+
+int dg__hits_init(dg__read_t *rd, dg__hits_t *h, const dg_store_lookup_t *l);
+void dg__hits_free(dg__hits_t *h);
+void dg__hits_next_model(dg__hits_t *h);
+/* One row of model (the values of cols); 1 when the model gave limit. */
+int dg__hits_add(dg__read_t *rd, dg__hits_t *h, size_t model, const dg__sql_cols_t *cols,
+                 const dg_store_value_t *row, double score);
+/* {"entities": [...]}, the best limit hits of all models. */
+int dg__hits_put(dg_buf_t *out, dg__hits_t *h);
+
 /* ---- Parsing helpers shared by parse*.c --------------------------------------------- */
 typedef struct dg__path {
   char s[128];

@@ -155,6 +155,10 @@ int dg__pg_recover_submissions(dg__pg_conn_t *conn, dg__pg_query_cb cb, void *da
 void dg__pg_lookup_sql(dg__sql_t *sql, const dg_model_t *m, const dg__sql_cols_t *cols,
                        const char *const *terms, size_t nterms, int64_t limit);
 
+/* lookup_by_keyword: the answer as on SQLite's shape (hits of every model,
+ * best first), written out as JSON text of at most max bytes. */
+int dg__pg_lookup(dg__pg_conn_t *conn, const dg_store_lookup_t *l, size_t max, dg__pg_done_cb cb,
+                  void *data, dg_errctx_t *err);
 /* A write, as dg_store_write: result {"id", "created"}; DG_EEXIST (param
  * "id") when a create finds the id taken, DG_ENOENT when an update finds
  * no entity. */

@@ -107,3 +107,130 @@ int dg__pg_write(dg__pg_conn_t *conn, const dg_store_write_t *w, dg__pg_done_cb 
     free(st);
   return rc;
 }
+
+/* ---- Lookup ----------------------------------------------------------------------------------
+ * One statement per model searched, one after the other, their hits put
+ * together by read.c as on SQLite. */
+
+typedef struct look {
+  dg__pg_conn_t *conn;
+  const dg_store_lookup_t *l;
+  dg_arena_t *arena;
+  dg__read_t rd;
+  dg__hits_t hits;
+  dg__sql_cols_t cols;
+  size_t m;
+  dg_errctx_t err;
+  dg__pg_done_cb cb;
+  void *data;
+} look_t;
+
+static void look_done(look_t *st, int status, json_t *result) {
+  st->cb(status, result, &st->err, st->data);
+  dg__hits_free(&st->hits);
+  dg_arena_destroy(st->arena);
+  free(st);
+}
+
+static void on_look_rows(dg__pg_conn_t *conn, int status, PGresult *res, const dg_errctx_t *err,
+                         void *data);
+static void look_next(look_t *st);
+
+/* Sends the search of model st->m; 0, or the failure in st->err. */
+static int look_send(look_t *st) {
+  const dg_store_lookup_t *l = st->l;
+  const dg_store_lookup_model_t *lm = &l->models[st->m];
+  if (dg__sql_entity_cols(&lm->select, NULL, 0, st->arena, &st->cols) != 0)
+    return dg__read_oom(&st->rd);
+  dg__hits_next_model(&st->hits);
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_postgres);
+  dg__pg_lookup_sql(&sql, lm->model, &st->cols, l->terms, l->nterms, l->limit);
+  int rc = dg__pg_query(st->conn, &sql, on_look_rows, st, &st->err);
+  dg__sql_free(&sql);
+  return rc;
+}
+
+/* Searches the next model, or writes the answer after the last one. */
+static void look_next(look_t *st) {
+  if (st->m < st->l->nmodels) {
+    int rc = look_send(st);
+    if (rc != 0)
+      look_done(st, rc, NULL);
+    return;
+  }
+  dg_buf_t out;
+  dg_buf_init(&out, st->rd.max);
+  int rc = dg__hits_put(&out, &st->hits);
+  json_t *result = rc == 0 ? dg_json_raw(out.data != NULL ? out.data : "", out.len) : NULL;
+  dg_buf_free(&out);
+  if (rc == 0 && result == NULL)
+    rc = DG_ENOMEM;
+  if (rc != 0)
+    rc = dg__read_put_failed(&st->rd, rc);
+  look_done(st, rc, result);
+}
+
+static void on_look_rows(dg__pg_conn_t *conn, int status, PGresult *res, const dg_errctx_t *err,
+                         void *data) {
+  look_t *st = data;
+  (void)conn;
+  if (status != 0) {
+    st->err = *err;
+    look_done(st, status, NULL);
+    return;
+  }
+  size_t n = st->cols.n;
+  dg_store_value_t *row = dg_arena_calloc(st->arena, n + 1, sizeof(*row));
+  int rc = row != NULL ? 0 : dg__read_oom(&st->rd);
+  for (int i = 0; rc == 0 && i < PQntuples(res); i++) {
+    dg__pg_row(res, i, 0, n + 1, row);
+    double score = row[n].kind == DG_STORE_REAL ? row[n].d : (double)row[n].i;
+    rc = dg__hits_add(&st->rd, &st->hits, st->m, &st->cols, row, score);
+  }
+  if (rc != 0 && rc != 1) {
+    look_done(st, rc, NULL);
+    return;
+  }
+  st->m++;
+  look_next(st);
+}
+
+/* No model to search: an empty answer, on a later turn. */
+static void on_no_model(dg__pg_conn_t *conn, int status, PGresult *res, const dg_errctx_t *err,
+                        void *data) {
+  (void)conn;
+  (void)status;
+  (void)res;
+  (void)err;
+  look_next(data);
+}
+
+int dg__pg_lookup(dg__pg_conn_t *conn, const dg_store_lookup_t *l, size_t max, dg__pg_done_cb cb,
+                  void *data, dg_errctx_t *err) {
+  look_t *st = calloc(1, sizeof(*st));
+  dg_arena_t *arena = dg_arena_new(8192);
+  if (st == NULL || arena == NULL) {
+    free(st);
+    dg_arena_destroy(arena);
+    return dg_errctx_set(err, DG_ENOMEM, "", "The entity store is out of memory.");
+  }
+  st->conn = conn;
+  st->l = l;
+  st->arena = arena;
+  st->cb = cb;
+  st->data = data;
+  st->rd = (dg__read_t){.arena = arena, .max = max, .err = &st->err};
+  /* The first statement is sent here, so that a failure to send it is
+   * returned rather than reported through cb. */
+  int rc = dg__hits_init(&st->rd, &st->hits, l);
+  if (rc == 0)
+    rc = l->nmodels > 0 ? look_send(st) : dg__pg_exec(conn, "SELECT 1", on_no_model, st, &st->err);
+  if (rc != 0) {
+    *err = st->err;
+    dg__hits_free(&st->hits);
+    dg_arena_destroy(arena);
+    free(st);
+  }
+  return rc;
+}

@@ -13,7 +13,8 @@
  *     on SQLite, in the binary collation, so that they order the same;
  *   - an index (column, id) per property that is sortable or filterable
  *     and per Outbound reference;
- *   - a GIN index over to_tsvector('simple', the keyword properties), named
+ *   - a GIN index over to_tsvector('simple', the keyword properties, every
+ *     ASCII character but letters and digits read as a space), named
  *     after a digest of the keyword properties so that a change of them
  *     builds a new one and drops the old;
  *   - "_dg_submissions" with the unique (principal, idempotency_key) that
@@ -98,9 +99,14 @@ static uint32_t keyword_digest(const dg_model_t *m) {
   return h;
 }
 
+/* Every ASCII byte that is not a letter or a digit separates words, as
+ * in the lookup's search value and SQLite's tokenizer (PostgreSQL's own
+ * parser would keep "-1" as a signed number, or an e-mail as one token). */
+#define WORD_BREAKS "'[\\x01-\\x2f\\x3a-\\x40\\x5b-\\x60\\x7b-\\x7f]'"
+
 void dg__pg_keyword_document(dg__sql_t *sql, const dg_model_t *m, const char *alias) {
   bool first = true;
-  dg__sql_put(sql, "to_tsvector('simple'::regconfig, ");
+  dg__sql_put(sql, "to_tsvector('simple'::regconfig, regexp_replace(");
   for (size_t i = 0; i < m->nproperties; i++) {
     if (!m->properties[i].keyword)
       continue;
@@ -110,7 +116,8 @@ void dg__pg_keyword_document(dg__sql_t *sql, const dg_model_t *m, const char *al
     dg__sql_put(sql, " COLLATE \"C\", '')");
     first = false;
   }
-  dg__sql_put(sql, first ? "'')" : ")");
+  dg__sql_put(sql, first ? "''" : "");
+  dg__sql_put(sql, ", " WORD_BREAKS ", ' ', 'g'))");
 }
 
 /* The keyword index of this set of keyword properties; others of the

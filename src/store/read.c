@@ -1,5 +1,5 @@
-/* The answers of query_entities and get_entities_by_ids, put together the
- * same way by every driver (internal.h): the driver runs the statements
+/* The answers of query_entities, get_entities_by_ids and lookup_by_keyword,
+ * put together the same way by every driver (internal.h): the driver runs the statements
  * (the page or the ids asked for, then one batched statement per expanded
  * reference for the whole page, never one per parent) and hands each row
  * here as the store's values.
@@ -314,4 +314,83 @@ int dg__parents_put_fetch(dg_buf_t *out, const dg__parents_t *p, const char *con
   if (rc == 0)
     rc = put_entities(out, p, ids, nids);
   return rc == 0 ? put(out, "}") : rc;
+}
+
+/* ---- Keyword hits --------------------------------------------------------------------------- */
+
+int dg__hits_init(dg__read_t *rd, dg__hits_t *h, const dg_store_lookup_t *l) {
+  memset(h, 0, sizeof(*h));
+  h->l = l;
+  dg_buf_init(&h->pieces, rd->max);
+  h->items = dg_arena_calloc(rd->arena, (size_t)l->limit * l->nmodels + 1, sizeof(*h->items));
+  return h->items != NULL ? 0 : dg__read_oom(rd);
+}
+
+void dg__hits_free(dg__hits_t *h) {
+  dg_buf_free(&h->pieces);
+}
+
+void dg__hits_next_model(dg__hits_t *h) {
+  h->cap = h->n + (size_t)h->l->limit;
+}
+
+/* {"id","dataModelId","dataModelName","entityType"[,"entitySubType"],"properties":{...}} */
+static int put_hit(dg_buf_t *out, const dg_model_t *m, const dg__sql_cols_t *cols,
+                   const dg_store_value_t *row) {
+  int rc = put(out, "{\"id\":");
+  if (rc == 0)
+    rc = dg__store_put_value(out, NULL, &row[0]);
+  const char *names[] = {"dataModelId", m->id,          "dataModelName", m->name,
+                         "entityType",  m->entity_type, "entitySubType", m->entity_sub_type};
+  for (size_t i = 0; rc == 0 && i < DG_ARRAY_SIZE(names); i += 2) {
+    if (names[i + 1] == NULL)
+      continue;
+    rc = put(out, ",");
+    if (rc == 0)
+      rc = put_string(out, names[i]);
+    if (rc == 0)
+      rc = put(out, ":");
+    if (rc == 0)
+      rc = put_string(out, names[i + 1]);
+  }
+  if (rc == 0)
+    rc = put(out, ",\"properties\":{");
+  if (rc == 0)
+    rc = dg__store_put_members(out, cols, row);
+  return rc == 0 ? put(out, "}}") : rc;
+}
+
+int dg__hits_add(dg__read_t *rd, dg__hits_t *h, size_t model, const dg__sql_cols_t *cols,
+                 const dg_store_value_t *row, double score) {
+  if (h->n == h->cap)
+    return 1;
+  size_t off = h->pieces.len;
+  int rc = put_hit(&h->pieces, h->l->models[model].model, cols, row);
+  if (rc != 0)
+    return dg__read_put_failed(rd, rc);
+  h->items[h->n] = (dg__hit_t){
+      .score = score, .model = model, .seq = h->n, .text = {off, h->pieces.len - off, true}};
+  h->n++;
+  return 0;
+}
+
+/* Best first; equal scores by model, then by rank within the model. */
+static int compare_hits(const void *a, const void *b) {
+  const dg__hit_t *x = a, *y = b;
+  if (x->score != y->score)
+    return x->score < y->score ? -1 : 1;
+  if (x->model != y->model)
+    return x->model < y->model ? -1 : 1;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int dg__hits_put(dg_buf_t *out, dg__hits_t *h) {
+  qsort(h->items, h->n, sizeof(*h->items), compare_hits);
+  int rc = put(out, "{\"entities\":[");
+  for (size_t i = 0; rc == 0 && i < h->n && i < (size_t)h->l->limit; i++) {
+    rc = i > 0 ? put(out, ",") : 0;
+    if (rc == 0)
+      rc = put_span(out, &h->pieces, h->items[i].text);
+  }
+  return rc == 0 ? put(out, "]}") : rc;
 }

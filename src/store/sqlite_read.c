@@ -15,18 +15,6 @@ static dg__read_t reader(run_t *run) {
   return (dg__read_t){.arena = run->arena, .max = run->max, .err = run->err};
 }
 
-static int put(dg_buf_t *out, const char *text) {
-  return dg_buf_append_str(out, text);
-}
-
-static int put_string(dg_buf_t *out, const char *text) {
-  return dg_json_write_string(out, text, strlen(text));
-}
-
-static int put_span(dg_buf_t *out, const dg_buf_t *pieces, dg__span_t s) {
-  return s.len > 0 ? dg_buf_append(out, pieces->data + s.off, s.len) : 0;
-}
-
 /* ---- Parents and expansions (read.c puts them together) ------------------------------------- */
 
 typedef struct parent_rows {
@@ -174,64 +162,19 @@ int dg__sqlite_read_fetch(run_t *run, const dg_store_fetch_t *f) {
  * ---------------------------------------------------------------------------------------
  */
 
-typedef struct hit {
-  double score;
-  size_t model; /* index into the lookup's models */
-  size_t seq;   /* rank order within its model */
-  dg__span_t text;
-} hit_t;
-
-typedef struct hits {
-  const dg_store_lookup_t *l;
-  hit_t *items;
-  size_t n, cap;
+typedef struct hit_rows {
+  dg__hits_t *h;
   const dg__sql_cols_t *cols;
   dg_store_value_t *row;
   size_t model;
-  dg_buf_t pieces;
-} hits_t;
-
-/* {"id","dataModelId","dataModelName","entityType"[,"entitySubType"],"properties":{...}} */
-static int put_hit(dg_buf_t *out, const dg_model_t *m, const dg__sql_cols_t *cols,
-                   const dg_store_value_t *row) {
-  int rc = put(out, "{\"id\":");
-  if (rc == 0)
-    rc = dg__store_put_value(out, NULL, &row[0]);
-  const char *names[] = {"dataModelId", m->id,          "dataModelName", m->name,
-                         "entityType",  m->entity_type, "entitySubType", m->entity_sub_type};
-  for (size_t i = 0; rc == 0 && i < DG_ARRAY_SIZE(names); i += 2) {
-    if (names[i + 1] == NULL)
-      continue;
-    rc = put(out, ",");
-    if (rc == 0)
-      rc = put_string(out, names[i]);
-    if (rc == 0)
-      rc = put(out, ":");
-    if (rc == 0)
-      rc = put_string(out, names[i + 1]);
-  }
-  if (rc == 0)
-    rc = put(out, ",\"properties\":{");
-  if (rc == 0)
-    rc = dg__store_put_members(out, cols, row);
-  return rc == 0 ? put(out, "}}") : rc;
-}
+} hit_rows_t;
 
 static int hit_row(run_t *run, sqlite3_stmt *st, void *data) {
-  hits_t *h = data;
-  if (h->n == h->cap)
-    return 1;
-  dg__sqlite_row(st, 0, h->cols->n, h->row);
-  size_t off = h->pieces.len;
-  int rc = put_hit(&h->pieces, h->l->models[h->model].model, h->cols, h->row);
-  if (rc != 0)
-    return dg__sqlite_put_failed(run, rc);
-  h->items[h->n] = (hit_t){.score = sqlite3_column_double(st, (int)h->cols->n),
-                           .model = h->model,
-                           .seq = h->n,
-                           .text = {off, h->pieces.len - off, true}};
-  h->n++;
-  return 0;
+  hit_rows_t *x = data;
+  dg__read_t rd = reader(run);
+  dg__sqlite_row(st, 0, x->cols->n, x->row);
+  return dg__hits_add(&rd, x->h, x->model, x->cols, x->row,
+                      sqlite3_column_double(st, (int)x->cols->n));
 }
 
 /* {Name SKU} : "acme"* "corp"*  -- every word as a prefix, all required,
@@ -276,61 +219,37 @@ static void lookup_sql(dg__sql_t *sql, const dg_model_t *m, const dg__sql_cols_t
   dg__sql_bind_int(sql, limit);
 }
 
-static int search_model(run_t *run, hits_t *h, size_t m) {
+static int search_model(run_t *run, dg__hits_t *h, size_t m) {
   const dg_store_lookup_model_t *lm = &h->l->models[m];
   dg__sql_cols_t cols;
   dg__sql_t sql;
   const char *match = match_text(run, h->l, lm);
   if (match == NULL || dg__sql_entity_cols(&lm->select, NULL, 0, run->arena, &cols) != 0)
     return dg__sqlite_oom(run);
-  h->cols = &cols;
-  h->model = m;
-  h->row = dg_arena_calloc(run->arena, cols.n + 1, sizeof(*h->row));
-  if (h->row == NULL)
+  hit_rows_t x = {.h = h, .cols = &cols, .model = m};
+  x.row = dg_arena_calloc(run->arena, cols.n + 1, sizeof(*x.row));
+  if (x.row == NULL)
     return dg__sqlite_oom(run);
   dg__sql_init(&sql, &dg__sql_sqlite);
   lookup_sql(&sql, lm->model, &cols, match, h->l->limit);
-  int rc = dg__sqlite_each_row(run, &sql, hit_row, h);
+  int rc = dg__sqlite_each_row(run, &sql, hit_row, &x);
   dg__sql_free(&sql);
   return rc;
 }
 
-/* Best first; equal scores by model, then by rank within the model. */
-static int compare_hits(const void *a, const void *b) {
-  const hit_t *x = a, *y = b;
-  if (x->score != y->score)
-    return x->score < y->score ? -1 : 1;
-  if (x->model != y->model)
-    return x->model < y->model ? -1 : 1;
-  return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-static int put_hits(dg_buf_t *out, const hits_t *h) {
-  int rc = put(out, "{\"entities\":[");
-  for (size_t i = 0; rc == 0 && i < h->n && i < (size_t)h->l->limit; i++) {
-    rc = i > 0 ? put(out, ",") : 0;
-    if (rc == 0)
-      rc = put_span(out, &h->pieces, h->items[i].text);
-  }
-  return rc == 0 ? put(out, "]}") : rc;
-}
-
 int dg__sqlite_read_lookup(run_t *run, const dg_store_lookup_t *l) {
-  hits_t h = {.l = l, .cap = (size_t)l->limit * l->nmodels};
+  dg__hits_t h;
   dg_buf_t out;
-  dg_buf_init(&h.pieces, run->max);
+  dg__read_t rd = reader(run);
   dg_buf_init(&out, run->max);
-  h.items = dg_arena_calloc(run->arena, h.cap + 1, sizeof(*h.items));
-  int rc = h.items != NULL ? 0 : dg__sqlite_oom(run);
+  int rc = dg__hits_init(&rd, &h, l);
   for (size_t m = 0; rc == 0 && m < l->nmodels; m++) {
-    h.cap = h.n + (size_t)l->limit;
+    dg__hits_next_model(&h);
     rc = search_model(run, &h, m);
   }
-  if (rc == 0) {
-    qsort(h.items, h.n, sizeof(*h.items), compare_hits);
-    rc = dg__sqlite_set_result(run, put_hits(&out, &h), &out);
-  }
+  if (rc == 0)
+    rc = dg__sqlite_set_result(run, dg__hits_put(&out, &h), &out);
   dg_buf_free(&out);
-  dg_buf_free(&h.pieces);
+  dg__hits_free(&h);
   return rc;
 }

@@ -4,7 +4,7 @@
  * result builder must be the same text (integers, whole and fractional
  * decimals, booleans, dates, GUIDs, nulls, sums, averages, counts); and
  * whole aggregate_entities, query_entities (with expansions, paging and
- * counts) and get_entities_by_ids answers, the grouped cap's refusal
+ * counts), get_entities_by_ids and lookup_by_keyword answers, the grouped cap's refusal
  * included, must be the same from both drivers. */
 #include "store/pg_test.h"
 #include "store/sql_test.h"
@@ -267,6 +267,36 @@ static void same_entities(both_t *b, const char *model, const char *args, bool f
   free(req.sql);
 }
 
+/* A lookup_by_keyword answer from both drivers (searches with one hit
+ * or none: the two rankings differ in their scores). */
+static void same_lookup(both_t *b, const char *search) {
+  st_fixture_t *st = &b->lite->st;
+  dg_store_parse_t ps = st_ctx(st, "admin");
+  dg_store_lookup_t l;
+  char args[256];
+  snprintf(args, sizeof(args), "{\"searchValue\": \"%s\"}", search);
+  if (dg_store_parse_lookup(&ps, st_json(st, args), &l) != 0)
+    fail_msg("%s", st->err.message);
+  dg_store_req_t req = {0};
+  dg_errctx_t lite_err;
+  dg__sqlite_run_t run = {
+      .conn = b->lite->conn, .r = &req, .arena = st->arena, .max = 1 << 20, .err = &lite_err};
+  assert_int_equal(dg__sqlite_read_lookup(&run, &l), 0);
+  answer_t x = {0};
+  dg_errctx_t err;
+  assert_int_equal(dg__pg_lookup(b->pg, &l, 1 << 20, on_answer, &x, &err), 0);
+  assert_false(x.done);
+  while (!x.done)
+    uv_run(&b->loop, UV_RUN_ONCE);
+  if (x.status != 0)
+    fail_msg("%s", x.err.message);
+  assert_string_equal(json_string_value(dg_json_raw_text(x.result)),
+                      json_string_value(dg_json_raw_text(req.result)));
+  json_decref(req.result);
+  json_decref(x.result);
+  free(req.sql);
+}
+
 /* ---- The test ----------------------------------------------------------------------------------
  */
 
@@ -344,6 +374,10 @@ static void test_same_values_as_sqlite(void **state) {
                 "\"pageNumber\": 1}",
                 false);
   same_entities(&b, "Orders", "{\"countOnly\": true}", false);
+  same_lookup(&b, "ADA");
+  same_lookup(&b, "bol");
+  same_lookup(&b, "a-1");
+  same_lookup(&b, "nothing");
   same_entities(&b, "Customers",
                 "{\"entityIds\": [\"22222222-2222-4222-8222-222222222222\", "
                 "\"11111111-1111-4111-8111-111111111111\", "
