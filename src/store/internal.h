@@ -87,7 +87,7 @@ struct dg_store {
 struct dg__store_driver {
   const char *name;
   size_t state_size;
-  /* Whether this driver serves a database path ("postgresql://..." later). */
+  /* Whether this driver serves a database path (a file, "postgresql://..."). */
   bool (*accepts)(const char *path);
   /* Opens, migrates and loads sample data; then dg__store_opened. */
   void (*open)(dg_store_t *store);
@@ -100,6 +100,7 @@ struct dg__store_driver {
 };
 
 extern const dg__store_driver_t dg__store_sqlite;
+extern const dg__store_driver_t dg__store_postgres;
 
 void dg__store_opened(dg_store_t *store, int status);
 void dg__store_done(dg_store_req_t *req);
@@ -131,10 +132,11 @@ typedef struct dg__sql_dialect {
 } dg__sql_dialect_t;
 
 extern const dg__sql_dialect_t dg__sql_sqlite;
-/* PostgreSQL: numbered placeholders; String columns carry the
- * nondeterministic collation dg_nocase, which LIKE cannot use, so the
- * string operators read them in the "C" collation with ILIKE. Dates are
- * kept as the same normalised text as on SQLite. */
+/* PostgreSQL: numbered placeholders; String columns are citext in the
+ * "C" collation (case-insensitive as SQLite's NOCASE, and a CASE keeps
+ * the type), the string operators use ILIKE in the "C" collation (ASCII
+ * case folded, as SQLite's LIKE). Dates are kept as the same normalised
+ * text as on SQLite. */
 extern const dg__sql_dialect_t dg__sql_postgres;
 
 #define DG__SQL_TEXT_MAX (256 * 1024)

@@ -7,7 +7,8 @@
  * must match the start of a word of the document (a prefix query,
  * word:*), as the SQLite driver's FTS5 query does. The 'simple'
  * configuration lower-cases and keeps every word (no stemming, no stop
- * words); unlike SQLite's tokenizer it keeps accents. Hits are ranked by
+ * words); accents are folded with unaccent when the server has it (as
+ * SQLite's tokenizer folds them). Hits are ranked by
  * ts_rank, negated so that, as with SQLite's bm25, a lower score is a
  * better hit; ties go by id. */
 #include <stdlib.h>
@@ -20,9 +21,9 @@
 static void tsquery(dg__sql_t *sql, const char *const *terms, size_t nterms) {
   for (size_t i = 0; i < nterms; i++) {
     dg__sql_put(sql, i ? " && " : "");
-    dg__sql_put(sql, "to_tsquery('simple'::regconfig, quote_literal(");
+    dg__sql_put(sql, "to_tsquery('simple'::regconfig, quote_literal(dg_fold(");
     dg__sql_bind_text(sql, terms[i]);
-    dg__sql_put(sql, ") || ':*')");
+    dg__sql_put(sql, ")) || ':*')");
   }
 }
 

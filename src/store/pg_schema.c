@@ -5,7 +5,9 @@
  * that gateways
  * starting at once migrate one after the other and the later ones find
  * the work done:
- *   - the collation dg_nocase (ICU, case-insensitive) for String columns;
+ *   - the extension citext: String columns are citext in the "C" collation,
+ *     which compares, groups and sorts them as SQLite's NOCASE does (ASCII
+ *     letters folded, then byte order);
  *   - a table per Data Model: "_seq" (an identity, the order of inserts),
  *     id text UNIQUE in the binary collation, and a typed column per
  *     stored property; a property added to the configuration adds a column
@@ -41,7 +43,7 @@ static const char *pg_type(const dg_property_t *p) {
   case DG_TYPE_DECIMAL:
     return "double precision";
   case DG_TYPE_STRING:
-    return "text COLLATE dg_nocase";
+    return "citext COLLATE \"C\"";
   default:
     return "text COLLATE \"C\"";
   }
@@ -106,7 +108,7 @@ static uint32_t keyword_digest(const dg_model_t *m) {
 
 void dg__pg_keyword_document(dg__sql_t *sql, const dg_model_t *m, const char *alias) {
   bool first = true;
-  dg__sql_put(sql, "to_tsvector('simple'::regconfig, regexp_replace(");
+  dg__sql_put(sql, "to_tsvector('simple'::regconfig, dg_fold(regexp_replace(");
   for (size_t i = 0; i < m->nproperties; i++) {
     if (!m->properties[i].keyword)
       continue;
@@ -117,7 +119,7 @@ void dg__pg_keyword_document(dg__sql_t *sql, const dg_model_t *m, const char *al
     first = false;
   }
   dg__sql_put(sql, first ? "''" : "");
-  dg__sql_put(sql, ", " WORD_BREAKS ", ' ', 'g'))");
+  dg__sql_put(sql, ", " WORD_BREAKS ", ' ', 'g')))");
 }
 
 /* The keyword index of this set of keyword properties; others of the
@@ -160,12 +162,37 @@ static const char submissions[] =
     "CREATE INDEX IF NOT EXISTS \"_dg_submissions_running\" ON \"_dg_submissions\" (lease_until) "
     "WHERE status = 'running';\n";
 
+/* dg_fold(text): the text without its accents when the unaccent extension
+ * can be had (Debian's server ships it; it is trusted, so the database's
+ * owner may create it), else the text as is; IMMUTABLE, as an index
+ * expression needs (unaccent itself is only STABLE). Defined once: the
+ * keyword indexes depend on it. */
+static const char fold[] =
+    "DO $dg$ DECLARE ns text; BEGIN\n"
+    "  IF to_regprocedure('dg_fold(text)') IS NULL THEN\n"
+    "    BEGIN\n"
+    "      CREATE EXTENSION IF NOT EXISTS unaccent;\n"
+    "    EXCEPTION WHEN OTHERS THEN NULL;\n"
+    "    END;\n"
+    "    SELECT n.nspname INTO ns FROM pg_extension e JOIN pg_namespace n ON n.oid = "
+    "e.extnamespace WHERE e.extname = 'unaccent';\n"
+    "    IF ns IS NOT NULL THEN\n"
+    "      EXECUTE format('CREATE FUNCTION dg_fold(text) RETURNS text LANGUAGE sql IMMUTABLE "
+    "PARALLEL SAFE STRICT AS %L', format('SELECT %I.unaccent(%L::regdictionary, $1)', ns, "
+    "quote_ident(ns) || '.unaccent'));\n"
+    "    ELSE\n"
+    "      CREATE FUNCTION dg_fold(text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT "
+    "AS 'SELECT $1';\n"
+    "    END IF;\n"
+    "  END IF;\n"
+    "END $dg$;\n";
+
 void dg__pg_schema(dg__sql_t *sql, const dg_catalog_t *cat) {
   dg__sql_putf(sql, "SELECT pg_advisory_xact_lock(%" PRId64 ");\n", (int64_t)DG__PG_MIGRATE_LOCK);
-  dg__sql_put(sql, "CREATE COLLATION IF NOT EXISTS dg_nocase (provider = icu, locale = "
-                   "'und-u-ks-level2', deterministic = false);\n");
+  dg__sql_put(sql, "CREATE EXTENSION IF NOT EXISTS citext;\n");
   dg__sql_put(sql, "CREATE TABLE IF NOT EXISTS \"_dg_meta\" (key text PRIMARY KEY, value text "
                    "NOT NULL);\n");
+  dg__sql_put(sql, fold);
   for (size_t i = 0; i < cat->nmodels; i++) {
     table(sql, &cat->models[i]);
     indexes(sql, &cat->models[i]);

@@ -72,7 +72,7 @@ static void test_aggregate_dates_and_nocase(void **state) {
   check(&sql, "SELECT count(*), COALESCE(sum(CASE WHEN (j0.id IS NOT NULL AND t0.\"OrderDate\" > "
               "substr(j0.\"CreatedAt\", 1, 10)) THEN t0.\"Amount\" END), 0), count(DISTINCT CASE "
               "WHEN (j0.id IS NOT NULL AND NOT COALESCE(t0.\"Status\" = $1, FALSE)) THEN "
-              "t0.\"Status\" END COLLATE dg_nocase) FROM \"Orders\" AS t0 LEFT JOIN \"Customers\" "
+              "t0.\"Status\" END) FROM \"Orders\" AS t0 LEFT JOIN \"Customers\" "
               "AS j0 ON j0.id = t0.\"Customer\"");
   dg__sql_free(&sql);
 }
