@@ -398,6 +398,9 @@ void dg__store_owner(char out[DG__STORE_OWNER_MAX]);
 /* False when the owner's process is gone (or is this process, but another
  * store instance than self, which has closed). */
 bool dg__store_owner_alive(const char *owner, const char *self);
+/* Whether owner ran on this machine (the same boot id), where
+ * dg__store_owner_alive can tell; others only a lease can tell. */
+bool dg__store_owner_same_machine(const char *owner, const char *self);
 
 /* ---- Sample data (sample.c) --------------------------------------------------------- *
  * Reads every *.json file of dir ({"model": name, "entities": [...]}) into

@@ -31,6 +31,7 @@ typedef struct dg__pg {
   dg_store_write_t *writes;
   size_t nwrites, next;
   int sample_step;
+  int interrupted; /* submissions marked interrupted at open */
   bool renewing;
 } dg__pg_t;
 
@@ -75,8 +76,21 @@ static void open_fail(dg__pg_t *pg, int status) {
 
 static void lease_tick(uv_timer_t *t);
 
-static void on_recovered(dg__pg_conn_t *conn, int status, PGresult *res, const dg_errctx_t *err,
-                         void *data) {
+static void opened(dg__pg_t *pg) {
+  if (pg->interrupted > 0)
+    json_array_append_new(
+        pg->store->open_notes,
+        json_pack("{s:s,s:i}", "event", "submissions_interrupted", "count", pg->interrupted));
+  dg__pg_release(pg->conn);
+  pg->conn = NULL;
+  dg_arena_destroy(pg->arena);
+  pg->arena = NULL;
+  uv_timer_start(&pg->timer, lease_tick, LEASE_RENEW_MS, LEASE_RENEW_MS);
+  dg__store_opened(pg->store, 0);
+}
+
+static void on_interrupted(dg__pg_conn_t *conn, int status, PGresult *res, const dg_errctx_t *err,
+                           void *data) {
   dg__pg_t *pg = data;
   (void)conn;
   if (status != 0) {
@@ -84,16 +98,56 @@ static void on_recovered(dg__pg_conn_t *conn, int status, PGresult *res, const d
     open_fail(pg, status);
     return;
   }
-  if (PQntuples(res) > 0)
-    json_array_append_new(
-        pg->store->open_notes,
-        json_pack("{s:s,s:i}", "event", "submissions_interrupted", "count", PQntuples(res)));
-  dg__pg_release(pg->conn);
-  pg->conn = NULL;
-  dg_arena_destroy(pg->arena);
-  pg->arena = NULL;
-  uv_timer_start(&pg->timer, lease_tick, LEASE_RENEW_MS, LEASE_RENEW_MS);
-  dg__store_opened(pg->store, 0);
+  pg->interrupted += PQntuples(res);
+  opened(pg);
+}
+
+/* Running submissions of this machine whose process is gone (a restart
+ * after a crash) are interrupted at once, without waiting for their
+ * lease, as on SQLite. */
+static void on_running(dg__pg_conn_t *conn, int status, PGresult *res, const dg_errctx_t *err,
+                       void *data) {
+  dg__pg_t *pg = data;
+  const char *self = pg->store->owner;
+  if (status != 0) {
+    pg->store->open_err = *err;
+    open_fail(pg, status);
+    return;
+  }
+  const char **dead = dg_arena_calloc(pg->arena, DG__PG_INTERRUPT_MAX, sizeof(*dead));
+  size_t n = 0;
+  for (int i = 0; dead != NULL && i < PQntuples(res) && n < DG__PG_INTERRUPT_MAX; i++) {
+    const char *owner = PQgetvalue(res, i, 1);
+    if (dg__store_owner_same_machine(owner, self) && !dg__store_owner_alive(owner, self))
+      dead[n++] = dg_arena_strdup(pg->arena, PQgetvalue(res, i, 0));
+  }
+  if (n == 0) {
+    opened(pg);
+    return;
+  }
+  int rc = dg__pg_interrupt(conn, dead, n, on_interrupted, pg, &pg->store->open_err);
+  if (rc != 0)
+    open_fail(pg, rc);
+}
+
+static void on_recovered(dg__pg_conn_t *conn, int status, PGresult *res, const dg_errctx_t *err,
+                         void *data) {
+  dg__pg_t *pg = data;
+  if (status != 0) {
+    pg->store->open_err = *err;
+    open_fail(pg, status);
+    return;
+  }
+  pg->interrupted = PQntuples(res);
+  if (pg->arena == NULL)
+    pg->arena = dg_arena_new(16384);
+  int rc = pg->arena == NULL ? DG_ENOMEM
+                             : dg__pg_exec(conn,
+                                           "SELECT id, owner FROM \"_dg_submissions\" WHERE "
+                                           "status = 'running' LIMIT 10000",
+                                           on_running, pg, &pg->store->open_err);
+  if (rc != 0)
+    open_fail(pg, rc);
 }
 
 static void recover(dg__pg_t *pg) {
@@ -213,6 +267,7 @@ static void on_open_conn(dg__pg_conn_t *conn, int status, const dg_errctx_t *err
 static void pg_open(dg_store_t *s) {
   dg__pg_t *pg = state(s);
   pg->store = s;
+  dg__store_owner(s->owner);
   uv_timer_init(s->loop, &pg->timer);
   pg->timer.data = pg;
   int rc = dg__pg_uri_check(s->path, "server.database", &s->open_err);

@@ -149,6 +149,12 @@ int dg__pg_renew_leases(dg__pg_conn_t *conn, const char *owner, uint64_t lease_m
 int dg__pg_recover_submissions(dg__pg_conn_t *conn, dg__pg_query_cb cb, void *data,
                                dg_errctx_t *err);
 
+/* Marks these running submissions interrupted (at most
+ * DG__PG_INTERRUPT_MAX ids); the result has the ids marked. */
+#define DG__PG_INTERRUPT_MAX 1000
+int dg__pg_interrupt(dg__pg_conn_t *conn, const char *const *ids, size_t n, dg__pg_query_cb cb,
+                     void *data, dg_errctx_t *err);
+
 /* ---- Reads (pg_read.c) ----------------------------------------------------------------- */
 /* The keyword search of one model: cols, then the score (lower is
  * better), best first, at most limit rows. */

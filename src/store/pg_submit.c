@@ -408,18 +408,40 @@ int dg__pg_renew_leases(dg__pg_conn_t *conn, const char *owner, uint64_t lease_m
   return rc;
 }
 
+static void mark_interrupted(dg__sql_t *sql, const char *now) {
+  dg__sql_put(sql, "UPDATE \"_dg_submissions\" SET status = 'failed', reason = 'interrupted: the "
+                   "gateway process stopped before the save tree finished; the external system "
+                   "may hold part of the changes', finished_at = ");
+  dg__sql_bind_text(sql, now);
+  dg__sql_put(sql, ", lease_until = NULL WHERE status = 'running' AND ");
+}
+
+int dg__pg_interrupt(dg__pg_conn_t *conn, const char *const *ids, size_t n, dg__pg_query_cb cb,
+                     void *data, dg_errctx_t *err) {
+  char now[32];
+  dg_time_iso8601(now, sizeof(now));
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_postgres);
+  mark_interrupted(&sql, now);
+  dg__sql_put(&sql, "id IN (");
+  for (size_t i = 0; i < n; i++) {
+    dg__sql_put(&sql, i ? ", " : "");
+    dg__sql_bind_text(&sql, ids[i]);
+  }
+  dg__sql_put(&sql, n == 0 ? "NULL) RETURNING id" : ") RETURNING id");
+  int rc = dg__pg_query(conn, &sql, cb, data, err);
+  dg__sql_free(&sql);
+  return rc;
+}
+
 int dg__pg_recover_submissions(dg__pg_conn_t *conn, dg__pg_query_cb cb, void *data,
                                dg_errctx_t *err) {
   char now[32];
   dg_time_iso8601(now, sizeof(now));
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_postgres);
-  dg__sql_put(&sql, "UPDATE \"_dg_submissions\" SET status = 'failed', reason = 'interrupted: the "
-                    "gateway process stopped before the save tree finished; the external system "
-                    "may hold part of the changes', finished_at = ");
-  dg__sql_bind_text(&sql, now);
-  dg__sql_put(&sql, ", lease_until = NULL WHERE status = 'running' AND lease_until <= now() "
-                    "RETURNING id");
+  mark_interrupted(&sql, now);
+  dg__sql_put(&sql, "lease_until <= now() RETURNING id");
   int rc = dg__pg_query(conn, &sql, cb, data, err);
   dg__sql_free(&sql);
   return rc;
