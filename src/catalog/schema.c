@@ -90,7 +90,10 @@ void dg__cfg_path_index(char *out, const char *base, size_t index) {
 }
 
 const char *dg__cfg_resolve_path(dg__cfg_t *cfg, const char *path) {
-  if (path == NULL || path[0] == '/' || cfg->dir == NULL)
+  /* A database URI (server.database) is no file: kept as written. */
+  bool uri = path != NULL &&
+             (strncmp(path, "postgresql://", 13) == 0 || strncmp(path, "postgres://", 11) == 0);
+  if (path == NULL || path[0] == '/' || cfg->dir == NULL || uri)
     return path;
   return dg_arena_sprintf(cfg->arena, "%s/%s", cfg->dir, path);
 }

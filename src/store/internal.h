@@ -88,7 +88,7 @@ struct dg_store {
 struct dg__store_driver {
   const char *name;
   size_t state_size;
-  /* Whether this driver serves a database path ("postgresql://..." later). */
+  /* Whether this driver serves a database path (a file, "postgresql://..."). */
   bool (*accepts)(const char *path);
   /* Opens, migrates and loads sample data; then dg__store_opened. */
   void (*open)(dg_store_t *store);
@@ -101,6 +101,7 @@ struct dg__store_driver {
 };
 
 extern const dg__store_driver_t dg__store_sqlite;
+extern const dg__store_driver_t dg__store_postgres;
 
 void dg__store_opened(dg_store_t *store, int status);
 void dg__store_done(dg_store_req_t *req);
@@ -119,9 +120,25 @@ typedef struct dg__sql_dialect {
    * the text is no such value. */
   const char *as_date[2];
   const char *as_datetime[2];
+  /* Appended to a String expression that lost its column's collation, so
+   * that it still compares ignoring case. */
+  const char *nocase;
+  /* Appended to lower() of a String to compare it byte by byte (empty
+   * where a function's result has no collation). */
+  const char *binary;
+  /* After ASC and DESC in ORDER BY: nulls sort before every value, as
+   * SQLite sorts them (PostgreSQL puts them last by default). */
+  const char *nulls_first;
+  const char *nulls_last;
 } dg__sql_dialect_t;
 
 extern const dg__sql_dialect_t dg__sql_sqlite;
+/* PostgreSQL: numbered placeholders; String columns are citext in the
+ * "C" collation (case-insensitive as SQLite's NOCASE, and a CASE keeps
+ * the type), the string operators use ILIKE in the "C" collation (ASCII
+ * case folded, as SQLite's LIKE). Dates are kept as the same normalised
+ * text as on SQLite. */
+extern const dg__sql_dialect_t dg__sql_postgres;
 
 #define DG__SQL_TEXT_MAX (256 * 1024)
 #define DG__SQL_BINDS_MAX 2048
@@ -247,6 +264,110 @@ size_t dg__id_index_add(dg__id_index_t *ix, size_t i);
 /* The position in ids of key, or SIZE_MAX. */
 size_t dg__id_index_find(const dg__id_index_t *ix, const char *key);
 
+/* ---- Entity answers (read.c) --------------------------------------------------------------
+ * query_entities and get_entities_by_ids put together from rows the
+ * driver reads: the parents (the page or the ids asked for), then for each
+ * expansion one batched statement (dg__related_start builds it) whose rows
+ * are attached to their parents, then the answer as JSON text. */
+typedef struct dg__read {
+  dg_arena_t *arena;
+  size_t max; /* bytes the result may take */
+  dg_errctx_t *err;
+} dg__read_t;
+
+/* Fill err for out of memory, or for a result over the budget (rc
+ * DG_E2BIG); return the code. */
+int dg__read_oom(dg__read_t *rd);
+int dg__read_put_failed(dg__read_t *rd, int rc);
+
+/* Bytes [off, off + len) of a pieces buffer (offsets stay right when the
+ * buffer moves as it grows). */
+typedef struct dg__span {
+  size_t off, len;
+  bool set;
+} dg__span_t;
+
+typedef struct dg__parents {
+  const char **ids;
+  dg__span_t *bodies;  /* "key":value,... of each parent */
+  const char **fks;    /* [i * nexpand + j]: parent i's key for Outbound expansion j */
+  dg__span_t *related; /* [i * nexpand + j]: the related entity, or the list's entities */
+  bool *cut;           /* [i * nexpand + j]: the list went past DG_STORE_EXPAND_MAX */
+  size_t n, cap;
+  dg__id_index_t index; /* over ids */
+  const dg_store_expand_t *expand;
+  size_t nexpand;
+  dg_buf_t pieces;
+} dg__parents_t;
+
+int dg__parents_init(dg__read_t *rd, dg__parents_t *p, size_t cap, const dg_store_expand_t *expand,
+                     size_t nexpand);
+void dg__parents_free(dg__parents_t *p);
+/* One row of the page or fetch statement (the values of cols); 1 when cap
+ * rows were kept already (*more is set: the page has more). */
+int dg__parents_add(dg__read_t *rd, dg__parents_t *p, const dg__sql_cols_t *cols,
+                    const dg_store_value_t *row, bool *more);
+
+typedef struct dg__related {
+  dg__parents_t *p;
+  size_t j;
+  bool many; /* Inbound: rows are the parent key, cols, the position */
+  dg__sql_cols_t cols;
+  const char **ids;     /* Outbound: the related entities read, with their text */
+  dg__id_index_t index; /* over ids */
+  dg__span_t *texts;
+  size_t n, cap;
+} dg__related_t;
+
+/* Expansion j of the parents: its statement into sql (initialised with
+ * the driver's dialect); 1 when there is nothing to read. */
+int dg__related_start(dg__read_t *rd, dg__parents_t *p, size_t j, dg__related_t *rr,
+                      dg__sql_t *sql);
+/* Values in a row of that statement. */
+size_t dg__related_ncols(const dg__related_t *rr);
+/* One row; 1 when no more rows are wanted. */
+int dg__related_row(dg__read_t *rd, dg__related_t *rr, const dg_store_value_t *row);
+/* After the last row: Outbound entities go to their parents. */
+void dg__related_end(dg__related_t *rr);
+/* {"entities": [...], "pageNumber", ...} and {"entities": [...]} (in the
+ * order of ids); 0 or DG_E2BIG / DG_ENOMEM. */
+/* Both write the entities that fit whole within the budget (the query's
+ * maxBytes within max, the store's limit) and say what was left out;
+ * DG_E2BIG when not even the first entity fits. */
+int dg__parents_put_page(dg_buf_t *out, const dg_store_query_t *q, const dg__parents_t *p,
+                         bool more, size_t max);
+int dg__parents_put_fetch(dg_buf_t *out, const dg__parents_t *p, const char *const *ids,
+                          size_t nids, size_t max);
+
+/* lookup_by_keyword: the hits of every model searched, best first. Each
+ * model's rows come after dg__hits_next_model, best first, with a score
+ * (lower is better). */
+typedef struct dg__hit {
+  double score;
+  size_t model; /* index into the lookup's models */
+  size_t seq;   /* rank order within its model */
+  dg__span_t text;
+  const char *id; /* in the reader's arena */
+} dg__hit_t;
+
+typedef struct dg__hits {
+  const dg_store_lookup_t *l;
+  dg__hit_t *items;
+  size_t n, cap;
+  dg_buf_t pieces;
+} dg__hits_t;
+
+int dg__hits_init(dg__read_t *rd, dg__hits_t *h, const dg_store_lookup_t *l);
+void dg__hits_free(dg__hits_t *h);
+void dg__hits_next_model(dg__hits_t *h);
+/* One row of model (the values of cols); 1 when the model gave limit. */
+int dg__hits_add(dg__read_t *rd, dg__hits_t *h, size_t model, const dg__sql_cols_t *cols,
+                 const dg_store_value_t *row, double score);
+/* {"entities": [...]}, the best limit hits of all models. */
+/* The hits that fit within the lookup's budget (within max), and the ids
+ * of some of those left out; DG_E2BIG when not even the best one fits. */
+int dg__hits_put(dg_buf_t *out, dg__hits_t *h, size_t max);
+
 /* ---- Parsing helpers shared by parse*.c --------------------------------------------- */
 typedef struct dg__path {
   char s[128];
@@ -284,6 +405,9 @@ void dg__store_owner(char out[DG__STORE_OWNER_MAX]);
 /* False when the owner's process is gone (or is this process, but another
  * store instance than self, which has closed). */
 bool dg__store_owner_alive(const char *owner, const char *self);
+/* Whether owner ran on this machine (the same boot id), where
+ * dg__store_owner_alive can tell; others only a lease can tell. */
+bool dg__store_owner_same_machine(const char *owner, const char *self);
 
 /* ---- Sample data (sample.c) --------------------------------------------------------- *
  * Reads every *.json file of dir ({"model": name, "entities": [...]}) into

@@ -26,6 +26,23 @@ const dg__sql_dialect_t dg__sql_sqlite = {
     .instr = "instr",
     .as_date = {"date(", ")"},
     .as_datetime = {"strftime('%Y-%m-%dT%H:%M:%fZ', ", ")"},
+    .nocase = " COLLATE NOCASE",
+    .binary = "",
+    .nulls_first = "",
+    .nulls_last = "",
+};
+
+const dg__sql_dialect_t dg__sql_postgres = {
+    .name = "postgres",
+    .numbered = true,
+    .like = "COLLATE \"C\" ILIKE",
+    .instr = "strpos",
+    .as_date = {"substr(", ", 1, 10)"},
+    .as_datetime = {"to_char(CAST(", " AS timestamp), 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"},
+    .nocase = "",
+    .binary = " COLLATE \"C\"",
+    .nulls_first = " NULLS FIRST",
+    .nulls_last = " NULLS LAST",
 };
 
 /* ---- Text and binds ------------------------------------------------------------------- */
@@ -240,17 +257,20 @@ void dg__sql_column_text(dg__sql_t *sql, char *out, size_t size, const char *ali
 }
 
 /* Expression against expression: the string operators fold case with
- * lower() on both sides, as LIKE does for a value. */
+ * lower() on both sides, as LIKE does for a value, compared in the binary
+ * collation (PostgreSQL cannot search substrings in a nondeterministic
+ * one). */
 static void compare_columns(dg__sql_t *sql, dg_store_op_t op, const char *a, const char *b) {
+  const char *c = sql->dialect->binary;
   if (op == DG_STORE_OP_CONTAINS)
-    dg__sql_putf(sql, "%s(lower(%s), lower(%s)) > 0", sql->dialect->instr, a, b);
+    dg__sql_putf(sql, "%s(lower(%s)%s, lower(%s)%s) > 0", sql->dialect->instr, a, c, b, c);
   else if (op == DG_STORE_OP_STARTS || op == DG_STORE_OP_NOT_STARTS)
-    dg__sql_putf(sql, "substr(lower(%s), 1, length(%s)) = lower(%s)", a, b, b);
+    dg__sql_putf(sql, "substr(lower(%s)%s, 1, length(%s)) = lower(%s)%s", a, c, b, b, c);
   else if (op == DG_STORE_OP_ENDS || op == DG_STORE_OP_NOT_ENDS)
     dg__sql_putf(sql,
-                 "(length(%s) >= length(%s) AND substr(lower(%s), length(%s) - length(%s) + 1) = "
-                 "lower(%s))",
-                 a, b, a, a, b, b);
+                 "(length(%s) >= length(%s) AND substr(lower(%s)%s, length(%s) - length(%s) + 1) "
+                 "= lower(%s)%s)",
+                 a, b, a, c, a, b, b, c);
   else
     dg__sql_putf(sql, "%s %s %s", a, symbol(op), b);
 }
@@ -378,6 +398,7 @@ static void order_by(dg__sql_t *sql, const dg_store_query_t *q) {
   if (q->has_sort && q->sort.prop != NULL) {
     column(sql, "t0", q->sort.prop);
     dg__sql_put(sql, dir);
+    dg__sql_put(sql, q->sort.descending ? sql->dialect->nulls_last : sql->dialect->nulls_first);
     dg__sql_put(sql, ", ");
   }
   dg__sql_put(sql, "t0.id");

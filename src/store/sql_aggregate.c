@@ -61,14 +61,21 @@ static void group_column(dg__sql_t *sql, const dg_store_group_key_t *k) {
 
 /* The keys as the outer statement reads them: their own columns, or the
  * inner statement's k<i>. */
-static void group_columns(dg__sql_t *sql, const dg_store_aggregate_t *a, bool outer) {
+/* The key columns; in ORDER BY each with the dialect's placement of nulls
+ * (first, as SQLite sorts them). */
+static void key_columns(dg__sql_t *sql, const dg_store_aggregate_t *a, bool outer, bool order) {
   for (size_t i = 0; i < a->ngroup_by; i++) {
     dg__sql_put(sql, i ? ", " : "");
     if (outer)
       dg__sql_putf(sql, "x.k%zu", i);
     else
       group_column(sql, &a->group_by[i]);
+    dg__sql_put(sql, order ? sql->dialect->nulls_first : "");
   }
+}
+
+static void group_columns(dg__sql_t *sql, const dg_store_aggregate_t *a, bool outer) {
+  key_columns(sql, a, outer, false);
 }
 
 static bool any_inbound_key(const dg_store_aggregate_t *a) {
@@ -179,7 +186,7 @@ static void measure(dg__sql_t *sql, const dg_store_aggregate_t *a, size_t i, con
     dg__sql_putf(sql, " THEN %s END", value);
     /* CASE drops the column's collation: distinct strings still ignore case. */
     if (g->prop != NULL && g->prop->type == DG_TYPE_STRING)
-      dg__sql_put(sql, " COLLATE NOCASE");
+      dg__sql_put(sql, sql->dialect->nocase);
   }
   dg__sql_put(sql, g->fn == DG_STORE_AGG_SUM ? "), 0)" : ")");
 }
@@ -206,7 +213,7 @@ static void group_by(dg__sql_t *sql, const dg_store_aggregate_t *a, bool outer) 
   dg__sql_put(sql, " GROUP BY ");
   group_columns(sql, a, outer);
   dg__sql_put(sql, " ORDER BY ");
-  group_columns(sql, a, outer);
+  key_columns(sql, a, outer, true);
 }
 
 /* Each matched record once per distinct combination of its keys, with

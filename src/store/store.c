@@ -8,7 +8,8 @@
 
 #include "store/internal.h"
 
-static const dg__store_driver_t *const drivers[] = {&dg__store_sqlite};
+/* The first that accepts the path serves it: PostgreSQL URIs, then files. */
+static const dg__store_driver_t *const drivers[] = {&dg__store_postgres, &dg__store_sqlite};
 
 static const char *const state_names[] = {"opening", "open", "closing", "closed"};
 

@@ -86,6 +86,12 @@ bool dg__store_owner_alive(const char *text, const char *self) {
   return !start_time(o.pid, &start) || start == o.start;
 }
 
+bool dg__store_owner_same_machine(const char *text, const char *self) {
+  owner_t o, me;
+  return text != NULL && parse_owner(text, &o) && parse_owner(self, &me) && o.boot[0] != '\0' &&
+         strcmp(o.boot, me.boot) == 0;
+}
+
 const char *dg_store_submission_status_name(dg_store_submission_status_t status) {
   static const char *const names[] = {"running", "succeeded", "failed"};
   return (unsigned)status < DG_ARRAY_SIZE(names) ? names[status] : "unknown";

@@ -3,8 +3,8 @@
 // a clean exit. Also builds configuration copies with overrides and the MCP
 // SDK clients over each transport.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,6 +38,25 @@ const STOP_TIMEOUT_MS = 20000;
 
 // Log events that always mean a bug in the gateway.
 const BUG_EVENTS = new Set(['handles_left_open', 'tool_call_ended_twice', 'illegal_state']);
+
+// DG_TEST_DATABASE: the URI of a PostgreSQL server (scripts/pg-test-server)
+// to run the gateways on instead of SQLite files. Each configuration
+// directory gets a database of its own there, created on first use, so
+// that a gateway started again on the same directory finds its data.
+export const TEST_DATABASE = process.env.DG_TEST_DATABASE ?? '';
+
+export function databaseArgs(dir, args = []) {
+  if (TEST_DATABASE === '' || args.includes('--database')) return [];
+  const name = `dg_${createHash('sha1').update(path.resolve(dir)).digest('hex').slice(0, 20)}`;
+  const found = spawnSync('psql', [TEST_DATABASE, '-qAtc', `SELECT 1 FROM pg_database WHERE datname = '${name}'`]);
+  if (String(found.stdout).trim() !== '1') {
+    const made = spawnSync('psql', [TEST_DATABASE, '-qc', `CREATE DATABASE ${name}`]);
+    assert.equal(made.status, 0, `CREATE DATABASE ${name}: ${made.stderr}`);
+  }
+  const uri = new URL(TEST_DATABASE);
+  uri.pathname = `/${name}`;
+  return ['--database', uri.toString()];
+}
 
 export function gatewayEnv(extra = {}) {
   return {
@@ -132,7 +151,8 @@ export class Gateway {
     const owned = config === undefined;
     const conf = owned ? makeConfig() : config;
     const dir = typeof conf === 'string' ? conf : conf.dir;
-    const child = spawn(BINARY, ['--config', dir, '--listen', '127.0.0.1:0', ...args], {
+    const db = databaseArgs(dir, args);
+    const child = spawn(BINARY, ['--config', dir, '--listen', '127.0.0.1:0', ...db, ...args], {
       env: gatewayEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: AGPL-3.0-or-later */
+/* Unit tests for pg_row.c, as a differential against SQLite: the same
+ * entities written to both stores by the shared generator, then the same
+ * pages and aggregates read from both and written out by the shared
+ * result builder must be the same text (integers, whole and fractional
+ * decimals, booleans, dates, GUIDs, nulls, sums, averages, counts); and
+ * whole aggregate_entities, query_entities (with expansions, paging and
+ * counts), get_entities_by_ids and lookup_by_keyword answers, the grouped cap's refusal
+ * included, must be the same from both drivers. */
+#include "store/pg_test.h"
+#include "store/sql_test.h"
+
+typedef struct both {
+  sql_fixture_t *lite;
+  uv_loop_t loop;
+  dg__pg_pool_t *pool;
+  dg__pg_conn_t *pg;
+} both_t;
+
+static int setup(void **state) {
+  if (server_start(state) != 0)
+    return -1;
+  return 0;
+}
+
+/* ---- Writing the same entities to both ---------------------------------------------------- */
+
+static void write_both(both_t *b, const char *model, const char *id, const char *props) {
+  st_fixture_t *st = &b->lite->st;
+  const dg_model_t *m = st_model(st, model);
+  json_t *obj = st_json(st, props);
+  size_t n = json_object_size(obj), i = 0;
+  const dg_property_t **ps = dg_arena_calloc(st->arena, n, sizeof(*ps));
+  dg_store_value_t *vs = dg_arena_calloc(st->arena, n, sizeof(*vs));
+  const char *key;
+  json_t *value;
+  json_object_foreach(obj, key, value) {
+    ps[i] = dg_model_property(m, key);
+    assert_non_null(ps[i]);
+    if (dg_store_value_parse(ps[i], value, key, st->arena, &vs[i], &st->err) != 0)
+      fail_msg("%s", st->err.message);
+    i++;
+  }
+  dg_store_write_t w = {
+      .model = m, .mode = DG_STORE_CREATE, .props = ps, .values = vs, .nvalues = n};
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_sqlite);
+  dg__sql_write(&sql, &w, id);
+  sql_runs(b->lite, &sql);
+  dg__sql_free(&sql);
+  dg__sql_init(&sql, &dg__sql_postgres);
+  dg__sql_write(&sql, &w, id);
+  got_t g = {0};
+  dg_errctx_t err;
+  assert_int_equal(dg__pg_query(b->pg, &sql, on_query, &g, &err), 0);
+  dg__sql_free(&sql);
+  wait_for(&b->loop, &g);
+  if (g.status != 0)
+    fail_msg("%s", g.err.message);
+}
+
+/* ---- Reading rows from both ----------------------------------------------------------------- */
+
+typedef void (*render_fn)(dg_buf_t *out, const void *what, const dg_store_value_t *row);
+
+static void render_lite(both_t *b, const dg__sql_t *sql, size_t ncols, render_fn render,
+                        const void *what, dg_buf_t *out) {
+  sqlite3_stmt *st = NULL;
+  dg_errctx_t err;
+  dg_store_value_t row[64];
+  assert_true(ncols <= 64);
+  assert_int_equal(dg__sqlite_prepare(b->lite->conn, sql, &st, &err), 0);
+  while (dg__sqlite_step(b->lite->conn, st, &err) == SQLITE_ROW) {
+    dg__sqlite_row(st, 0, ncols, row);
+    render(out, what, row);
+  }
+  dg__sqlite_release(st);
+}
+
+typedef struct pg_read {
+  bool done;
+  int status;
+  dg_errctx_t err;
+  size_t ncols;
+  render_fn render;
+  const void *what;
+  dg_buf_t *out;
+} pg_read_t;
+
+static void on_rows(dg__pg_conn_t *conn, int status, PGresult *res, const dg_errctx_t *err,
+                    void *data) {
+  pg_read_t *r = data;
+  dg_store_value_t row[64];
+  (void)conn;
+  r->done = true;
+  r->status = status;
+  if (status != 0) {
+    r->err = *err;
+    return;
+  }
+  for (int i = 0; i < PQntuples(res); i++) {
+    dg__pg_row(res, i, 0, r->ncols, row);
+    r->render(r->out, r->what, row);
+  }
+}
+
+static void render_pg(both_t *b, const dg__sql_t *sql, size_t ncols, render_fn render,
+                      const void *what, dg_buf_t *out) {
+  pg_read_t r = {.ncols = ncols, .render = render, .what = what, .out = out};
+  dg_errctx_t err;
+  assert_int_equal(dg__pg_query(b->pg, sql, on_rows, &r, &err), 0);
+  while (!r.done)
+    uv_run(&b->loop, UV_RUN_ONCE);
+  if (r.status != 0)
+    fail_msg("%s\n%s", r.err.message, sql->text.data);
+}
+
+static void render_entity(dg_buf_t *out, const void *what, const dg_store_value_t *row) {
+  dg_buf_append_str(out, "{");
+  dg__store_put_value(out, NULL, &row[0]);
+  dg_buf_append_str(out, ":");
+  dg__store_put_members(out, what, row);
+  dg_buf_append_str(out, "}\n");
+}
+
+static void render_aggregate(dg_buf_t *out, const void *what, const dg_store_value_t *row) {
+  dg__store_put_aggregate_row(out, what, row);
+  dg_buf_append_str(out, "\n");
+}
+
+static void same_page(both_t *b, const char *model, const char *args) {
+  dg_store_query_t q;
+  if (st_parse_query(&b->lite->st, "admin", model, args, &q) != 0)
+    fail_msg("%s", b->lite->st.err.message);
+  dg__sql_cols_t cols;
+  assert_int_equal(dg__sql_entity_cols(&q.select, NULL, 0, b->lite->st.arena, &cols), 0);
+  dg_buf_t lite, pg;
+  dg_buf_init(&lite, 1 << 20);
+  dg_buf_init(&pg, 1 << 20);
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_sqlite);
+  dg__sql_page(&sql, &q, &cols);
+  render_lite(b, &sql, cols.n, render_entity, &cols, &lite);
+  dg__sql_free(&sql);
+  dg__sql_init(&sql, &dg__sql_postgres);
+  dg__sql_page(&sql, &q, &cols);
+  render_pg(b, &sql, cols.n, render_entity, &cols, &pg);
+  dg__sql_free(&sql);
+  assert_true(lite.len > 0);
+  assert_string_equal(pg.data, lite.data);
+  dg_buf_free(&lite);
+  dg_buf_free(&pg);
+}
+
+static void same_aggregate(both_t *b, const char *args) {
+  st_fixture_t *st = &b->lite->st;
+  dg_store_parse_t ps = st_ctx(st, "admin");
+  dg_store_aggregate_t a;
+  if (dg_store_parse_aggregate(&ps, st_model(st, "Orders"), st_json(st, args), &a) != 0)
+    fail_msg("%s", st->err.message);
+  size_t ncols = a.ngroup_by + 1 + a.naggs;
+  dg_buf_t lite, pg;
+  dg_buf_init(&lite, 1 << 20);
+  dg_buf_init(&pg, 1 << 20);
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_sqlite);
+  dg__sql_aggregate(&sql, &a);
+  render_lite(b, &sql, ncols, render_aggregate, &a, &lite);
+  dg__sql_free(&sql);
+  dg__sql_init(&sql, &dg__sql_postgres);
+  dg__sql_aggregate(&sql, &a);
+  render_pg(b, &sql, ncols, render_aggregate, &a, &pg);
+  dg__sql_free(&sql);
+  assert_true(lite.len > 0);
+  assert_string_equal(pg.data, lite.data);
+  dg_buf_free(&lite);
+  dg_buf_free(&pg);
+}
+
+/* ---- Whole answers ----------------------------------------------------------------------------
+ */
+
+typedef struct answer {
+  bool done;
+  int status;
+  json_t *result;
+  dg_errctx_t err;
+} answer_t;
+
+static void on_answer(int status, json_t *result, const dg_errctx_t *err, void *data) {
+  answer_t *x = data;
+  x->done = true;
+  x->status = status;
+  x->result = result;
+  if (err != NULL)
+    x->err = *err;
+}
+
+/* aggregate_entities answered by both drivers: the same status, the
+ * same message or the same JSON text. */
+static void same_answer(both_t *b, const char *args, int64_t cap, int want_status) {
+  st_fixture_t *st = &b->lite->st;
+  dg_store_parse_t ps = st_ctx(st, "admin");
+  dg_store_aggregate_t a;
+  if (dg_store_parse_aggregate(&ps, st_model(st, "Orders"), st_json(st, args), &a) != 0)
+    fail_msg("%s", st->err.message);
+  if (cap > 0)
+    a.grouped_cap = cap;
+  dg_store_req_t req = {0};
+  dg_errctx_t lite_err;
+  dg_errctx_clear(&lite_err);
+  dg__sqlite_run_t run = {
+      .conn = b->lite->conn, .r = &req, .arena = st->arena, .max = 1 << 20, .err = &lite_err};
+  int lite_status = dg__sqlite_read_aggregate(&run, &a);
+  answer_t x = {0};
+  dg_errctx_t err;
+  assert_int_equal(dg__pg_aggregate(b->pg, &a, 1 << 20, on_answer, &x, &err), 0);
+  while (!x.done)
+    uv_run(&b->loop, UV_RUN_ONCE);
+  assert_int_equal(lite_status, want_status);
+  assert_int_equal(x.status, want_status);
+  if (want_status != 0) {
+    assert_string_equal(x.err.message, lite_err.message);
+  } else {
+    const char *lite_text = json_string_value(dg_json_raw_text(req.result));
+    const char *pg_text = json_string_value(dg_json_raw_text(x.result));
+    assert_non_null(pg_text);
+    assert_string_equal(pg_text, lite_text);
+  }
+  json_decref(req.result);
+  json_decref(x.result);
+  free(req.sql);
+}
+
+/* A query_entities or get_entities_by_ids answer from both drivers. */
+static void same_entities(both_t *b, const char *model, const char *args, bool fetch) {
+  st_fixture_t *st = &b->lite->st;
+  dg_store_parse_t ps = st_ctx(st, "admin");
+  dg_store_query_t q;
+  dg_store_fetch_t f;
+  int prc = fetch ? dg_store_parse_fetch(&ps, st_model(st, model), st_json(st, args), &f)
+                  : dg_store_parse_query(&ps, st_model(st, model), st_json(st, args), &q);
+  if (prc != 0)
+    fail_msg("%s", st->err.message);
+  dg_store_req_t req = {0};
+  dg_errctx_t lite_err;
+  dg_errctx_clear(&lite_err);
+  dg__sqlite_run_t run = {
+      .conn = b->lite->conn, .r = &req, .arena = st->arena, .max = 1 << 20, .err = &lite_err};
+  int lite_status = fetch ? dg__sqlite_read_fetch(&run, &f) : dg__sqlite_read_query(&run, &q);
+  if (lite_status != 0)
+    fail_msg("%s", lite_err.message);
+  answer_t x = {0};
+  dg_errctx_t err;
+  int rc = fetch ? dg__pg_fetch(b->pg, &f, 1 << 20, on_answer, &x, &err)
+                 : dg__pg_query_entities(b->pg, &q, 1 << 20, on_answer, &x, &err);
+  assert_int_equal(rc, 0);
+  while (!x.done)
+    uv_run(&b->loop, UV_RUN_ONCE);
+  if (x.status != 0)
+    fail_msg("%s", x.err.message);
+  const char *lite_text = json_string_value(dg_json_raw_text(req.result));
+  const char *pg_text = json_string_value(dg_json_raw_text(x.result));
+  assert_non_null(pg_text);
+  assert_string_equal(pg_text, lite_text);
+  json_decref(req.result);
+  json_decref(x.result);
+  free(req.sql);
+}
+
+/* A lookup_by_keyword answer from both drivers (searches with one hit
+ * or none: the two rankings differ in their scores). */
+static void same_lookup(both_t *b, const char *search) {
+  st_fixture_t *st = &b->lite->st;
+  dg_store_parse_t ps = st_ctx(st, "admin");
+  dg_store_lookup_t l;
+  char args[256];
+  snprintf(args, sizeof(args), "{\"searchValue\": \"%s\"}", search);
+  if (dg_store_parse_lookup(&ps, st_json(st, args), &l) != 0)
+    fail_msg("%s", st->err.message);
+  dg_store_req_t req = {0};
+  dg_errctx_t lite_err;
+  dg__sqlite_run_t run = {
+      .conn = b->lite->conn, .r = &req, .arena = st->arena, .max = 1 << 20, .err = &lite_err};
+  assert_int_equal(dg__sqlite_read_lookup(&run, &l), 0);
+  answer_t x = {0};
+  dg_errctx_t err;
+  assert_int_equal(dg__pg_lookup(b->pg, &l, 1 << 20, on_answer, &x, &err), 0);
+  assert_false(x.done);
+  while (!x.done)
+    uv_run(&b->loop, UV_RUN_ONCE);
+  if (x.status != 0)
+    fail_msg("%s", x.err.message);
+  assert_string_equal(json_string_value(dg_json_raw_text(x.result)),
+                      json_string_value(dg_json_raw_text(req.result)));
+  json_decref(req.result);
+  json_decref(x.result);
+  free(req.sql);
+}
+
+/* ---- The test ----------------------------------------------------------------------------------
+ */
+
+static void migrated(both_t *b) {
+  got_t g = {0};
+  dg_errctx_t err;
+  assert_int_equal(dg__pg_migrate(b->pg, b->lite->st.cat, on_query, &g, &err), 0);
+  wait_for(&b->loop, &g);
+  if (g.status != 0)
+    fail_msg("%s", g.err.message);
+}
+
+static void test_same_values_as_sqlite(void **state) {
+  both_t b = {0};
+  void *lite = NULL;
+  (void)state;
+  sql_setup(&lite);
+  b.lite = lite;
+  uv_loop_init(&b.loop);
+  b.pool = pool_new(&b.loop, g_uri, 1, 0);
+  b.pg = acquire(&b.loop, b.pool);
+  migrated(&b);
+  const char *c1 = "11111111-1111-4111-8111-111111111111";
+  const char *c2 = "22222222-2222-4222-8222-222222222222";
+  write_both(&b, "Customers", c1,
+             "{\"Name\": \"Ada\", \"CreditLimit\": 1500.5, \"RenewalDate\": \"2025-01-31\", "
+             "\"CreatedAt\": \"2024-03-01T10:00:00Z\"}");
+  write_both(&b, "Customers", c2, "{\"Name\": \"bob\", \"CreditLimit\": 100, \"Region\": \"EU\"}");
+  write_both(&b, "Orders", "33333333-3333-4333-8333-333333333333",
+             "{\"OrderNumber\": \"A-1\", \"Customer\": \"11111111-1111-4111-8111-111111111111\", "
+             "\"OrderDate\": \"2024-05-01\", \"Amount\": 20.25, \"Quantity\": 3, \"Status\": "
+             "\"Open\", \"WarehouseId\": \"AAAAAAAA-0000-4000-8000-000000000001\"}");
+  write_both(
+      &b, "Orders", "44444444-4444-4444-8444-444444444444",
+      "{\"OrderNumber\": \"A-2\", \"Customer\": \"22222222-2222-4222-8222-222222222222\", "
+      "\"OrderDate\": \"2024-06-01\", \"Amount\": 10, \"Quantity\": 5, \"Status\": \"open\"}");
+  write_both(&b, "Products", "55555555-5555-4555-8555-555555555555",
+             "{\"Name\": \"Bolt\", \"Price\": 0.1, \"Active\": true}");
+  same_page(&b, "Customers", "{\"sortCondition\": {\"propertyName\": \"Name\"}}");
+  same_page(&b, "Orders",
+            "{\"queryParameterGroups\": [{\"parameters\": [{\"operator\": \"GreaterThanEqualTo\", "
+            "\"propertyName\": \"Quantity\", \"value\": 3}]}], \"sortCondition\": "
+            "{\"propertyName\": \"Amount\", \"sortOrder\": \"Descending\"}}");
+  same_page(&b, "Products", "{}");
+  /* Nulls sort first ascending and last descending, on both. */
+  same_page(&b, "Customers", "{\"sortCondition\": {\"propertyName\": \"Region\"}}");
+  same_page(&b, "Customers",
+            "{\"sortCondition\": {\"propertyName\": \"Region\", \"sortOrder\": "
+            "\"Descending\"}}");
+  same_aggregate(&b, "{\"aggregations\": ["
+                     " {\"function\": \"Sum\", \"propertyName\": \"Amount\"},"
+                     " {\"function\": \"Sum\", \"propertyName\": \"Quantity\"},"
+                     " {\"function\": \"Average\", \"propertyName\": \"Quantity\"},"
+                     " {\"function\": \"Min\", \"propertyName\": \"OrderDate\"},"
+                     " {\"function\": \"Max\", \"propertyName\": \"Amount\"},"
+                     " {\"function\": \"DistinctCount\", \"propertyName\": \"Status\"},"
+                     " {\"function\": \"Count\"}]}");
+  same_aggregate(&b, "{\"aggregations\": [{\"function\": \"Sum\", \"propertyName\": "
+                     "\"Amount\"}], \"groupBy\": [{\"propertyName\": \"Name\", \"reference\": "
+                     "\"Customer\"}, {\"propertyName\": \"Status\"}]}");
+  same_answer(&b,
+              "{\"aggregations\": [{\"function\": \"Sum\", \"propertyName\": \"Amount\"}, "
+              "{\"function\": \"Average\", \"propertyName\": \"Quantity\"}], \"groupBy\": "
+              "[{\"propertyName\": \"Region\", \"reference\": \"Customer\"}]}",
+              0, 0);
+  same_answer(&b, "{\"aggregations\": [{\"function\": \"Count\"}]}", 0, 0);
+  /* Whole answers: pages with Outbound and Inbound expansions, paging,
+   * counts, fetches in the order asked. */
+  same_entities(&b, "Orders",
+                "{\"expand\": [{\"reference\": \"Customer\"}], \"pageSize\": 1, "
+                "\"sortCondition\": {\"propertyName\": \"OrderNumber\"}}",
+                false);
+  same_entities(&b, "Customers",
+                "{\"expand\": [{\"reference\": \"Orders\", \"properties\": [\"Amount\"]}], "
+                "\"pageNumber\": 1}",
+                false);
+  same_entities(&b, "Orders", "{\"countOnly\": true}", false);
+  same_lookup(&b, "ADA");
+  same_lookup(&b, "bol");
+  same_lookup(&b, "a-1");
+  same_lookup(&b, "nothing");
+  same_entities(&b, "Customers",
+                "{\"entityIds\": [\"22222222-2222-4222-8222-222222222222\", "
+                "\"11111111-1111-4111-8111-111111111111\", "
+                "\"99999999-9999-4999-8999-999999999999\"], \"expand\": [{\"reference\": "
+                "\"Orders\"}]}",
+                true);
+  same_answer(&b,
+              "{\"aggregations\": [{\"function\": \"Count\"}], \"groupBy\": "
+              "[{\"propertyName\": \"Status\"}]}",
+              1, DG_E2BIG);
+  dg__pg_release(b.pg);
+  pool_close(&b.loop, b.pool);
+  sql_teardown(&lite);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_same_values_as_sqlite),
+  };
+  return cmocka_run_group_tests(tests, setup, server_stop);
+}
