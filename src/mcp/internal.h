@@ -21,18 +21,31 @@
 
 #include "datagate/mcp.h"
 
-/* JSON-RPC error codes. */
-#define DG__RPC_PARSE_ERROR (-32700)
-#define DG__RPC_INVALID_REQUEST (-32600)
-#define DG__RPC_METHOD_NOT_FOUND (-32601)
-#define DG__RPC_INVALID_PARAMS (-32602)
-#define DG__RPC_INTERNAL (-32603)
-#define DG__RPC_SERVER_BUSY (-32000)
-#define DG__RPC_UNAUTHORIZED (-32001)
-/* A request the client cancelled, when an answer must still be given
- * (the code LSP uses for it). */
-#define DG__RPC_CANCELLED (-32800)
-#define DG__RPC_RESOURCE_NOT_FOUND (-32002) /* MCP: resources/read of an unknown URI */
+/* JSON-RPC error codes, one per meaning: the standard ones, then the
+ * server's (-32000 to -32099). An HTTP refusal of the transport carries
+ * the code of its reason beside its status. */
+#define DG__RPC_CODES(XX)                                                                          \
+  XX(PARSE_ERROR, -32700)                                                                          \
+  XX(INVALID_REQUEST, -32600)                                                                      \
+  XX(METHOD_NOT_FOUND, -32601)                                                                     \
+  XX(INVALID_PARAMS, -32602)                                                                       \
+  XX(INTERNAL, -32603)                                                                             \
+  XX(SERVER_BUSY, -32000)        /* 503: no room for the call, session or server */                \
+  XX(UNAUTHORIZED, -32001)       /* 401 */                                                         \
+  XX(RESOURCE_NOT_FOUND, -32002) /* MCP: resources/read of an unknown URI */                       \
+  XX(BAD_TRANSPORT, -32003)      /* 400: a header the transport needs is missing or wrong */       \
+  XX(SESSION_NOT_FOUND, -32004)  /* 404: the session ended or expired */                           \
+  XX(CONFLICT, -32005)           /* 409: the session already has an event stream */                \
+  XX(UNSUPPORTED_MEDIA, -32006)  /* 415: the body is not application/json */                       \
+  /* A request the client cancelled, when an answer must still be given                            \
+   * (the code LSP uses for it). */                                                                \
+  XX(CANCELLED, -32800)
+
+enum {
+#define XX(name, value) DG__RPC_##name = (value),
+  DG__RPC_CODES(XX)
+#undef XX
+};
 
 /* Protocol versions by index into DG_MCP_VERSIONS. */
 #define DG__MCP_NVERSIONS 4
@@ -47,9 +60,6 @@
 #define DG__MCP_LOCAL_ID_LEN 32
 #define DG__MCP_SESSION_BUCKETS 1024
 #define DG__MCP_SSE_KEEPALIVE_MS 15000
-/* Hard ceiling of a serialised reply, above the configured result limit,
- * for the envelope around a result. */
-#define DG__MCP_REPLY_SLACK (64 * 1024)
 
 typedef struct dg__mcp_session dg__mcp_session_t;
 typedef struct dg__mcp_exchange dg__mcp_exchange_t;
@@ -321,6 +331,10 @@ bool dg__mcp_wants_progress(const json_t *msg);
 bool dg__mcp_is_request(const json_t *msg, const char *m);
 /* Serialises compactly into out (bounded by out->max); 0 or DG_E2BIG. */
 int dg__mcp_dump(const json_t *value, dg_buf_t *out);
+/* The hard ceiling of one serialised message of ex on any transport: twice
+ * the configured result limit (a result appears as text and as
+ * structuredContent) and room for the envelope around it. */
+size_t dg__mcp_reply_limit(const dg__mcp_exchange_t *ex);
 /* A method name as a bounded metric label. */
 const char *dg__mcp_method_label(const char *method);
 
