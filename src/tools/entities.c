@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: AGPL-3.0-or-later */
-/* What the entity tools (lookup_by_keyword, query_entities,
- * get_entities_by_ids, aggregate_entities) share: the parser context of a
- * call, and running a store operation to the end of the call. */
+/* The one run() of the entity tools (lookup_by_keyword, query_entities,
+ * get_entities_by_ids, aggregate_entities): their arguments parsed into a
+ * store request, the request run to the end of the call. */
 #include "datagate/tools.h"
 #include "tools/internal.h"
 
@@ -56,8 +56,8 @@ static int start(dg_store_t *store, dg__tools_store_op_t op, const void *desc, p
   }
 }
 
-void dg__tools_run_store(dg_tool_call_t *call, dg_store_t *store, dg__tools_store_op_t op,
-                         const void *desc) {
+static void run_store(dg_tool_call_t *call, dg_store_t *store, dg__tools_store_op_t op,
+                      const void *desc) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   pending_t *p = dg__tools_call_state(call, sizeof(*p), "The request could not be started");
@@ -69,4 +69,54 @@ void dg__tools_run_store(dg_tool_call_t *call, dg_store_t *store, dg__tools_stor
     return;
   }
   dg_tool_call_on_cancel(call, on_cancel, p);
+}
+
+static const size_t request_size[] = {
+    [DG__TOOLS_QUERY] = sizeof(dg_store_query_t),
+    [DG__TOOLS_FETCH] = sizeof(dg_store_fetch_t),
+    [DG__TOOLS_LOOKUP] = sizeof(dg_store_lookup_t),
+    [DG__TOOLS_AGGREGATE] = sizeof(dg_store_aggregate_t),
+};
+
+/* Parses args into out, an empty request of op; the answers of query and
+ * lookup are bounded by the call's budget (set after the parser, which
+ * clears the request). */
+static int parse(dg_tool_call_t *call, const dg_store_parse_t *ps, const dg_model_t *model,
+                 dg__tools_store_op_t op, void *out) {
+  const json_t *args = dg_tool_call_args(call);
+  int rc;
+  switch (op) {
+  case DG__TOOLS_QUERY:
+    rc = dg_store_parse_query(ps, model, args, out);
+    ((dg_store_query_t *)out)->max_bytes = dg__tools_budget(call);
+    return rc;
+  case DG__TOOLS_FETCH:
+    return dg_store_parse_fetch(ps, model, args, out);
+  case DG__TOOLS_AGGREGATE:
+    return dg_store_parse_aggregate(ps, model, args, out);
+  default:
+    rc = dg_store_parse_lookup(ps, args, out);
+    ((dg_store_lookup_t *)out)->max_bytes = dg__tools_budget(call);
+    return rc;
+  }
+}
+
+void dg__tools_run_entities(dg_tool_call_t *call, dg__tools_store_op_t op) {
+  dg_errctx_t err;
+  dg_store_parse_t ps;
+  dg_errctx_clear(&err);
+  dg__tools_parse_ctx(call, &err, &ps);
+  const dg_model_t *model = NULL;
+  if (op != DG__TOOLS_LOOKUP)
+    model = dg_tools_model_arg(call, "dataModelId", &err);
+  void *desc = model != NULL || op == DG__TOOLS_LOOKUP
+                   ? dg_arena_calloc(ps.arena, 1, request_size[op])
+                   : NULL;
+  if (desc == NULL || parse(call, &ps, model, op, desc) != 0) {
+    dg_tool_call_fail(call, &err);
+    return;
+  }
+  dg_store_t *store = dg__tools_store(call);
+  if (store != NULL)
+    run_store(call, store, op, desc);
 }

@@ -22,20 +22,7 @@ static const char output_schema[] =
     "\"omittedIds\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
 
 static void run(dg_tool_call_t *call) {
-  dg_errctx_t err;
-  dg_store_parse_t ps;
-  dg_errctx_clear(&err);
-  dg__tools_parse_ctx(call, &err, &ps);
-  const dg_model_t *model = dg_tools_model_arg(call, "dataModelId", &err);
-  dg_store_fetch_t *f = dg_arena_calloc(ps.arena, 1, sizeof(*f));
-  if (model == NULL || f == NULL ||
-      dg_store_parse_fetch(&ps, model, dg_tool_call_args(call), f) != 0) {
-    dg_tool_call_fail(call, &err);
-    return;
-  }
-  dg_store_t *store = dg__tools_store(call);
-  if (store != NULL)
-    dg__tools_run_store(call, store, DG__TOOLS_FETCH, f);
+  dg__tools_run_entities(call, DG__TOOLS_FETCH);
 }
 
 const dg_tool_t dg_tool_get_entities_by_ids = {

@@ -155,11 +155,11 @@ size_t dg__tools_budget(dg_tool_call_t *call);
 void dg__tools_parse_ctx(dg_tool_call_t *call, dg_errctx_t *err, dg_store_parse_t *out);
 /* The running store, or NULL after failing the call with a clear error. */
 dg_store_t *dg__tools_store(dg_tool_call_t *call);
-/* Starts op with desc (allocated in the call's arena) and ends the call
- * with the store's result, or its error. A cancelled call cancels the
- * store request; the call still ends from the store's completion. */
-void dg__tools_run_store(dg_tool_call_t *call, dg_store_t *store, dg__tools_store_op_t op,
-                         const void *desc);
+/* The run() of the entity tools: parses the call's arguments for op (a
+ * dataModelId first, except for a lookup), starts it in the store and
+ * ends the call with the store's result or its error. A cancelled call
+ * cancels the store request; the call still ends from its completion. */
+void dg__tools_run_entities(dg_tool_call_t *call, dg__tools_store_op_t op);
 
 /* ---- Saved Queries ------------------------------------------------------ */
 struct dg_connector_request;

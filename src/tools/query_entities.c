@@ -47,21 +47,7 @@ static const char output_schema[] =
     "{\"required\":[\"count\"]}]}";
 
 static void run(dg_tool_call_t *call) {
-  dg_errctx_t err;
-  dg_store_parse_t ps;
-  dg_errctx_clear(&err);
-  dg__tools_parse_ctx(call, &err, &ps);
-  const dg_model_t *model = dg_tools_model_arg(call, "dataModelId", &err);
-  dg_store_query_t *q = dg_arena_calloc(ps.arena, 1, sizeof(*q));
-  if (model == NULL || q == NULL ||
-      dg_store_parse_query(&ps, model, dg_tool_call_args(call), q) != 0) {
-    dg_tool_call_fail(call, &err);
-    return;
-  }
-  q->max_bytes = dg__tools_budget(call);
-  dg_store_t *store = dg__tools_store(call);
-  if (store != NULL)
-    dg__tools_run_store(call, store, DG__TOOLS_QUERY, q);
+  dg__tools_run_entities(call, DG__TOOLS_QUERY);
 }
 
 const dg_tool_t dg_tool_query_entities = {
