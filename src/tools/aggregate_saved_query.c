@@ -185,22 +185,11 @@ static int check_args(agg_t *x, const char ***values, dg_errctx_t *err) {
   return rc;
 }
 
-static int start(agg_t *x, dg_connectors_t *cs, dg_errctx_t *err) {
+static int start(agg_t *x, dg_errctx_t *err) {
   const char **values = NULL;
   int rc = check_args(x, &values, err);
-  if (rc != 0)
-    return rc;
-  if (cs == NULL)
-    return dg_errctx_set(err, DG_ENOTSUP, "savedQueryId",
-                         "Saved Query '%s' cannot run: the connector client is not running in "
-                         "this gateway.",
-                         x->a.q->name);
-  dg_connector_request_t req;
-  rc = dg__tools_saved_request(x->a.q, values, dg_tool_call_arena(x->call), &req, err);
-  if (rc != 0)
-    return rc;
-  req.request_id = dg_tool_call_request_id(x->call);
-  rc = dg_connectors_call(cs, x->a.q->connector, &req, on_upstream, x, &x->upstream, err);
+  if (rc == 0)
+    rc = dg__tools_saved_call(x->call, x->a.q, values, on_upstream, x, &x->upstream, err);
   if (rc == 0)
     dg_tool_call_on_cancel(x->call, on_cancel, x);
   return rc;
@@ -213,8 +202,7 @@ static void run(dg_tool_call_t *call) {
   if (x == NULL)
     return;
   x->call = call;
-  dg_tools_env_t *env = dg_tools_env(call);
-  if (start(x, env ? env->connectors : NULL, &err) != 0)
+  if (start(x, &err) != 0)
     dg_tool_call_fail(call, &err);
 }
 

@@ -209,25 +209,14 @@ static size_t entity_budget(const dg_catalog_t *cat) {
   return max > 8192 ? max - max / 10 - 4096 : max / 2;
 }
 
-static int start(exec_t *x, dg_connectors_t *cs, dg_errctx_t *err) {
+static int start(exec_t *x, dg_errctx_t *err) {
   const char **values = NULL;
   int rc = check_args(x, &values, err);
   if (rc != 0)
     return rc;
-  if (cs == NULL)
-    return dg_errctx_set(err, DG_ENOTSUP, "savedQueryId",
-                         "Saved Query '%s' cannot run: the connector client is not running in "
-                         "this gateway.",
-                         x->q->name);
-  dg_connector_request_t req;
-  rc = dg__tools_saved_request(x->q, values, dg_tool_call_arena(x->call), &req, err);
-  if (rc != 0)
-    return rc;
-  req.request_id = dg_tool_call_request_id(x->call);
-  req.trace_id = dg_tool_call_trace_id(x->call);
   x->max_bytes = entity_budget(dg_tool_call_catalog(x->call));
   x->result_limit = dg_tool_call_result_limit(x->call);
-  rc = dg_connectors_call(cs, x->q->connector, &req, on_upstream, x, &x->upstream, err);
+  rc = dg__tools_saved_call(x->call, x->q, values, on_upstream, x, &x->upstream, err);
   if (rc == 0)
     dg_tool_call_on_cancel(x->call, on_cancel, x);
   return rc;
@@ -240,8 +229,7 @@ static void run(dg_tool_call_t *call) {
   if (x == NULL)
     return;
   x->call = call;
-  dg_tools_env_t *env = dg_tools_env(call);
-  if (start(x, env ? env->connectors : NULL, &err) != 0)
+  if (start(x, &err) != 0)
     dg_tool_call_fail(call, &err);
 }
 

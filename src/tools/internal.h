@@ -12,6 +12,7 @@
 #include "datagate/client.h"
 #include "datagate/extract.h"
 #include "datagate/mcp.h"
+#include "datagate/save.h"
 #include "datagate/store.h"
 #include "datagate/tools.h"
 
@@ -215,6 +216,13 @@ int dg__tools_saved_selection(const dg_saved_query_t *q, const dg_principal_t *p
  * URL-encoded, body JSON-encoded, headers); strings live in arena. */
 int dg__tools_saved_request(const dg_saved_query_t *q, const char *const *values, dg_arena_t *arena,
                             struct dg_connector_request *req, dg_errctx_t *err);
+/* Starts q's API call for call with the values (dg__tools_saved_inputs),
+ * carrying the call's request and trace ids: 0 (done follows, *out is the
+ * handle) or a DG_E* code with err (DG_ENOTSUP when the gateway runs no
+ * connector client). */
+int dg__tools_saved_call(dg_tool_call_t *call, const dg_saved_query_t *q, const char *const *values,
+                         dg_connector_done_fn done, void *user, dg_connector_call_t **out,
+                         dg_errctx_t *err);
 /* Maps a response body onto entities of q's model: {"savedQueryId", "name",
  * "dataModelId", "entities": [{"id", "properties"}], "count", "truncated",
  * "warnings"?}. Stops at q->max_results items or when the entities pass
