@@ -15,30 +15,13 @@ struct dg_store;
 struct dg_http_client;
 struct dg_connectors;
 
-/* get_file_text's process-wide state: the cache of extracted text and the
- * slots that bound how many documents are downloaded and extracted at once
- * (files.c). Loop thread only. */
-typedef struct dg_tools_files dg_tools_files_t;
-
-/* What tools reach beyond the call itself. main.c owns it, starts each
- * member with the process and passes it as dg_mcp_config_t.tool_context;
- * a member is NULL when its module is not running. */
 typedef struct dg_tools_env {
   struct dg_store *store;        /* entity store (store.h) */
   struct dg_http_client *client; /* connector client for upstream calls (client.h) */
   /* Connector calls with authentication, for Saved Queries (save.h). */
   struct dg_connectors *connectors;
-  dg_tools_files_t *files; /* get_file_text's cache and slots */
+  struct dg_files *files; /* get_file_text's cache and slots (files.h) */
 } dg_tools_env_t;
-
-/* Creates get_file_text's state with the cache budget of cat's files.json
- * (kept for the life of the process: a reload does not resize it). NULL
- * when out of memory. */
-dg_tools_files_t *dg_tools_files_new(const dg_catalog_t *cat);
-/* Frees it once no call holds a slot any more (at once when none does);
- * waiting calls must have been canceled first (the MCP server's free does
- * that). */
-void dg_tools_files_close(dg_tools_files_t *files);
 
 /* The environment of a call (never NULL inside a running gateway). */
 dg_tools_env_t *dg_tools_env(const dg_tool_call_t *call);

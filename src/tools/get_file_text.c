@@ -51,9 +51,9 @@ typedef struct ft {
   dg_tools_env_t *env;
   /* Kept apart from env: the process clears env's members while calls
    * that hold a slot are still ending. */
-  dg_tools_files_t *files;
+  dg_files_t *files;
   const dg_file_settings_t *cfg;
-  dg__tools_slot_t slot;
+  dg_files_slot_t slot;
   bool has_slot;
   uint64_t offset;
   dg_http_url_t url;
@@ -63,7 +63,7 @@ typedef struct ft {
   const char *lm_sent;
   bool refetched; /* a 304 found the copy gone and the download ran again */
   const char *content_type, *etag, *last_modified; /* of the 2xx answer */
-  dg__tools_fetch_t *fetch;                        /* while the download runs */
+  dg_files_fetch_t *fetch;                         /* while the download runs */
   dg_extract_t *x;
   xstate_t xstate;
   bool x_closed;         /* dg_extract_close was called before its on_done */
@@ -188,7 +188,7 @@ static void maybe_end(ft_t *t) {
   t->ended = true;
   if (t->has_slot) {
     t->has_slot = false;
-    dg__tools_files_release(t->files);
+    dg_files_release(t->files);
   }
   if (t->doc != NULL && !t->failed && !t->canceled)
     answer(t, t->doc, t->xstate == X_ENDED); /* a revalidated copy was not streamed yet */
@@ -212,7 +212,7 @@ static void on_xdone(dg_extract_t *x, int status, const dg_errctx_t *err, void *
   t->x = NULL;
   if (status == 0) {
     t->doc = dg_extract_result(x);
-    dg_extract_cache_t *cache = dg__tools_files_cache(t->files);
+    dg_extract_cache_t *cache = dg_files_cache(t->files);
     if (cache != NULL && t->doc != NULL)
       dg_extract_cache_put(cache, t->key, t->etag, t->last_modified, t->doc);
   } else if (status != DG_ECANCELED || !t->canceled) {
@@ -222,7 +222,7 @@ static void on_xdone(dg_extract_t *x, int status, const dg_errctx_t *err, void *
     dg_extract_close(x);
   /* The rest of the download is of no use once the extraction failed. */
   if (status != 0 && t->fetch != NULL)
-    dg__tools_fetch_cancel(t->fetch);
+    dg_files_fetch_cancel(t->fetch);
   maybe_end(t);
 }
 
@@ -237,7 +237,7 @@ static int start_extraction(ft_t *t) {
   limits.max_memory_bytes = t->cfg->extract_memory_bytes / 2;
   /* Every document is parsed in an extractor process of its own, with
    * limits the operating system enforces. */
-  dg_extract_isolation_t iso = {.worker_path = dg__tools_files_worker(t->files),
+  dg_extract_isolation_t iso = {.worker_path = dg_files_worker(t->files),
                                 .cpu_seconds = t->cfg->extract_cpu_seconds,
                                 .memory_bytes = t->cfg->extract_memory_bytes};
   /* Without streaming the whole text is cached, whatever the offset. */
@@ -306,7 +306,7 @@ static int on_body(void *user, const char *data, size_t len) {
 
 /* A 304 to the validators of the stale copy: it is fresh again. */
 static void revalidated(ft_t *t) {
-  dg_extract_cache_t *cache = dg__tools_files_cache(t->files);
+  dg_extract_cache_t *cache = dg_files_cache(t->files);
   t->doc = cache != NULL ? dg_extract_cache_get(cache, t->key, t->etag_sent, t->lm_sent) : NULL;
   if (t->doc != NULL || t->refetched)
     return;
@@ -335,24 +335,25 @@ static void on_fetch_done(void *user, int rc, bool not_modified, bool aborted,
   maybe_end(t);
 }
 
-static const dg__tools_fetch_ops_t fetch_ops = {on_head, on_body, on_fetch_done};
+static const dg_files_fetch_ops_t fetch_ops = {on_head, on_body, on_fetch_done};
 
 static int start_fetch(ft_t *t) {
-  dg__tools_fetch_req_t req = {.loop = dg_tool_call_loop(t->call),
-                               .env = t->env,
-                               .cfg = t->cfg,
-                               .arena = dg_tool_call_arena(t->call),
-                               .request_id = dg_tool_call_request_id(t->call),
-                               .trace_id = dg_tool_call_trace_id(t->call),
-                               .url = &t->url,
-                               .source = t->source,
-                               .principal = dg_tool_call_principal(t->call),
-                               .etag = t->etag_sent,
-                               .last_modified = t->lm_sent,
-                               .ops = &fetch_ops,
-                               .user = t};
+  dg_files_fetch_req_t req = {.loop = dg_tool_call_loop(t->call),
+                              .client = &t->env->client,
+                              .connectors = &t->env->connectors,
+                              .cfg = t->cfg,
+                              .arena = dg_tool_call_arena(t->call),
+                              .request_id = dg_tool_call_request_id(t->call),
+                              .trace_id = dg_tool_call_trace_id(t->call),
+                              .url = &t->url,
+                              .source = t->source,
+                              .principal = dg_tool_call_principal(t->call),
+                              .etag = t->etag_sent,
+                              .last_modified = t->lm_sent,
+                              .ops = &fetch_ops,
+                              .user = t};
   dg_errctx_t err;
-  int rc = dg__tools_fetch_start(&req, &t->fetch, &err);
+  int rc = dg_files_fetch_start(&req, &t->fetch, &err);
   if (rc != 0) {
     t->fetch = NULL;
     fail(t, &err);
@@ -366,19 +367,19 @@ static void on_cancel(dg_tool_call_t *call, void *data) {
   ft_t *t = data;
   t->canceled = true;
   if (t->slot.queued) {
-    dg__tools_files_forget(t->files, &t->slot);
+    dg_files_forget(t->files, &t->slot);
     maybe_end(t);
     return;
   }
   if (t->fetch != NULL)
-    dg__tools_fetch_cancel(t->fetch);
+    dg_files_fetch_cancel(t->fetch);
   close_extraction(t);
 }
 
 /* Granted a slot: a stale copy's validators make the download conditional. */
-static void slot_granted(dg__tools_slot_t *slot) {
+static void slot_granted(dg_files_slot_t *slot) {
   ft_t *t = (ft_t *)((char *)slot - offsetof(ft_t, slot));
-  dg_extract_cache_t *cache = dg__tools_files_cache(t->files);
+  dg_extract_cache_t *cache = dg_files_cache(t->files);
   const char *etag = NULL, *lm = NULL;
   t->has_slot = true;
   if (cache != NULL && dg_extract_cache_validators(cache, t->key, &etag, &lm)) {
@@ -391,7 +392,7 @@ static void slot_granted(dg__tools_slot_t *slot) {
 
 static int take_slot(ft_t *t, dg_errctx_t *err) {
   t->slot.start = slot_granted;
-  int rc = dg__tools_files_acquire(t->files, &t->slot, t->cfg->max_concurrent, t->cfg->max_queued);
+  int rc = dg_files_acquire(t->files, &t->slot, t->cfg->max_concurrent, t->cfg->max_queued);
   if (rc == 0)
     slot_granted(&t->slot);
   if (rc >= 0)
@@ -404,7 +405,7 @@ static int take_slot(ft_t *t, dg_errctx_t *err) {
 
 /* A fresh cached copy answers at once. */
 static bool serve_cached(ft_t *t) {
-  dg_extract_cache_t *cache = dg__tools_files_cache(t->files);
+  dg_extract_cache_t *cache = dg_files_cache(t->files);
   dg_extract_doc_t *doc = cache != NULL ? dg_extract_cache_get(cache, t->key, NULL, NULL) : NULL;
   if (doc == NULL)
     return false;
@@ -424,9 +425,8 @@ static int check_args(ft_t *t, dg_errctx_t *err) {
     return dg_errctx_set(err, DG_ENOTSUP, "url",
                          "Documents cannot be read: get_file_text is not running in this "
                          "gateway.");
-  int rc =
-      dg__tools_file_check(t->cfg, dg_tool_call_principal(t->call), dg_tool_call_arena(t->call),
-                           "Invalid argument 'url':", url, &t->url, &t->source, err);
+  int rc = dg_files_check(t->cfg, dg_tool_call_principal(t->call), dg_tool_call_arena(t->call),
+                          "Invalid argument 'url':", url, &t->url, &t->source, err);
   if (rc == 0)
     t->key = dg_http_url_full(dg_tool_call_arena(t->call), &t->url);
   if (rc == 0 && t->key == NULL)

@@ -11,6 +11,7 @@
 #include "datagate/catalog.h"
 #include "datagate/client.h"
 #include "datagate/extract.h"
+#include "datagate/files.h"
 #include "datagate/mcp.h"
 #include "datagate/save.h"
 #include "datagate/store.h"
@@ -297,86 +298,6 @@ void dg__tools_reply_document(dg_tool_call_t *call, json_t *result, const char *
 /* Bytes of document text that an answer of budget bytes has room for
  * beside its envelope and fence. */
 size_t dg__tools_document_room(size_t budget);
-
-/* ---- get_file_text (file_source.c, files.c, file_fetch.c) ---------------- */
-
-/* Checks a document URL: the scheme must be allowed, the URL valid and
- * without dot segments, and under a source of cfg that p may use (any
- * source when p is NULL). On success *url is parsed (strings in arena) and
- * *source set; otherwise err (param "url") says, after the lead-in what
- * ("Invalid argument 'url':"), the URL without its query, what is wrong
- * and what is allowed: only the sources p may use (DG_EINVAL or
- * DG_EPERM). */
-int dg__tools_file_check(const dg_file_settings_t *cfg, const dg_principal_t *p, dg_arena_t *arena,
-                         const char *what, const char *text, dg_http_url_t *url,
-                         const dg_file_source_t **source, dg_errctx_t *err);
-/* The source url falls under (the longest prefix), or NULL. */
-const dg_file_source_t *dg__tools_file_match(const dg_file_settings_t *cfg,
-                                             const dg_http_url_t *url);
-
-/* A call waiting for one of the extraction slots (files.c). */
-typedef struct dg__tools_slot {
-  void (*start)(struct dg__tools_slot *slot); /* called when the slot is granted */
-  struct dg__tools_slot *prev, *next;
-  bool queued;
-} dg__tools_slot_t;
-
-/* Takes a slot now (0, start is not called), queues the waiter (1, start
- * is called from a later release) or refuses (DG_EBUSY) when max_queued
- * wait already; DG_ECLOSED while closing. */
-int dg__tools_files_acquire(dg_tools_files_t *files, dg__tools_slot_t *slot, unsigned max_active,
-                            unsigned max_queued);
-/* Gives a slot back; the longest waiting call gets it. */
-void dg__tools_files_release(dg_tools_files_t *files);
-/* Takes a waiter out of the queue (its call was canceled). */
-void dg__tools_files_forget(dg_tools_files_t *files, dg__tools_slot_t *slot);
-/* The cache of extracted text, or NULL when caching is off. */
-dg_extract_cache_t *dg__tools_files_cache(dg_tools_files_t *files);
-/* The executable started as the extractor process ("" when unknown). */
-const char *dg__tools_files_worker(const dg_tools_files_t *files);
-
-/* One download with redirects followed here, so that each target is
- * checked against the sources like the first URL (file_fetch.c). */
-typedef struct dg__tools_fetch dg__tools_fetch_t;
-
-typedef struct dg__tools_fetch_ops {
-  /* The head of the 2xx answer: its content type, validators (each may be
-   * NULL) and declared length (-1 when unknown). A negative DG_E* code
-   * aborts the download. */
-  int (*on_head)(void *user, const char *content_type, const char *etag, const char *last_modified,
-                 int64_t length);
-  /* Bytes of the body as they arrive; a negative DG_E* code aborts. */
-  int (*on_body)(void *user, const char *data, size_t len);
-  /* Once, on a later loop turn: rc 0 after the whole body, or 0 with
-   * not_modified after a 304 to the validators given; otherwise a DG_E*
-   * code with err saying why (for an abort by on_head or on_body, the
-   * code they returned, with aborted true). */
-  void (*on_done)(void *user, int rc, bool not_modified, bool aborted, const dg_errctx_t *err);
-} dg__tools_fetch_ops_t;
-
-typedef struct dg__tools_fetch_req {
-  uv_loop_t *loop;
-  dg_tools_env_t *env;
-  const dg_file_settings_t *cfg;
-  dg_arena_t *arena; /* where the fetch lives */
-  const char *request_id;
-  const char *trace_id;     /* a trace continued, or NULL */
-  const dg_http_url_t *url; /* already checked, under source */
-  const dg_file_source_t *source;
-  const dg_principal_t *principal; /* whose sources redirects may lead to */
-  const char *etag; /* validators of a cached copy (may be NULL): a conditional request */
-  const char *last_modified;
-  const dg__tools_fetch_ops_t *ops;
-  void *user;
-} dg__tools_fetch_req_t;
-
-/* Starts downloading req->url with the environment's client or the
- * source's connector. Returns 0 (on_done follows), or a DG_E* code with err
- * (nothing started). */
-int dg__tools_fetch_start(const dg__tools_fetch_req_t *req, dg__tools_fetch_t **out,
-                          dg_errctx_t *err);
-/* Stops the download; on_done follows with DG_ECANCELED. */
-void dg__tools_fetch_cancel(dg__tools_fetch_t *fetch);
 
 /* ---- Data entry forms (forms.c) ------------------------------------------------ */
 
