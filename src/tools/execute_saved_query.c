@@ -125,8 +125,8 @@ static json_t *with_provenance(exec_t *x, json_t *result) {
 
 static void map_work(uv_work_t *req) {
   exec_t *x = req->data;
-  x->result = written(with_provenance(x, dg__tools_saved_map(x->q, x->selected, x->body, x->len,
-                                                             x->max_bytes, &x->err)),
+  x->result = written(with_provenance(x, dg_save_query_map(x->q, x->selected, x->body, x->len,
+                                                           x->max_bytes, &x->err)),
                       x->result_limit);
 }
 
@@ -157,10 +157,9 @@ static void on_upstream(dg_connector_call_t *call, const dg_connector_result_t *
   const dg_http_response_t *res = result->response;
   x->where = where(x, res);
   if (res->body_len <= INLINE_MAP_BYTES) {
-    x->result =
-        written(with_provenance(x, dg__tools_saved_map(x->q, x->selected, res->body, res->body_len,
-                                                       x->max_bytes, &x->err)),
-                x->result_limit);
+    x->result = written(with_provenance(x, dg_save_query_map(x->q, x->selected, res->body,
+                                                             res->body_len, x->max_bytes, &x->err)),
+                        x->result_limit);
     finish(x);
     return;
   }

@@ -213,10 +213,6 @@ int dg__tools_saved_inputs(const dg_saved_query_t *q, const json_t *inputs, dg_a
 int dg__tools_saved_selection(const dg_saved_query_t *q, const dg_principal_t *p,
                               const json_t *properties, dg_arena_t *arena, bool **selected,
                               dg_errctx_t *err);
-/* Builds the connector request of q from the values (path and query
- * URL-encoded, body JSON-encoded, headers); strings live in arena. */
-int dg__tools_saved_request(const dg_saved_query_t *q, const char *const *values, dg_arena_t *arena,
-                            struct dg_connector_request *req, dg_errctx_t *err);
 /* Starts q's API call for call with the values (dg__tools_saved_inputs),
  * carrying the call's request and trace ids: 0 (done follows, *out is the
  * handle) or a DG_E* code with err (DG_ENOTSUP when the gateway runs no
@@ -224,34 +220,6 @@ int dg__tools_saved_request(const dg_saved_query_t *q, const char *const *values
 int dg__tools_saved_call(dg_tool_call_t *call, const dg_saved_query_t *q, const char *const *values,
                          dg_connector_done_fn done, void *user, dg_connector_call_t **out,
                          dg_errctx_t *err);
-/* Maps a response body onto entities of q's model: {"savedQueryId", "name",
- * "dataModelId", "entities": [{"id", "properties"}], "count", "truncated",
- * "warnings"?}. Stops at q->max_results items or when the entities pass
- * max_bytes (truncated true). NULL with err when the body is not JSON or
- * a GraphQL API answered only errors. Safe on a worker thread. */
-json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, const char *body,
-                            size_t len, size_t max_bytes, dg_errctx_t *err);
-
-/* Maps a response body like dg__tools_saved_map, but hands each entity
- * (borrowed; only the selected fields) to sink instead of collecting it,
- * with no size limit. */
-typedef struct dg__tools_saved_each {
-  const dg_saved_query_t *q;
-  const bool *selected;
-  size_t max_items; /* items mapped at most (SIZE_MAX: all) */
-  /* A negative DG_E* code stops the mapping and is returned. */
-  int (*sink)(void *user, const json_t *entity);
-  void *user;
-} dg__tools_saved_each_t;
-
-/* Returns 0, with *more true when the body held more than max_items items
- * and *warnings the mapping's warnings (NULL when none; the caller
- * releases); or a DG_E* code with err (the body is not JSON, a GraphQL
- * API answered only errors, out of memory) or the sink's code. Safe on a
- * worker thread. */
-int dg__tools_saved_each(const dg__tools_saved_each_t *each, const char *body, size_t len,
-                         bool *more, json_t **warnings, dg_errctx_t *err);
-
 /* ---- aggregate_saved_query (saved_aggregate.c) ------------------------- */
 
 /* One clause: fn over the field at index field of the query (Count: none). */
