@@ -5,10 +5,10 @@
  * Pieces, bottom up:
  *   server.c     the server, its reference count and the deferred queue
  *   session.c    sessions (one per HTTP Mcp-Session-Id, WebSocket or stdio)
- *   jsonrpc.c    exchanges: one incoming transport message (a JSON-RPC
+ *   exchange.c   exchanges: one incoming transport message (a JSON-RPC
  *                message or a batch) and the reply built for it
- *   lifecycle.c  the methods: initialize, ping, tools/list, tools/call, ...
- *   call.c       dg_tool_call_t: one running tool
+ *   methods.c    the method table: initialize, ping, tools/list, tools/call, ...
+ *   tool_call.c  dg_tool_call_t: one running tool
  *   http.c, http_routes.c, ws.c, stdio.c   the transports
  *
  * Ownership: the server owns its sessions; an exchange holds a reference
@@ -162,7 +162,7 @@ struct dg_mcp_server {
   /* The tools/list array without and with outputSchema, built on first use
    * and shared by every answer: the tools do not change while the server
    * lives. */
-  json_t *tool_list[3];    /* per tool_level (lifecycle.c) */
+  json_t *tool_list[3];    /* per tool_level (methods.c) */
   dg_catalog_t *cat;       /* the snapshot new exchanges use; one reference */
   dg_mcp_shared_t *shared; /* config.shared, or the server's own */
   bool owns_shared;
@@ -338,13 +338,13 @@ size_t dg__mcp_reply_limit(const dg__mcp_exchange_t *ex);
 /* A method name as a bounded metric label. */
 const char *dg__mcp_method_label(const char *method);
 
-/* ---- Methods (lifecycle.c) ------------------------------------------------ */
+/* ---- Methods (methods.c) ------------------------------------------------ */
 /* Handles one request; answers slot now or starts a tool call that will. */
 void dg__mcp_handle_request(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const char *method,
                             json_t *params);
 void dg__mcp_handle_notification(dg__mcp_exchange_t *ex, const char *method, json_t *params);
 
-/* ---- Tool calls (call.c) ------------------------------------------------- */
+/* ---- Tool calls (tool_call.c) -------------------------------------------- */
 /* A resources/read answered by a tool call: the URI (in the exchange's
  * arena) and how the tool's answer becomes the contents. */
 typedef struct dg__mcp_read {
@@ -366,7 +366,7 @@ void dg__mcp_call_detach(dg_tool_call_t *call);
  * pending elicitation of one of the session's calls, or ignored. */
 void dg__mcp_call_response(dg__mcp_session_t *ss, const json_t *msg);
 /* True when msg is a tools/call of a tool that may ask the user and the
- * session's client can be asked (lifecycle.c). */
+ * session's client can be asked (methods.c). */
 bool dg__mcp_may_elicit(const dg__mcp_exchange_t *ex, const json_t *msg);
 
 /* ---- Transports ------------------------------------------------------------ */
