@@ -24,7 +24,7 @@ typedef struct dg_tools_env {
 } dg_tools_env_t;
 
 /* The environment of a call (never NULL inside a running gateway). */
-dg_tools_env_t *dg_tools_env(const dg_tool_call_t *call);
+dg_tools_env_t *dg_tools_env(const dg_mcp_tool_call_t *call);
 
 /* Every implemented tool, in tools/list order. */
 extern const dg_tool_t *const dg_tools_registry[];
@@ -41,6 +41,6 @@ extern const char dg_tools_instructions[];
 /* Looks up args.dataModelId and checks read access; on failure fills err
  * (unknown id lists nothing secret; a model the caller may not read is
  * reported as not found to avoid disclosing it). */
-const dg_model_t *dg_tools_model_arg(dg_tool_call_t *call, const char *param, dg_errctx_t *err);
+const dg_model_t *dg_tools_model_arg(dg_mcp_tool_call_t *call, const char *param, dg_errctx_t *err);
 
 #endif

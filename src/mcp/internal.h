@@ -8,7 +8,7 @@
  *   exchange.c   exchanges: one incoming transport message (a JSON-RPC
  *                message or a batch) and the reply built for it
  *   methods.c    the method table: initialize, ping, tools/list, tools/call, ...
- *   tool_call.c  dg_tool_call_t: one running tool
+ *   tool_call.c  dg_mcp_tool_call_t: one running tool
  *   http.c, http_routes.c, ws.c, stdio.c   the transports
  *
  * Ownership: the server owns its sessions; an exchange holds a reference
@@ -208,7 +208,7 @@ struct dg__mcp_session {
   dg__mcp_sid_t sid;             /* HTTP: what the id says */
   uint64_t event_seq;            /* SSE event ids */
   dg__mcp_exchange_t *exchanges; /* exchanges waiting for their reply */
-  dg_tool_call_t *calls;         /* tool calls not yet ended */
+  dg_mcp_tool_call_t *calls;     /* tool calls not yet ended */
   unsigned ncalls;
   dg__mcp_sse_t *sse; /* the GET stream, at most one */
   dg__mcp_session_t *all_prev, *all_next;
@@ -251,10 +251,10 @@ bool dg__mcp_session_at_least(const dg__mcp_session_t *ss, const char *v);
 
 /* ---- Exchanges ------------------------------------------------------------ */
 typedef struct dg__mcp_slot {
-  json_t *id;           /* the request's id (borrowed from the message) */
-  json_t *response;     /* owned once answered */
-  dg_tool_call_t *call; /* the running tool call answering this slot */
-  bool done;            /* answered or dropped */
+  json_t *id;               /* the request's id (borrowed from the message) */
+  json_t *response;         /* owned once answered */
+  dg_mcp_tool_call_t *call; /* the running tool call answering this slot */
+  bool done;                /* answered or dropped */
 } dg__mcp_slot_t;
 
 struct dg__mcp_exchange {
@@ -361,7 +361,7 @@ void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__
  * request id; its response is not sent. */
 void dg__mcp_call_cancel_id(dg__mcp_session_t *ss, const json_t *request_id);
 /* The client is gone: the call is canceled and detached from its slot. */
-void dg__mcp_call_detach(dg_tool_call_t *call);
+void dg__mcp_call_detach(dg_mcp_tool_call_t *call);
 /* A response from the client (msg: {id, result | error}): the answer to a
  * pending elicitation of one of the session's calls, or ignored. */
 void dg__mcp_call_response(dg__mcp_session_t *ss, const json_t *msg);

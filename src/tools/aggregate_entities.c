@@ -94,7 +94,7 @@ static const char output_schema[] =
     "grouping\"},"
     "\"aggregates\":{\"type\":\"object\",\"description\":\"Each alias with its value\"}}}}}}";
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg__tools_run_entities(call, DG__TOOLS_AGGREGATE);
 }
 

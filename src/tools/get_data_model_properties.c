@@ -49,15 +49,15 @@ static const char output_schema[] =
     "\"expandable\":{\"type\":\"boolean\"},"
     "\"derived\":{\"type\":\"boolean\"}}}}}}}}";
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   const dg_model_t *model = dg_tools_model_arg(call, "dataModelId", &err);
   if (model == NULL) {
-    dg_tool_call_fail(call, &err);
+    dg_mcp_tool_call_fail(call, &err);
     return;
   }
-  dg__tools_reply(call, dg__tools_model_properties_json(model, dg_tool_call_principal(call)),
+  dg__tools_reply(call, dg__tools_model_properties_json(model, dg_mcp_tool_call_principal(call)),
                   "The properties could not be listed");
 }
 

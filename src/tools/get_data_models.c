@@ -19,9 +19,10 @@ static const char output_schema[] =
     "\"entityType\":{\"type\":\"string\"},"
     "\"entitySubType\":{\"type\":[\"string\",\"null\"]}}}}}}";
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg__tools_reply(
-      call, dg__tools_data_models_json(dg_tool_call_catalog(call), dg_tool_call_principal(call)),
+      call,
+      dg__tools_data_models_json(dg_mcp_tool_call_catalog(call), dg_mcp_tool_call_principal(call)),
       "The Data Models could not be listed");
 }
 

@@ -21,7 +21,7 @@ static const char output_schema[] =
     "\"truncated\":{\"type\":\"boolean\"},"
     "\"omittedIds\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg__tools_run_entities(call, DG__TOOLS_FETCH);
 }
 

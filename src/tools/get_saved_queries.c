@@ -14,10 +14,11 @@ static const char output_schema[] =
     "\"DeclaredInputs\"],"
     "\"properties\":{" DG__TOOLS_SAVED_QUERY_ENTRY_SCHEMA "}}}}}";
 
-static void run(dg_tool_call_t *call) {
-  dg__tools_reply(
-      call, dg__tools_saved_queries_json(dg_tool_call_catalog(call), dg_tool_call_principal(call)),
-      "The Saved Queries could not be listed");
+static void run(dg_mcp_tool_call_t *call) {
+  dg__tools_reply(call,
+                  dg__tools_saved_queries_json(dg_mcp_tool_call_catalog(call),
+                                               dg_mcp_tool_call_principal(call)),
+                  "The Saved Queries could not be listed");
 }
 
 const dg_tool_t dg_tool_get_saved_queries = {

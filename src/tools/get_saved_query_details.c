@@ -24,15 +24,15 @@ static const char output_schema[] =
     "\"requestType\":{\"type\":\"string\",\"enum\":[\"REST\",\"GraphQL\"]},"
     "\"maxResults\":{\"type\":\"integer\",\"minimum\":1}}}";
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  const char *id = json_string_value(json_object_get(dg_tool_call_args(call), "savedQueryId"));
-  const dg_principal_t *p = dg_tool_call_principal(call);
+  const char *id = json_string_value(json_object_get(dg_mcp_tool_call_args(call), "savedQueryId"));
+  const dg_principal_t *p = dg_mcp_tool_call_principal(call);
   const dg_saved_query_t *q =
-      dg__tools_find_saved_query(dg_tool_call_catalog(call), p, "savedQueryId", id, &err);
+      dg__tools_find_saved_query(dg_mcp_tool_call_catalog(call), p, "savedQueryId", id, &err);
   if (q == NULL) {
-    dg_tool_call_fail(call, &err);
+    dg_mcp_tool_call_fail(call, &err);
     return;
   }
   dg__tools_reply(call, dg__tools_saved_query_details_json(q, p),

@@ -50,10 +50,10 @@ json_t *dg__tools_reference_json(const dg_reference_t *ref, const dg_principal_t
 
 /* Ends the call with result, or, when result is NULL (out of memory),
  * with "<what>: out of memory." (registry.c). */
-void dg__tools_reply(dg_tool_call_t *call, json_t *result, const char *what);
+void dg__tools_reply(dg_mcp_tool_call_t *call, json_t *result, const char *what);
 /* size zeroed bytes in the call's arena for a tool's state; NULL after
  * ending the call with "<what>: out of memory." */
-void *dg__tools_call_state(dg_tool_call_t *call, size_t size, const char *what);
+void *dg__tools_call_state(dg_mcp_tool_call_t *call, size_t size, const char *what);
 
 /* ---- Entity tools (entities.c) ------------------------------------------------ */
 typedef enum dg__tools_store_op {
@@ -151,17 +151,17 @@ typedef enum dg__tools_store_op {
   "the answer may take, at most the server's limit (maxResultBytes, 1 MiB by default); what does " \
   "not fit whole is left out, and the answer says what and how to get it\"}"
 /* The maxResultBytes argument within the server's limit (0: not given). */
-size_t dg__tools_budget(dg_tool_call_t *call);
+size_t dg__tools_budget(dg_mcp_tool_call_t *call);
 
 /* The parser context of a call: its catalog, principal and arena. */
-void dg__tools_parse_ctx(dg_tool_call_t *call, dg_errctx_t *err, dg_store_parse_t *out);
+void dg__tools_parse_ctx(dg_mcp_tool_call_t *call, dg_errctx_t *err, dg_store_parse_t *out);
 /* The running store, or NULL after failing the call with a clear error. */
-dg_store_t *dg__tools_store(dg_tool_call_t *call);
+dg_store_t *dg__tools_store(dg_mcp_tool_call_t *call);
 /* The run() of the entity tools: parses the call's arguments for op (a
  * dataModelId first, except for a lookup), starts it in the store and
  * ends the call with the store's result or its error. A cancelled call
  * cancels the store request; the call still ends from its completion. */
-void dg__tools_run_entities(dg_tool_call_t *call, dg__tools_store_op_t op);
+void dg__tools_run_entities(dg_mcp_tool_call_t *call, dg__tools_store_op_t op);
 
 /* ---- Saved Queries ------------------------------------------------------ */
 struct dg_connector_request;
@@ -217,9 +217,9 @@ int dg__tools_saved_selection(const dg_saved_query_t *q, const dg_principal_t *p
  * carrying the call's request and trace ids: 0 (done follows, *out is the
  * handle) or a DG_E* code with err (DG_ENOTSUP when the gateway runs no
  * connector client). */
-int dg__tools_saved_call(dg_tool_call_t *call, const dg_saved_query_t *q, const char *const *values,
-                         dg_connector_done_fn done, void *user, dg_connector_call_t **out,
-                         dg_errctx_t *err);
+int dg__tools_saved_call(dg_mcp_tool_call_t *call, const dg_saved_query_t *q,
+                         const char *const *values, dg_connector_done_fn done, void *user,
+                         dg_connector_call_t **out, dg_errctx_t *err);
 /* ---- aggregate_saved_query (saved_aggregate.c) ------------------------- */
 
 /* One clause: fn over the field at index field of the query (Count: none). */
@@ -261,7 +261,7 @@ json_t *dg__tools_saved_agg_run(const dg__tools_saved_agg_t *a, const char *body
  * and the text item is the result without its text followed by the text
  * between BEGIN and END markers that name the source and share a random
  * tag. */
-void dg__tools_reply_document(dg_tool_call_t *call, json_t *result, const char *source,
+void dg__tools_reply_document(dg_mcp_tool_call_t *call, json_t *result, const char *source,
                               const char *source_name);
 /* Bytes of document text that an answer of budget bytes has room for
  * beside its envelope and fence. */
@@ -396,7 +396,7 @@ typedef struct dg__tools_confirm_view {
  * user is being asked (done follows, once, on a later loop turn), or a
  * negative DG_E* code with err when it may not go ahead (confirmation is
  * required and this client cannot be asked). */
-int dg__tools_confirm_submit(dg_tool_call_t *call, const dg__tools_confirm_view_t *view,
+int dg__tools_confirm_submit(dg_mcp_tool_call_t *call, const dg__tools_confirm_view_t *view,
                              dg__tools_confirm_fn done, void *data, dg_errctx_t *err);
 
 /* get_data_entry_form's fields ({key, label, type, control, required,

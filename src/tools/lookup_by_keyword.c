@@ -35,7 +35,7 @@ static const char output_schema[] =
     "\"omitted\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
     "\"id\":{\"type\":\"string\"},\"dataModelId\":{\"type\":\"string\"}}}}}}";
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg__tools_run_entities(call, DG__TOOLS_LOOKUP);
 }
 

@@ -46,7 +46,7 @@ static const char output_schema[] =
     "\"anyOf\":[{\"required\":[\"entities\",\"pageNumber\",\"pageSize\",\"hasMore\",\"nextPage\"]},"
     "{\"required\":[\"count\"]}]}";
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg__tools_run_entities(call, DG__TOOLS_QUERY);
 }
 
