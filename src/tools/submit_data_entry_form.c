@@ -6,7 +6,8 @@
  * record in one durable transaction (which also checks that referenced
  * entities exist and returns the first outcome for a repeated idempotency
  * key), read the record back, run the save tree against the upstream
- * systems, record its outcome with the values it set, answer. */
+ * systems, record its outcome with the values it set, answer. Each stage is
+ * a state of the submission (sub_state_t), and set_state checks every move. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,9 +74,24 @@ static const char output_schema[] =
     "\"added\",\"updated\",\"removed\"]}},"
     "\"warnings\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
 
+/* A submission's life. Each move goes through set_state, which refuses
+ * a move the table does not list (as the save tree's nodes do). */
+typedef enum sub_state {
+  SUB_CHECKING,        /* arguments checked, nothing asked or stored yet */
+  SUB_CONFIRMING,      /* the user is asked to confirm (or need not be) */
+  SUB_READING_REMOVED, /* reading the lines the write removes, list after list */
+  SUB_STORING,         /* the submission and the record written in one transaction */
+  SUB_READING_BACK,    /* the stored record read back for the save tree */
+  SUB_RUNNING_TREE,    /* the save tree runs against the upstream systems */
+  SUB_RECORDING,       /* the tree's outcome and the values it set are stored */
+  SUB_ANSWERED,        /* the call has ended: answer, replay or error */
+  SUB_NSTATES
+} sub_state_t;
+
 /* One submission, in the call's arena. */
 typedef struct submission {
   dg_mcp_tool_call_t *call;
+  sub_state_t state;
   dg_store_t *store;
   const dg_model_t *model;
   const dg_endpoint_t *endpoint;
@@ -92,6 +108,37 @@ typedef struct submission {
 } submission_t;
 
 static void on_finished(int status, json_t *result, const dg_errctx_t *err, void *data);
+
+static const char *const state_names[] = {"checking",  "confirming",   "reading_removed",
+                                          "storing",   "reading_back", "running_tree",
+                                          "recording", "answered"};
+
+static void set_state(submission_t *s, sub_state_t next) {
+  static const bool legal[SUB_NSTATES][SUB_NSTATES] = {
+      [SUB_CHECKING] = {[SUB_CONFIRMING] = true, [SUB_ANSWERED] = true},
+      [SUB_CONFIRMING] =
+          {[SUB_READING_REMOVED] = true, [SUB_STORING] = true, [SUB_ANSWERED] = true},
+      [SUB_READING_REMOVED] =
+          {[SUB_READING_REMOVED] = true, [SUB_STORING] = true, [SUB_ANSWERED] = true},
+      [SUB_STORING] = {[SUB_READING_BACK] = true, [SUB_ANSWERED] = true},
+      [SUB_READING_BACK] = {[SUB_RUNNING_TREE] = true, [SUB_RECORDING] = true},
+      [SUB_RUNNING_TREE] = {[SUB_RECORDING] = true},
+      [SUB_RECORDING] = {[SUB_ANSWERED] = true},
+  };
+  if (!legal[s->state][next]) {
+    dg_log_json(DG_LOG_ERROR, "illegal_state",
+                json_pack("{s:s,s:s,s:s}", "what", "submission", "from", state_names[s->state],
+                          "to", state_names[next]));
+    abort();
+  }
+  s->state = next;
+}
+
+/* Ends the call with err: the submission is over. */
+static void fail(submission_t *s, const dg_errctx_t *err) {
+  set_state(s, SUB_ANSWERED);
+  dg_mcp_tool_call_fail(s->call, err);
+}
 
 /* ---- The answer ---------------------------------------------------------------------------- */
 
@@ -154,6 +201,7 @@ static json_t *replay(submission_t *s) {
 }
 
 static void end(submission_t *s, json_t *result) {
+  set_state(s, SUB_ANSWERED);
   if (result == NULL) {
     dg_mcp_tool_call_failf(s->call,
                            "The submission was recorded (%s), but its answer could not be "
@@ -240,6 +288,7 @@ static void on_tree(dg_save_run_t *run, const dg_save_outcome_t *o, void *data) 
   submission_t *s = data;
   dg_arena_t *arena = dg_mcp_tool_call_arena(s->call);
   s->run = NULL;
+  set_state(s, SUB_RECORDING);
   s->result = answer(s, o->succeeded ? "succeeded" : "failed");
   json_t *tree = o->result;
   json_object_set_new(s->result, "failedAction",
@@ -464,6 +513,7 @@ static void start_tree(submission_t *s, const json_t *values) {
     fail_early(s, s->endpoint->root->title, "the connector client is not running in this gateway");
     return;
   }
+  set_state(s, SUB_RUNNING_TREE);
   if (dg_save_run(&o, on_tree, s, &s->run, &err) != 0)
     fail_early(s, s->endpoint->root->title, err.message);
 }
@@ -487,7 +537,7 @@ static void on_fetched(int status, json_t *answer, const dg_errctx_t *err, void 
 static void on_submitted(int status, json_t *result, const dg_errctx_t *err, void *data) {
   submission_t *s = data;
   if (status != 0) {
-    dg_mcp_tool_call_fail(s->call, err);
+    fail(s, err);
     return;
   }
   s->head = result;
@@ -502,6 +552,7 @@ static void on_submitted(int status, json_t *result, const dg_errctx_t *err, voi
   }
   dg_errctx_t e;
   dg_errctx_clear(&e);
+  set_state(s, SUB_READING_BACK);
   dg_store_fetch_t *f = dg__tools_record_fetch(
       s->model, json_string_value(json_object_get(result, "id")), dg_mcp_tool_call_arena(s->call));
   int rc = f ? dg_store_fetch(s->store, f, on_fetched, s, NULL, &e) : DG_ENOMEM;
@@ -662,6 +713,7 @@ static int check_args(submission_t *s, dg_errctx_t *err) {
 }
 
 static int submit(submission_t *s, dg_errctx_t *err) {
+  set_state(s, SUB_STORING);
   int rc = dg_store_submit(s->store, &s->sub, on_submitted, s, NULL, err);
   if (rc == 0)
     dg_mcp_tool_call_on_cancel(s->call, on_cancel, s);
@@ -689,6 +741,7 @@ static int read_removed(submission_t *s, dg_errctx_t *err) {
   f->model = l->model;
   f->ids = ids;
   f->nids = n;
+  set_state(s, SUB_READING_REMOVED);
   return dg_store_fetch(s->store, f, on_removed, s, NULL, err);
 }
 
@@ -698,12 +751,13 @@ static void on_removed(int status, json_t *answer, const dg_errctx_t *err, void 
   json_t *records = status == 0 ? records_of(l->model, answer) : NULL;
   json_decref(answer);
   if (status != 0) {
-    dg_mcp_tool_call_fail(s->call, err);
+    fail(s, err);
     return;
   }
   if (records == NULL || dg_arena_defer(dg_mcp_tool_call_arena(s->call),
                                         (void (*)(void *))json_decref, records) != 0) {
     json_decref(records);
+    set_state(s, SUB_ANSWERED);
     dg_mcp_tool_call_failf(s->call, "The form could not be submitted: out of memory.");
     return;
   }
@@ -712,7 +766,7 @@ static void on_removed(int status, json_t *answer, const dg_errctx_t *err, void 
   dg_errctx_t e;
   dg_errctx_clear(&e);
   if (read_removed(s, &e) != 0)
-    dg_mcp_tool_call_fail(s->call, &e);
+    fail(s, &e);
 }
 
 /* The answer when the user did not confirm: nothing was stored or sent. */
@@ -737,18 +791,20 @@ static void on_confirmation(void *data, dg__tools_confirmation_t outcome) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   if (outcome == DG__TOOLS_ABANDONED) {
+    set_state(s, SUB_ANSWERED);
     dg_mcp_tool_call_failf(s->call,
                            "The submission was canceled while the user was asked to confirm "
                            "it; nothing was stored or sent.");
     return;
   }
   if (outcome != DG__TOOLS_CONFIRMED) {
+    set_state(s, SUB_ANSWERED);
     dg__tools_reply(s->call, unconfirmed(s, outcome), "The submission was not confirmed");
     return;
   }
   s->confirmed = true;
   if (read_removed(s, &err) != 0)
-    dg_mcp_tool_call_fail(s->call, &err);
+    fail(s, &err);
 }
 
 static int start(submission_t *s, dg_errctx_t *err) {
@@ -768,6 +824,7 @@ static int start(submission_t *s, dg_errctx_t *err) {
   s->sub.principal = dg_principal_name(dg_mcp_tool_call_principal(s->call));
   s->sub.idempotency_key = json_string_value(json_object_get(args, "idempotencyKey"));
   dg__tools_confirm_view_t view = {&s->sub.write, s->endpoint, s->sub.system};
+  set_state(s, SUB_CONFIRMING);
   rc = dg__tools_confirm_submit(s->call, &view, on_confirmation, s, err);
   return rc == 1 ? read_removed(s, err) : rc;
 }
@@ -781,7 +838,7 @@ static void run(dg_mcp_tool_call_t *call) {
   s->call = call;
   s->store = dg__tools_store(call);
   if (s->store != NULL && start(s, &err) != 0)
-    dg_mcp_tool_call_fail(call, &err);
+    fail(s, &err);
 }
 
 const dg_tool_t dg_tool_submit_data_entry_form = {
