@@ -125,9 +125,6 @@ const dg_tool_t dg_tool_aggregate_entities = {
     .input_schema = input_schema,
     .accepted_schema = accepted_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

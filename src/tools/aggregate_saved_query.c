@@ -227,9 +227,6 @@ const dg_tool_t dg_tool_aggregate_saved_query = {
     .input_schema = input_schema,
     .accepted_schema = accepted_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = true,
+    DG__TOOLS_READS_UPSTREAM,
     .run = run,
 };

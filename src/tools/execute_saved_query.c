@@ -248,9 +248,6 @@ const dg_tool_t dg_tool_execute_saved_query = {
         "get_saved_queries and get_saved_query_details first.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = true,
+    DG__TOOLS_READS_UPSTREAM,
     .run = run,
 };

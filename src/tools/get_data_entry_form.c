@@ -615,9 +615,6 @@ const dg_tool_t dg_tool_get_data_entry_form = {
         "omittedFields. Call get_data_models first.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

@@ -81,9 +81,6 @@ const dg_tool_t dg_tool_get_data_model_properties = {
         "of entity results work too. Call get_data_models first to get the dataModelId.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

@@ -37,9 +37,6 @@ const dg_tool_t dg_tool_get_data_models = {
         "with a dataModelId to learn the model's properties.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

@@ -39,9 +39,6 @@ const dg_tool_t dg_tool_get_entities_by_ids = {
         "true): ask for those in another call.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

@@ -474,9 +474,6 @@ const dg_tool_t dg_tool_get_file_text = {
         "soon as it is extracted, and streamedThrough tells how far that stream got.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = true,
+    DG__TOOLS_READS_UPSTREAM,
     .run = run,
 };

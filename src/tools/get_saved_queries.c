@@ -37,9 +37,6 @@ const dg_tool_t dg_tool_get_saved_queries = {
         "returns, then execute_saved_query with the savedQueryId and inputs.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

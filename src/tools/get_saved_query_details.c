@@ -51,9 +51,6 @@ const dg_tool_t dg_tool_get_saved_query_details = {
         "Call get_saved_queries first for the savedQueryId; then execute_saved_query.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

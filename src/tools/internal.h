@@ -55,6 +55,13 @@ void dg__tools_reply(dg_mcp_tool_call_t *call, json_t *result, const char *what)
  * ending the call with "<what>: out of memory." */
 void *dg__tools_call_state(dg_mcp_tool_call_t *call, size_t size, const char *what);
 
+/* The annotations of a tool that only reads: the gateway's own data, or an
+ * external system's (open world). */
+#define DG__TOOLS_READS_GATEWAY                                                                    \
+  .read_only = true, .destructive = false, .idempotent = true, .open_world = false
+#define DG__TOOLS_READS_UPSTREAM                                                                   \
+  .read_only = true, .destructive = false, .idempotent = true, .open_world = true
+
 /* ---- Entity tools (entities.c) ------------------------------------------------ */
 typedef enum dg__tools_store_op {
   DG__TOOLS_QUERY,

@@ -55,9 +55,6 @@ const dg_tool_t dg_tool_lookup_by_keyword = {
         "says truncated: true and the omitted ones' id and dataModelId, for get_entities_by_ids.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };
