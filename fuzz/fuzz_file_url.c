@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/internal.h"
+#include "datagate/files.h"
 
 static const char *const schemes[] = {"https", "http"};
 static const dg_file_source_t sources[] = {
@@ -32,7 +32,7 @@ static void check(dg_arena_t *arena, const char *text) {
   const dg_file_source_t *s = NULL;
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  int rc = dg__tools_file_check(&cfg, NULL, arena, "Invalid argument 'url':", text, &url, &s, &err);
+  int rc = dg_files_check(&cfg, NULL, arena, "Invalid argument 'url':", text, &url, &s, &err);
   if (rc != 0) {
     if (strcmp(err.param, "url") != 0 || err.message[0] == '\0')
       abort();

@@ -18,9 +18,9 @@ static const char config[] = "{\"server\":{\"stdioUser\":\"fuzz\",\"maxResultByt
                              "\"roles\":[{\"name\":\"r\",\"models\":[]}],"
                              "\"users\":[{\"name\":\"fuzz\",\"roles\":[\"r\"]}]}";
 
-static void echo_run(dg_tool_call_t *call) {
-  dg_tool_call_progress(call, 1, 2, "half");
-  dg_tool_call_succeed(call, json_pack("{s:O}", "echo", dg_tool_call_args(call)));
+static void echo_run(dg_mcp_tool_call_t *call) {
+  dg_mcp_tool_call_progress(call, 1, 2, "half");
+  dg_mcp_tool_call_succeed(call, json_pack("{s:O}", "echo", dg_mcp_tool_call_args(call)));
 }
 
 static const dg_tool_t echo = {

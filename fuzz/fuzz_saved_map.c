@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datagate/save.h"
 #include "fuzz_catalog.h"
-#include "tools/internal.h"
 
 static const char models[] =
     "{\"models\": [{\"id\": \"8a03cbc2-7f01-4d47-bdf0-0755336a3a70\", \"name\": \"Orders\", "
@@ -111,7 +111,7 @@ static void map(const dg_saved_query_t *q, const uint8_t *data, size_t size, boo
     sel[i] = all || i == 1 || i == 6;
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  json_t *r = dg__tools_saved_map(q, sel, (const char *)data, size, 1 << 20, &err);
+  json_t *r = dg_save_query_map(q, sel, (const char *)data, size, 1 << 20, &err);
   if (r == NULL && err.message[0] == '\0')
     abort();
   if (r != NULL)

@@ -30,6 +30,7 @@
 #include "datagate/catalog.h"
 #include "datagate/client.h"
 #include "datagate/extract.h"
+#include "datagate/files.h"
 #include "datagate/mcp.h"
 #include "datagate/net.h"
 #include "datagate/save.h"
@@ -423,7 +424,7 @@ static void app_finish(app_t *app) {
     dg_mcp_server_free(app->mcp);
   app->mcp = NULL;
   /* Freed once the document calls the MCP server canceled have ended. */
-  dg_tools_files_close(app->env.files);
+  dg_files_close(app->env.files);
   app->env.files = NULL;
   /* The tool calls have ended: nothing reads the answers any more. */
   dg_tools_answers_free(app->env.answers);
@@ -704,7 +705,7 @@ static int start_client(app_t *app, dg_errctx_t *err) {
     rc = dg_connectors_new(&app->loop, app->env.client, &app->env.connectors, err);
   if (rc == 0)
     rc = dg_connectors_configure(app->env.connectors, app->cat, err);
-  app->env.files = rc == 0 ? dg_tools_files_new(app->boot) : NULL;
+  app->env.files = rc == 0 ? dg_files_new(app->boot) : NULL;
   if (rc == 0 && app->env.files == NULL)
     rc = dg_errctx_set(err, DG_ENOMEM, "files", "out of memory");
   app->env.answers = rc == 0 ? dg_tools_answers_new() : NULL;

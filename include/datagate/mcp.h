@@ -25,7 +25,7 @@
   { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" }
 
 /* ---- Tools -------------------------------------------------------------- */
-typedef struct dg_tool_call dg_tool_call_t;
+typedef struct dg_mcp_tool_call dg_mcp_tool_call_t;
 
 typedef struct dg_tool {
   const char *name;
@@ -48,41 +48,41 @@ typedef struct dg_tool {
    * declared elicitation, so that the question can travel on it. */
   bool elicits;
   /* Runs the tool with arguments already validated against input_schema.
-   * The tool ends the call exactly once with dg_tool_call_succeed or
-   * dg_tool_call_fail*, now or from a later callback on the loop thread. */
-  void (*run)(dg_tool_call_t *call);
+   * The tool ends the call exactly once with dg_mcp_tool_call_succeed or
+   * dg_mcp_tool_call_fail*, now or from a later callback on the loop thread. */
+  void (*run)(dg_mcp_tool_call_t *call);
 } dg_tool_t;
 
 /* Arguments (a JSON object, borrowed; defaults from the schema filled in). */
-json_t *dg_tool_call_args(const dg_tool_call_t *call);
-const dg_principal_t *dg_tool_call_principal(const dg_tool_call_t *call);
+json_t *dg_mcp_tool_call_args(const dg_mcp_tool_call_t *call);
+const dg_principal_t *dg_mcp_tool_call_principal(const dg_mcp_tool_call_t *call);
 /* The catalog snapshot the call runs against (held until the call ends). */
-const dg_catalog_t *dg_tool_call_catalog(const dg_tool_call_t *call);
+const dg_catalog_t *dg_mcp_tool_call_catalog(const dg_mcp_tool_call_t *call);
 /* Bytes the call's result may take when written out (server.maxResultBytes;
  * no limit when that is 0). */
-size_t dg_tool_call_result_limit(const dg_tool_call_t *call);
-uv_loop_t *dg_tool_call_loop(const dg_tool_call_t *call);
+size_t dg_mcp_tool_call_result_limit(const dg_mcp_tool_call_t *call);
+uv_loop_t *dg_mcp_tool_call_loop(const dg_mcp_tool_call_t *call);
 /* Arena released when the call has ended and its result was sent. */
-dg_arena_t *dg_tool_call_arena(const dg_tool_call_t *call);
-const char *dg_tool_call_request_id(const dg_tool_call_t *call);
+dg_arena_t *dg_mcp_tool_call_arena(const dg_mcp_tool_call_t *call);
+const char *dg_mcp_tool_call_request_id(const dg_mcp_tool_call_t *call);
 /* The trace id (32 hex digits) of the traceparent the request came with,
  * for the upstream calls it makes; NULL when it came with none. */
-const char *dg_tool_call_trace_id(const dg_tool_call_t *call);
-const char *dg_tool_call_transport(const dg_tool_call_t *call); /* "http", "ws", "stdio" */
+const char *dg_mcp_tool_call_trace_id(const dg_mcp_tool_call_t *call);
+const char *dg_mcp_tool_call_transport(const dg_mcp_tool_call_t *call); /* "http", "ws", "stdio" */
 /* Opaque per-tool-module context given in dg_mcp_config_t.tool_context. */
-void *dg_tool_call_context(const dg_tool_call_t *call);
+void *dg_mcp_tool_call_context(const dg_mcp_tool_call_t *call);
 
 /* Cancellation (notifications/cancelled, client gone, tool timeout). The
  * callback runs once on the loop thread; the tool must still end the call
- * (with dg_tool_call_fail; its result is then dropped). */
-bool dg_tool_call_canceled(const dg_tool_call_t *call);
-void dg_tool_call_on_cancel(dg_tool_call_t *call, void (*fn)(dg_tool_call_t *call, void *data),
-                            void *data);
+ * (with dg_mcp_tool_call_fail; its result is then dropped). */
+bool dg_mcp_tool_call_canceled(const dg_mcp_tool_call_t *call);
+void dg_mcp_tool_call_on_cancel(dg_mcp_tool_call_t *call,
+                                void (*fn)(dg_mcp_tool_call_t *call, void *data), void *data);
 /* Sends notifications/progress when the caller gave a progress token;
  * total < 0 means unknown, message may be NULL. No-op otherwise. */
-void dg_tool_call_progress(dg_tool_call_t *call, double progress, double total,
-                           const char *message);
-/* As dg_tool_call_progress, with meta (borrowed; may be NULL) sent as
+void dg_mcp_tool_call_progress(dg_mcp_tool_call_t *call, double progress, double total,
+                               const char *message);
+/* As dg_mcp_tool_call_progress, with meta (borrowed; may be NULL) sent as
  * params._meta, for data that travels with the progress (a streamed chunk's
  * offsets). Returns 0 when the notification was queued for the client,
  * DG_ENOTSUP when the caller gave no progress token or the transport cannot
@@ -90,10 +90,10 @@ void dg_tool_call_progress(dg_tool_call_t *call, double progress, double total,
  * gone, DG_E2BIG when the client's unsent output is over half its limit
  * (nothing was sent: progress is advisory; a sender may try again later or
  * stop). */
-int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double total,
-                               const char *message, json_t *meta);
+int dg_mcp_tool_call_progress_meta(dg_mcp_tool_call_t *call, double progress, double total,
+                                   const char *message, json_t *meta);
 /* True when the caller gave a progress token (chunks may be streamed). */
-bool dg_tool_call_wants_progress(const dg_tool_call_t *call);
+bool dg_mcp_tool_call_wants_progress(const dg_mcp_tool_call_t *call);
 
 /* ---- Asking the user (elicitation, protocol 2025-06-18 and later) ------- */
 typedef enum dg_elicit_action {
@@ -107,15 +107,16 @@ typedef enum dg_elicit_action {
  * the client answered with an error or an answer that is not one,
  * DG_ECANCELED when the call was canceled, timed out or its client went
  * away (the call then still has to be ended). Fires once, on a later loop
- * turn than dg_tool_call_elicit. */
-typedef void (*dg_tool_call_elicit_cb)(dg_tool_call_t *call, int status, dg_elicit_action_t action,
-                                       const json_t *content, void *data);
+ * turn than dg_mcp_tool_call_elicit. */
+typedef void (*dg_mcp_tool_call_elicit_cb)(dg_mcp_tool_call_t *call, int status,
+                                           dg_elicit_action_t action, const json_t *content,
+                                           void *data);
 
 /* True when the caller can be asked now: the client declared form
  * elicitation at initialize, the session's protocol is 2025-06-18 or
  * later, and the call's transport can carry a request to it (over HTTP, a
  * call answered as an SSE stream). */
-bool dg_tool_call_can_elicit(const dg_tool_call_t *call);
+bool dg_mcp_tool_call_can_elicit(const dg_mcp_tool_call_t *call);
 /* Sends elicitation/create with message and requested_schema (a flat
  * object of primitive properties; borrowed) to the caller's client. While
  * the user decides, the call's timeout is replaced by a wait of at most
@@ -123,21 +124,23 @@ bool dg_tool_call_can_elicit(const dg_tool_call_t *call);
  * (cb follows), DG_ENOTSUP when the caller cannot be asked, DG_EBUSY when a
  * question of this call is pending, DG_ENOMEM. */
 #define DG_MCP_ELICIT_WAIT_MS (10u * 60u * 1000u)
-int dg_tool_call_elicit(dg_tool_call_t *call, const char *message, const json_t *requested_schema,
-                        dg_tool_call_elicit_cb cb, void *data);
+int dg_mcp_tool_call_elicit(dg_mcp_tool_call_t *call, const char *message,
+                            const json_t *requested_schema, dg_mcp_tool_call_elicit_cb cb,
+                            void *data);
 
 /* Ends the call with structuredContent = result (stolen) and the same JSON
  * as one text content item. */
-void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result);
-/* As dg_tool_call_succeed, but the text content item is text (len bytes,
+void dg_mcp_tool_call_succeed(dg_mcp_tool_call_t *call, json_t *result);
+/* As dg_mcp_tool_call_succeed, but the text content item is text (len bytes,
  * copied) instead of result written out: for a result whose text a client
  * should read differently, such as document text fenced as untrusted. The
  * text is bounded by the result limit like any result. */
-void dg_tool_call_succeed_text(dg_tool_call_t *call, json_t *result, const char *text, size_t len);
+void dg_mcp_tool_call_succeed_text(dg_mcp_tool_call_t *call, json_t *result, const char *text,
+                                   size_t len);
 /* Ends the call with isError: true and err->message as the text (naming the
  * parameter, what was given and what is allowed). */
-void dg_tool_call_fail(dg_tool_call_t *call, const dg_errctx_t *err);
-void dg_tool_call_failf(dg_tool_call_t *call, const char *fmt, ...)
+void dg_mcp_tool_call_fail(dg_mcp_tool_call_t *call, const dg_errctx_t *err);
+void dg_mcp_tool_call_failf(dg_mcp_tool_call_t *call, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* ---- Argument validation (also used by tests and fuzzers) --------------
@@ -203,7 +206,7 @@ typedef struct dg_mcp_config {
   const char *instructions; /* initialize result: the order to call tools in */
   const dg_tool_t *const *tools;
   size_t ntools;
-  void *tool_context; /* handed to tools through dg_tool_call_context */
+  void *tool_context; /* handed to tools through dg_mcp_tool_call_context */
   /* NULL: no resources (the capability is not declared). */
   const dg_mcp_resources_t *resources;
   /* Borrowed; it must outlive the server. NULL: the server makes its own

@@ -217,4 +217,41 @@ int dg_save_run(const dg_save_options_t *options, dg_save_done_fn done, void *da
  * still follows, with canceled set. */
 void dg_save_cancel(dg_save_run_t *run);
 
+/* ---- Saved Queries ------------------------------------------------------------------ */
+/* Running a Saved Query (saved_query.c): its request built from the
+ * templates and the caller's values, and the API's answer mapped onto
+ * entities of its Data Model. */
+
+/* Builds the connector request of q from the values (path and query
+ * URL-encoded, body JSON-encoded, headers); strings live in arena. */
+int dg_save_query_request(const dg_saved_query_t *q, const char *const *values, dg_arena_t *arena,
+                          dg_connector_request_t *req, dg_errctx_t *err);
+/* Maps a response body onto entities of q's model: {"savedQueryId", "name",
+ * "dataModelId", "entities": [{"id", "properties"}], "count", "truncated",
+ * "warnings"?}. Stops at q->max_results items or when the entities pass
+ * max_bytes (truncated true). NULL with err when the body is not JSON or
+ * a GraphQL API answered only errors. Safe on a worker thread. */
+json_t *dg_save_query_map(const dg_saved_query_t *q, const bool *selected, const char *body,
+                          size_t len, size_t max_bytes, dg_errctx_t *err);
+
+/* Maps a response body like dg_save_query_map, but hands each entity
+ * (borrowed; only the selected fields) to sink instead of collecting it,
+ * with no size limit. */
+typedef struct dg_save_query_each {
+  const dg_saved_query_t *q;
+  const bool *selected;
+  size_t max_items; /* items mapped at most (SIZE_MAX: all) */
+  /* A negative DG_E* code stops the mapping and is returned. */
+  int (*sink)(void *user, const json_t *entity);
+  void *user;
+} dg_save_query_each_t;
+
+/* Returns 0, with *more true when the body held more than max_items items
+ * and *warnings the mapping's warnings (NULL when none; the caller
+ * releases); or a DG_E* code with err (the body is not JSON, a GraphQL
+ * API answered only errors, out of memory) or the sink's code. Safe on a
+ * worker thread. */
+int dg_save_query_each(const dg_save_query_each_t *each, const char *body, size_t len, bool *more,
+                       json_t **warnings, dg_errctx_t *err);
+
 #endif

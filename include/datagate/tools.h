@@ -15,11 +15,6 @@ struct dg_store;
 struct dg_http_client;
 struct dg_connectors;
 
-/* get_file_text's process-wide state: the cache of extracted text and the
- * slots that bound how many documents are downloaded and extracted at once
- * (files.c). Loop thread only. */
-typedef struct dg_tools_files dg_tools_files_t;
-
 /* Answers that depend only on the catalog snapshot and the caller's roles
  * (get_data_models, get_data_model_properties, get_saved_queries), kept
  * as written JSON text per role set in a bounded table (answers.c). Loop
@@ -34,18 +29,9 @@ typedef struct dg_tools_env {
   struct dg_http_client *client; /* connector client for upstream calls (client.h) */
   /* Connector calls with authentication, for Saved Queries (save.h). */
   struct dg_connectors *connectors;
-  dg_tools_files_t *files;     /* get_file_text's cache and slots */
+  struct dg_files *files;     /* get_file_text's cache and slots (files.h) */
   dg_tools_answers_t *answers; /* NULL: every answer is built anew */
 } dg_tools_env_t;
-
-/* Creates get_file_text's state with the cache budget of cat's files.json
- * (kept for the life of the process: a reload does not resize it). NULL
- * when out of memory. */
-dg_tools_files_t *dg_tools_files_new(const dg_catalog_t *cat);
-/* Frees it once no call holds a slot any more (at once when none does);
- * waiting calls must have been canceled first (the MCP server's free does
- * that). */
-void dg_tools_files_close(dg_tools_files_t *files);
 
 /* An empty table of answers, or NULL when out of memory; freeing it drops
  * its answers and the catalog reference they were made for. */
@@ -53,7 +39,7 @@ dg_tools_answers_t *dg_tools_answers_new(void);
 void dg_tools_answers_free(dg_tools_answers_t *answers);
 
 /* The environment of a call (never NULL inside a running gateway). */
-dg_tools_env_t *dg_tools_env(const dg_tool_call_t *call);
+dg_tools_env_t *dg_tools_env(const dg_mcp_tool_call_t *call);
 
 /* Every implemented tool, in tools/list order. */
 extern const dg_tool_t *const dg_tools_registry[];
@@ -70,6 +56,6 @@ extern const char dg_tools_instructions[];
 /* Looks up args.dataModelId and checks read access; on failure fills err
  * (unknown id lists nothing secret; a model the caller may not read is
  * reported as not found to avoid disclosing it). */
-const dg_model_t *dg_tools_model_arg(dg_tool_call_t *call, const char *param, dg_errctx_t *err);
+const dg_model_t *dg_tools_model_arg(dg_mcp_tool_call_t *call, const char *param, dg_errctx_t *err);
 
 #endif

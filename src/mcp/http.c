@@ -93,7 +93,7 @@ static int authenticate(dg_mcp_server_t *s, dg_http_request_t *req, const dg_cat
 }
 
 static void session_not_found(dg_http_request_t *req) {
-  rpc_error(req, 404, DG__RPC_SERVER_BUSY,
+  rpc_error(req, 404, DG__RPC_SESSION_NOT_FOUND,
             "Session not found: it ended or expired; send initialize to start a new one");
 }
 
@@ -105,7 +105,7 @@ static void too_many_sessions(dg_http_request_t *req) {
 static bool has_session_id(dg_http_request_t *req) {
   if (dg_http_request_header(req, "Mcp-Session-Id") != NULL)
     return true;
-  rpc_error(req, 400, DG__RPC_SERVER_BUSY,
+  rpc_error(req, 400, DG__RPC_BAD_TRANSPORT,
             "Bad Request: the Mcp-Session-Id header is required; send initialize first");
   return false;
 }
@@ -136,14 +136,9 @@ static void sse_event(dg_buf_t *out, dg__mcp_session_t *ss, const json_t *msg) {
   dg_buf_append_str(out, "\n\n");
 }
 
-static size_t reply_limit(const dg__mcp_exchange_t *ex) {
-  size_t max = ex->cat->server.max_result_bytes;
-  return (max > 0 ? max : 64 * 1024 * 1024) * 2 + DG__MCP_REPLY_SLACK;
-}
-
 static void stream_finish(dg__mcp_exchange_t *ex, http_ex_t *hx, const json_t *reply) {
   dg_buf_t out;
-  dg_buf_init(&out, reply_limit(ex));
+  dg_buf_init(&out, dg__mcp_reply_limit(ex));
   if (reply != NULL)
     sse_event(&out, ex->session, reply);
   int rc = out.len > 0 ? dg_http_stream_write(hx->req, out.data, out.len) : 0;
@@ -175,7 +170,7 @@ static void respond_reply(dg__mcp_exchange_t *ex, http_ex_t *hx, const json_t *r
     return;
   }
   dg_buf_t out;
-  dg_buf_init(&out, reply_limit(ex));
+  dg_buf_init(&out, dg__mcp_reply_limit(ex));
   if (dg__mcp_dump(reply, &out) != 0) {
     rpc_error(hx->req, 500, DG__RPC_INTERNAL, "Internal error: the reply is too large");
   } else {
@@ -242,7 +237,7 @@ static void http_notify(dg__mcp_exchange_t *ex, json_t *note) {
   if (hx->req == NULL || !hx->streaming)
     return;
   dg_buf_t out;
-  dg_buf_init(&out, reply_limit(ex));
+  dg_buf_init(&out, dg__mcp_reply_limit(ex));
   sse_event(&out, ex->session, note);
   /* Progress is advisory: when the client does not keep up it is dropped. */
   dg_http_stream_write(hx->req, out.data, out.len);
@@ -268,7 +263,7 @@ static void http_abort(dg__mcp_exchange_t *ex) {
   else if (ex->server->closing)
     rpc_error(hx->req, 503, DG__RPC_SERVER_BUSY, "the server is shutting down");
   else
-    rpc_error(hx->req, 404, DG__RPC_SERVER_BUSY, "Session not found: the session ended");
+    rpc_error(hx->req, 404, DG__RPC_SESSION_NOT_FOUND, "Session not found: the session ended");
   hx->req = NULL;
 }
 
@@ -310,13 +305,13 @@ static void on_post_drain(dg_http_request_t *req, void *data) {
 static bool post_checks(dg_http_request_t *req) {
   const char *type = dg_http_request_header(req, "Content-Type");
   if (type == NULL || !dg__mcp_lists_token(type, "application/json")) {
-    rpc_error(req, 415, DG__RPC_SERVER_BUSY,
+    rpc_error(req, 415, DG__RPC_UNSUPPORTED_MEDIA,
               "Unsupported Media Type: the body must be application/json");
     return false;
   }
   const char *v = dg_http_request_header(req, "MCP-Protocol-Version");
   if (v != NULL && !version_supported(v)) {
-    rpc_error(req, 400, DG__RPC_SERVER_BUSY,
+    rpc_error(req, 400, DG__RPC_BAD_TRANSPORT,
               "Bad Request: unsupported MCP-Protocol-Version; supported: 2025-11-25, "
               "2025-06-18, 2025-03-26, 2024-11-05");
     return false;
@@ -359,7 +354,7 @@ static dg__mcp_session_t *post_session(dg_mcp_server_t *s, dg_http_request_t *re
   if (rc == DG_EBUSY)
     too_many_sessions(req);
   else if (rc != 0)
-    rpc_error(req, 500, DG__RPC_SERVER_BUSY, "Internal error: cannot create a session");
+    rpc_error(req, 500, DG__RPC_INTERNAL, "Internal error: cannot create a session");
   if (rc != 0)
     return NULL;
   *created = true;
@@ -500,7 +495,7 @@ static void http_get(dg_mcp_server_t *s, dg_http_request_t *req) {
   if (ss == NULL)
     return;
   if (ss->sse != NULL) {
-    rpc_error(req, 409, DG__RPC_SERVER_BUSY,
+    rpc_error(req, 409, DG__RPC_CONFLICT,
               "Conflict: this session already has an open event stream");
     return;
   }

@@ -5,10 +5,10 @@
  * Pieces, bottom up:
  *   server.c     the server, its reference count and the deferred queue
  *   session.c    sessions (one per HTTP Mcp-Session-Id, WebSocket or stdio)
- *   jsonrpc.c    exchanges: one incoming transport message (a JSON-RPC
+ *   exchange.c   exchanges: one incoming transport message (a JSON-RPC
  *                message or a batch) and the reply built for it
- *   lifecycle.c  the methods: initialize, ping, tools/list, tools/call, ...
- *   call.c       dg_tool_call_t: one running tool
+ *   methods.c    the method table: initialize, ping, tools/list, tools/call, ...
+ *   tool_call.c  dg_mcp_tool_call_t: one running tool
  *   http.c, http_routes.c, ws.c, stdio.c   the transports
  *
  * Ownership: the server owns its sessions; an exchange holds a reference
@@ -21,18 +21,31 @@
 
 #include "datagate/mcp.h"
 
-/* JSON-RPC error codes. */
-#define DG__RPC_PARSE_ERROR (-32700)
-#define DG__RPC_INVALID_REQUEST (-32600)
-#define DG__RPC_METHOD_NOT_FOUND (-32601)
-#define DG__RPC_INVALID_PARAMS (-32602)
-#define DG__RPC_INTERNAL (-32603)
-#define DG__RPC_SERVER_BUSY (-32000)
-#define DG__RPC_UNAUTHORIZED (-32001)
-/* A request the client cancelled, when an answer must still be given
- * (the code LSP uses for it). */
-#define DG__RPC_CANCELLED (-32800)
-#define DG__RPC_RESOURCE_NOT_FOUND (-32002) /* MCP: resources/read of an unknown URI */
+/* JSON-RPC error codes, one per meaning: the standard ones, then the
+ * server's (-32000 to -32099). An HTTP refusal of the transport carries
+ * the code of its reason beside its status. */
+#define DG__RPC_CODES(XX)                                                                          \
+  XX(PARSE_ERROR, -32700)                                                                          \
+  XX(INVALID_REQUEST, -32600)                                                                      \
+  XX(METHOD_NOT_FOUND, -32601)                                                                     \
+  XX(INVALID_PARAMS, -32602)                                                                       \
+  XX(INTERNAL, -32603)                                                                             \
+  XX(SERVER_BUSY, -32000)        /* 503: no room for the call, session or server */                \
+  XX(UNAUTHORIZED, -32001)       /* 401 */                                                         \
+  XX(RESOURCE_NOT_FOUND, -32002) /* MCP: resources/read of an unknown URI */                       \
+  XX(BAD_TRANSPORT, -32003)      /* 400: a header the transport needs is missing or wrong */       \
+  XX(SESSION_NOT_FOUND, -32004)  /* 404: the session ended or expired */                           \
+  XX(CONFLICT, -32005)           /* 409: the session already has an event stream */                \
+  XX(UNSUPPORTED_MEDIA, -32006)  /* 415: the body is not application/json */                       \
+  /* A request the client cancelled, when an answer must still be given                            \
+   * (the code LSP uses for it). */                                                                \
+  XX(CANCELLED, -32800)
+
+enum {
+#define XX(name, value) DG__RPC_##name = (value),
+  DG__RPC_CODES(XX)
+#undef XX
+};
 
 /* Protocol versions by index into DG_MCP_VERSIONS. */
 #define DG__MCP_NVERSIONS 4
@@ -47,9 +60,6 @@
 #define DG__MCP_LOCAL_ID_LEN 32
 #define DG__MCP_SESSION_BUCKETS 1024
 #define DG__MCP_SSE_KEEPALIVE_MS 15000
-/* Hard ceiling of a serialised reply, above the configured result limit,
- * for the envelope around a result. */
-#define DG__MCP_REPLY_SLACK (64 * 1024)
 
 typedef struct dg__mcp_session dg__mcp_session_t;
 typedef struct dg__mcp_exchange dg__mcp_exchange_t;
@@ -152,7 +162,7 @@ struct dg_mcp_server {
   /* The tools/list array without and with outputSchema, built on first use
    * and shared by every answer: the tools do not change while the server
    * lives. */
-  json_t *tool_list[3];     /* per tool_level (lifecycle.c) */
+  json_t *tool_list[3];     /* per tool_level (methods.c) */
   dg_catalog_t *cat;        /* the snapshot new exchanges use; one reference */
   dg_auth_tokens_t *tokens; /* static tokens already matched (auth.h) */
   dg_mcp_shared_t *shared;  /* config.shared, or the server's own */
@@ -199,7 +209,7 @@ struct dg__mcp_session {
   dg__mcp_sid_t sid;             /* HTTP: what the id says */
   uint64_t event_seq;            /* SSE event ids */
   dg__mcp_exchange_t *exchanges; /* exchanges waiting for their reply */
-  dg_tool_call_t *calls;         /* tool calls not yet ended */
+  dg_mcp_tool_call_t *calls;     /* tool calls not yet ended */
   unsigned ncalls;
   dg__mcp_sse_t *sse; /* the GET stream, at most one */
   dg__mcp_session_t *all_prev, *all_next;
@@ -242,10 +252,10 @@ bool dg__mcp_session_at_least(const dg__mcp_session_t *ss, const char *v);
 
 /* ---- Exchanges ------------------------------------------------------------ */
 typedef struct dg__mcp_slot {
-  json_t *id;           /* the request's id (borrowed from the message) */
-  json_t *response;     /* owned once answered */
-  dg_tool_call_t *call; /* the running tool call answering this slot */
-  bool done;            /* answered or dropped */
+  json_t *id;               /* the request's id (borrowed from the message) */
+  json_t *response;         /* owned once answered */
+  dg_mcp_tool_call_t *call; /* the running tool call answering this slot */
+  bool done;                /* answered or dropped */
 } dg__mcp_slot_t;
 
 struct dg__mcp_exchange {
@@ -322,16 +332,20 @@ bool dg__mcp_wants_progress(const json_t *msg);
 bool dg__mcp_is_request(const json_t *msg, const char *m);
 /* Serialises compactly into out (bounded by out->max); 0 or DG_E2BIG. */
 int dg__mcp_dump(const json_t *value, dg_buf_t *out);
+/* The hard ceiling of one serialised message of ex on any transport: twice
+ * the configured result limit (a result appears as text and as
+ * structuredContent) and room for the envelope around it. */
+size_t dg__mcp_reply_limit(const dg__mcp_exchange_t *ex);
 /* A method name as a bounded metric label. */
 const char *dg__mcp_method_label(const char *method);
 
-/* ---- Methods (lifecycle.c) ------------------------------------------------ */
+/* ---- Methods (methods.c) ------------------------------------------------ */
 /* Handles one request; answers slot now or starts a tool call that will. */
 void dg__mcp_handle_request(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const char *method,
                             json_t *params);
 void dg__mcp_handle_notification(dg__mcp_exchange_t *ex, const char *method, json_t *params);
 
-/* ---- Tool calls (call.c) ------------------------------------------------- */
+/* ---- Tool calls (tool_call.c) -------------------------------------------- */
 /* A resources/read answered by a tool call: the URI (in the exchange's
  * arena) and how the tool's answer becomes the contents. */
 typedef struct dg__mcp_read {
@@ -348,12 +362,12 @@ void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__
  * request id; its response is not sent. */
 void dg__mcp_call_cancel_id(dg__mcp_session_t *ss, const json_t *request_id);
 /* The client is gone: the call is canceled and detached from its slot. */
-void dg__mcp_call_detach(dg_tool_call_t *call);
+void dg__mcp_call_detach(dg_mcp_tool_call_t *call);
 /* A response from the client (msg: {id, result | error}): the answer to a
  * pending elicitation of one of the session's calls, or ignored. */
 void dg__mcp_call_response(dg__mcp_session_t *ss, const json_t *msg);
 /* True when msg is a tools/call of a tool that may ask the user and the
- * session's client can be asked (lifecycle.c). */
+ * session's client can be asked (methods.c). */
 bool dg__mcp_may_elicit(const dg__mcp_exchange_t *ex, const json_t *msg);
 
 /* ---- Transports ------------------------------------------------------------ */

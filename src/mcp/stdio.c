@@ -199,9 +199,8 @@ static void stdio_send(dg__mcp_exchange_t *ex, json_t *msg) {
   stdio_conn_t *c = ex->data;
   if (msg == NULL || c->closing)
     return;
-  size_t max = ex->cat->server.max_result_bytes;
   dg_buf_t out;
-  dg_buf_init(&out, (max > 0 ? max : 64 * 1024 * 1024) * 2 + DG__MCP_REPLY_SLACK);
+  dg_buf_init(&out, dg__mcp_reply_limit(ex));
   if (dg__mcp_dump(msg, &out) != 0 || dg_buf_append(&out, "\n", 1) != 0) {
     dg_buf_free(&out);
     return;

@@ -34,9 +34,8 @@ static void ws_send(dg__mcp_exchange_t *ex, json_t *msg) {
   ws_conn_t *conn = ex->data;
   if (msg == NULL || conn->ws == NULL || conn->closing)
     return;
-  size_t max = ex->cat->server.max_result_bytes;
   dg_buf_t out;
-  dg_buf_init(&out, (max > 0 ? max : 64 * 1024 * 1024) * 2 + DG__MCP_REPLY_SLACK);
+  dg_buf_init(&out, dg__mcp_reply_limit(ex));
   int rc = dg__mcp_dump(msg, &out);
   if (rc == 0)
     rc = dg_ws_send_text(conn->ws, out.data, out.len);
@@ -54,9 +53,8 @@ static void ws_notify(dg__mcp_exchange_t *ex, json_t *note) {
   ws_conn_t *conn = ex->data;
   if (conn->ws == NULL || conn->closing)
     return;
-  size_t max = ex->cat->server.max_result_bytes;
   dg_buf_t out;
-  dg_buf_init(&out, (max > 0 ? max : 64 * 1024 * 1024) * 2 + DG__MCP_REPLY_SLACK);
+  dg_buf_init(&out, dg__mcp_reply_limit(ex));
   if (dg__mcp_dump(note, &out) == 0)
     dg_ws_send_text(conn->ws, out.data, out.len);
   dg_buf_free(&out);

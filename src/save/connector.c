@@ -18,14 +18,16 @@ static const char *const state_names[] = {"new", "wait_token", "sending", "defer
 
 void dg__save_call_set_state(dg_connector_call_t *call, dg__save_call_state_t next) {
   static const bool legal[5][5] = {
-      [DG__CALL_NEW] =
-          {[DG__CALL_WAIT_TOKEN] = true, [DG__CALL_SENDING] = true, [DG__CALL_DEFERRED] = true},
-      [DG__CALL_WAIT_TOKEN] = {[DG__CALL_SENDING] = true, [DG__CALL_DEFERRED] = true},
-      [DG__CALL_SENDING] = {[DG__CALL_WAIT_TOKEN] = true,
-                            [DG__CALL_SENDING] = true,
-                            [DG__CALL_DEFERRED] = true,
-                            [DG__CALL_DONE] = true},
-      [DG__CALL_DEFERRED] = {[DG__CALL_DONE] = true},
+      [DG__SAVE_CALL_NEW] = {[DG__SAVE_CALL_WAIT_TOKEN] = true,
+                             [DG__SAVE_CALL_SENDING] = true,
+                             [DG__SAVE_CALL_DEFERRED] = true},
+      [DG__SAVE_CALL_WAIT_TOKEN] =
+          {[DG__SAVE_CALL_SENDING] = true, [DG__SAVE_CALL_DEFERRED] = true},
+      [DG__SAVE_CALL_SENDING] = {[DG__SAVE_CALL_WAIT_TOKEN] = true,
+                                 [DG__SAVE_CALL_SENDING] = true,
+                                 [DG__SAVE_CALL_DEFERRED] = true,
+                                 [DG__SAVE_CALL_DONE] = true},
+      [DG__SAVE_CALL_DEFERRED] = {[DG__SAVE_CALL_DONE] = true},
   };
   if (!legal[call->state][next]) {
     dg_log_json(DG_LOG_ERROR, "illegal_state",
@@ -76,7 +78,7 @@ static void spare_free_all(dg_connectors_t *cs) {
 
 static void complete(dg_connector_call_t *call, const dg_connector_result_t *result) {
   dg_connectors_t *cs = call->cs;
-  dg__save_call_set_state(call, DG__CALL_DONE);
+  dg__save_call_set_state(call, DG__SAVE_CALL_DONE);
   dg__save_oauth_release(call);
   unlink_call(call);
   call->done(call, result, call->user);
@@ -108,7 +110,7 @@ void dg__save_call_defer(dg_connector_call_t *call, int rc) {
   dg_connectors_t *cs = call->cs;
   call->rc = rc;
   call->http = NULL;
-  dg__save_call_set_state(call, DG__CALL_DEFERRED);
+  dg__save_call_set_state(call, DG__SAVE_CALL_DEFERRED);
   call->next_deferred = NULL;
   if (cs->deferred_tail != NULL)
     cs->deferred_tail->next_deferred = call;
@@ -286,7 +288,7 @@ void dg__save_call_send(dg_connector_call_t *call) {
   r.user = call;
   if (call->req.stream != NULL)
     stream_options(call->req.stream, &r);
-  dg__save_call_set_state(call, DG__CALL_SENDING);
+  dg__save_call_set_state(call, DG__SAVE_CALL_SENDING);
   if (r.url == NULL || r.headers == NULL) {
     dg_errctx_set(&call->err, DG_ENOMEM, "upstream", "upstream '%s': out of memory",
                   call->conn->name);
@@ -490,10 +492,10 @@ int dg_connectors_call(dg_connectors_t *cs, const dg_connector_t *conn,
 }
 
 void dg_connector_call_cancel(dg_connector_call_t *call) {
-  if (call->canceled || call->state == DG__CALL_DEFERRED || call->state == DG__CALL_DONE)
+  if (call->canceled || call->state == DG__SAVE_CALL_DEFERRED || call->state == DG__SAVE_CALL_DONE)
     return;
   call->canceled = true;
-  if (call->state == DG__CALL_SENDING && call->http != NULL) {
+  if (call->state == DG__SAVE_CALL_SENDING && call->http != NULL) {
     dg_http_call_cancel(call->http);
     return;
   }

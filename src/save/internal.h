@@ -19,11 +19,11 @@ typedef struct dg__save_token dg__save_token_t;
  * completion (direct from the client's callback, or deferred to a later
  * loop turn when the call ends without one). */
 typedef enum dg__save_call_state {
-  DG__CALL_NEW,
-  DG__CALL_WAIT_TOKEN,
-  DG__CALL_SENDING,
-  DG__CALL_DEFERRED,
-  DG__CALL_DONE,
+  DG__SAVE_CALL_NEW,
+  DG__SAVE_CALL_WAIT_TOKEN,
+  DG__SAVE_CALL_SENDING,
+  DG__SAVE_CALL_DEFERRED,
+  DG__SAVE_CALL_DONE,
 } dg__save_call_state_t;
 
 /* A client trusting one extra CA file, for connectors that name one. */

@@ -137,7 +137,7 @@ static void add_waiter(dg__save_token_t *t, dg_connector_call_t *call) {
 
 void dg__save_oauth_forget(dg_connector_call_t *call) {
   dg__save_token_t *t = call->token;
-  if (t == NULL || call->state != DG__CALL_WAIT_TOKEN)
+  if (t == NULL || call->state != DG__SAVE_CALL_WAIT_TOKEN)
     return;
   dg_connector_call_t *prev = NULL;
   for (dg_connector_call_t *c = t->waiters; c != NULL; prev = c, c = c->next_waiter) {
@@ -383,7 +383,7 @@ void dg__save_oauth_acquire(dg_connector_call_t *call) {
     send_with_token(call, t);
     return;
   }
-  dg__save_call_set_state(call, DG__CALL_WAIT_TOKEN);
+  dg__save_call_set_state(call, DG__SAVE_CALL_WAIT_TOKEN);
   add_waiter(t, call);
   dg_errctx_t err;
   if (t->fetch == NULL && start_fetch(t, call, &err) != 0)

@@ -94,21 +94,8 @@ static const char output_schema[] =
     "grouping\"},"
     "\"aggregates\":{\"type\":\"object\",\"description\":\"Each alias with its value\"}}}}}}";
 
-static void run(dg_tool_call_t *call) {
-  dg_errctx_t err;
-  dg_store_parse_t ps;
-  dg_errctx_clear(&err);
-  dg__tools_parse_ctx(call, &err, &ps);
-  const dg_model_t *model = dg_tools_model_arg(call, "dataModelId", &err);
-  dg_store_aggregate_t *a = dg_arena_calloc(ps.arena, 1, sizeof(*a));
-  if (model == NULL || a == NULL ||
-      dg_store_parse_aggregate(&ps, model, dg_tool_call_args(call), a) != 0) {
-    dg_tool_call_fail(call, &err);
-    return;
-  }
-  dg_store_t *store = dg__tools_store(call);
-  if (store != NULL)
-    dg__tools_run_store(call, store, DG__TOOLS_AGGREGATE, a);
+static void run(dg_mcp_tool_call_t *call) {
+  dg__tools_run_entities(call, DG__TOOLS_AGGREGATE);
 }
 
 const dg_tool_t dg_tool_aggregate_entities = {
@@ -138,9 +125,6 @@ const dg_tool_t dg_tool_aggregate_entities = {
     .input_schema = input_schema,
     .accepted_schema = accepted_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

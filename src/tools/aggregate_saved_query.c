@@ -67,7 +67,7 @@ static const char output_schema[] =
 
 /* One aggregation, in the call's arena. */
 typedef struct agg {
-  dg_tool_call_t *call;
+  dg_mcp_tool_call_t *call;
   dg__tools_saved_agg_t a;
   dg_connector_call_t *upstream; /* while the API call runs */
   uv_work_t work;
@@ -83,22 +83,22 @@ typedef struct agg {
 static void fail_upstream(agg_t *x, const char *why, int rc) {
   const dg_saved_query_t *q = x->a.q;
   dg_log_json(rc == DG_ECANCELED ? DG_LOG_INFO : DG_LOG_WARN, "saved_query_failed",
-              json_pack("{s:s,s:s,s:s,s:s}", "request_id", dg_tool_call_request_id(x->call),
+              json_pack("{s:s,s:s,s:s,s:s}", "request_id", dg_mcp_tool_call_request_id(x->call),
                         "saved_query", q->name, "connector", q->connector->name, "error", why));
-  dg_tool_call_failf(x->call, "Saved Query '%s' failed: %s", q->name, why);
+  dg_mcp_tool_call_failf(x->call, "Saved Query '%s' failed: %s", q->name, why);
 }
 
 static void finish(agg_t *x) {
   if (x->result != NULL) {
-    dg_tool_call_succeed(x->call, x->result);
+    dg_mcp_tool_call_succeed(x->call, x->result);
     x->result = NULL;
     return;
   }
   const dg_saved_query_t *q = x->a.q;
   char why[1200];
   if (x->err.code == DG_ENOMEM || x->err.code == DG_E2BIG) {
-    dg_tool_call_failf(x->call, "Saved Query '%s' could not be aggregated: %s", q->name,
-                       x->err.message);
+    dg_mcp_tool_call_failf(x->call, "Saved Query '%s' could not be aggregated: %s", q->name,
+                           x->err.message);
     return;
   }
   snprintf(why, sizeof(why), "upstream '%s' %s answered, but %s", q->connector->name, x->where,
@@ -125,8 +125,8 @@ static void work_done(uv_work_t *req, int status) {
 static const char *where(agg_t *x, const dg_http_response_t *res) {
   const char *url = res && res->url ? res->url : x->a.q->connector->base_url;
   size_t n = strcspn(url, "?#");
-  return dg_arena_sprintf(dg_tool_call_arena(x->call), "%s %.*s", x->a.q->request.method, (int)n,
-                          url);
+  return dg_arena_sprintf(dg_mcp_tool_call_arena(x->call), "%s %.*s", x->a.q->request.method,
+                          (int)n, url);
 }
 
 static void on_upstream(dg_connector_call_t *call, const dg_connector_result_t *result,
@@ -149,14 +149,14 @@ static void on_upstream(dg_connector_call_t *call, const dg_connector_result_t *
   x->work.data = x;
   if (x->body != NULL)
     memcpy(x->body, res->body, res->body_len);
-  if (x->body == NULL || uv_queue_work(dg_tool_call_loop(x->call), &x->work, work, work_done)) {
+  if (x->body == NULL || uv_queue_work(dg_mcp_tool_call_loop(x->call), &x->work, work, work_done)) {
     free(x->body);
     x->body = NULL;
-    dg_tool_call_failf(x->call, "Saved Query '%s' failed: out of memory.", x->a.q->name);
+    dg_mcp_tool_call_failf(x->call, "Saved Query '%s' failed: out of memory.", x->a.q->name);
   }
 }
 
-static void on_cancel(dg_tool_call_t *call, void *data) {
+static void on_cancel(dg_mcp_tool_call_t *call, void *data) {
   agg_t *x = data;
   if (x->upstream != NULL)
     dg_connector_call_cancel(x->upstream);
@@ -171,10 +171,10 @@ static size_t grouped_cap(const dg_catalog_t *cat) {
 
 /* Checks the arguments; on success x->a is the checked request. */
 static int check_args(agg_t *x, const char ***values, dg_errctx_t *err) {
-  json_t *args = dg_tool_call_args(x->call);
-  const dg_principal_t *p = dg_tool_call_principal(x->call);
-  const dg_catalog_t *cat = dg_tool_call_catalog(x->call);
-  dg_arena_t *arena = dg_tool_call_arena(x->call);
+  json_t *args = dg_mcp_tool_call_args(x->call);
+  const dg_principal_t *p = dg_mcp_tool_call_principal(x->call);
+  const dg_catalog_t *cat = dg_mcp_tool_call_catalog(x->call);
+  dg_arena_t *arena = dg_mcp_tool_call_arena(x->call);
   const char *id = json_string_value(json_object_get(args, "savedQueryId"));
   const dg_saved_query_t *q = dg__tools_find_saved_query(cat, p, "savedQueryId", id, err);
   if (q == NULL)
@@ -185,37 +185,25 @@ static int check_args(agg_t *x, const char ***values, dg_errctx_t *err) {
   return rc;
 }
 
-static int start(agg_t *x, dg_connectors_t *cs, dg_errctx_t *err) {
+static int start(agg_t *x, dg_errctx_t *err) {
   const char **values = NULL;
   int rc = check_args(x, &values, err);
-  if (rc != 0)
-    return rc;
-  if (cs == NULL)
-    return dg_errctx_set(err, DG_ENOTSUP, "savedQueryId",
-                         "Saved Query '%s' cannot run: the connector client is not running in "
-                         "this gateway.",
-                         x->a.q->name);
-  dg_connector_request_t req;
-  rc = dg__tools_saved_request(x->a.q, values, dg_tool_call_arena(x->call), &req, err);
-  if (rc != 0)
-    return rc;
-  req.request_id = dg_tool_call_request_id(x->call);
-  rc = dg_connectors_call(cs, x->a.q->connector, &req, on_upstream, x, &x->upstream, err);
   if (rc == 0)
-    dg_tool_call_on_cancel(x->call, on_cancel, x);
+    rc = dg__tools_saved_call(x->call, x->a.q, values, on_upstream, x, &x->upstream, err);
+  if (rc == 0)
+    dg_mcp_tool_call_on_cancel(x->call, on_cancel, x);
   return rc;
 }
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   agg_t *x = dg__tools_call_state(call, sizeof(*x), "The Saved Query could not be aggregated");
   if (x == NULL)
     return;
   x->call = call;
-  dg_tools_env_t *env = dg_tools_env(call);
-  if (start(x, env ? env->connectors : NULL, &err) != 0)
-    dg_tool_call_fail(call, &err);
+  if (start(x, &err) != 0)
+    dg_mcp_tool_call_fail(call, &err);
 }
 
 const dg_tool_t dg_tool_aggregate_saved_query = {
@@ -239,9 +227,6 @@ const dg_tool_t dg_tool_aggregate_saved_query = {
     .input_schema = input_schema,
     .accepted_schema = accepted_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = true,
+    DG__TOOLS_READS_UPSTREAM,
     .run = run,
 };

@@ -50,7 +50,7 @@ static const char output_schema[] =
 
 /* One execution, in the call's arena. */
 typedef struct exec {
-  dg_tool_call_t *call;
+  dg_mcp_tool_call_t *call;
   const dg_saved_query_t *q;
   const bool *selected;
   dg_connector_call_t *upstream; /* while the API call runs */
@@ -58,7 +58,7 @@ typedef struct exec {
   char *body; /* copy of a large response, mapped on the threadpool */
   size_t len;
   size_t max_bytes;
-  size_t result_limit; /* for the worker thread: dg_tool_call_result_limit */
+  size_t result_limit; /* for the worker thread: dg_mcp_tool_call_result_limit */
   json_t *result;
   dg_errctx_t err;
   const char *where; /* "GET https://host/path" for mapping errors */
@@ -69,15 +69,15 @@ typedef struct exec {
 static void fail_upstream(exec_t *x, const char *why, int rc) {
   /* A cancellation is the caller's doing, not a problem upstream. */
   dg_log_json(rc == DG_ECANCELED ? DG_LOG_INFO : DG_LOG_WARN, "saved_query_failed",
-              json_pack("{s:s,s:s,s:s,s:s}", "request_id", dg_tool_call_request_id(x->call),
+              json_pack("{s:s,s:s,s:s,s:s}", "request_id", dg_mcp_tool_call_request_id(x->call),
                         "saved_query", x->q->name, "connector", x->q->connector->name, "error",
                         why));
-  dg_tool_call_failf(x->call, "Saved Query '%s' failed: %s", x->q->name, why);
+  dg_mcp_tool_call_failf(x->call, "Saved Query '%s' failed: %s", x->q->name, why);
 }
 
 static void finish(exec_t *x) {
   if (x->result != NULL) {
-    dg_tool_call_succeed(x->call, x->result);
+    dg_mcp_tool_call_succeed(x->call, x->result);
     x->result = NULL;
     return;
   }
@@ -85,7 +85,7 @@ static void finish(exec_t *x) {
   snprintf(why, sizeof(why), "upstream '%s' %s answered, but %s", x->q->connector->name, x->where,
            x->err.message);
   if (x->err.code == DG_ENOMEM)
-    dg_tool_call_failf(x->call, "Saved Query '%s' failed: %s", x->q->name, x->err.message);
+    dg_mcp_tool_call_failf(x->call, "Saved Query '%s' failed: %s", x->q->name, x->err.message);
   else
     fail_upstream(x, why, x->err.code);
 }
@@ -125,8 +125,8 @@ static json_t *with_provenance(exec_t *x, json_t *result) {
 
 static void map_work(uv_work_t *req) {
   exec_t *x = req->data;
-  x->result = written(with_provenance(x, dg__tools_saved_map(x->q, x->selected, x->body, x->len,
-                                                             x->max_bytes, &x->err)),
+  x->result = written(with_provenance(x, dg_save_query_map(x->q, x->selected, x->body, x->len,
+                                                           x->max_bytes, &x->err)),
                       x->result_limit);
 }
 
@@ -142,7 +142,7 @@ static void map_done(uv_work_t *req, int status) {
 static const char *where(exec_t *x, const dg_http_response_t *res) {
   const char *url = res && res->url ? res->url : x->q->connector->base_url;
   size_t n = strcspn(url, "?#");
-  return dg_arena_sprintf(dg_tool_call_arena(x->call), "%s %.*s", x->q->request.method, (int)n,
+  return dg_arena_sprintf(dg_mcp_tool_call_arena(x->call), "%s %.*s", x->q->request.method, (int)n,
                           url);
 }
 
@@ -157,10 +157,9 @@ static void on_upstream(dg_connector_call_t *call, const dg_connector_result_t *
   const dg_http_response_t *res = result->response;
   x->where = where(x, res);
   if (res->body_len <= INLINE_MAP_BYTES) {
-    x->result =
-        written(with_provenance(x, dg__tools_saved_map(x->q, x->selected, res->body, res->body_len,
-                                                       x->max_bytes, &x->err)),
-                x->result_limit);
+    x->result = written(with_provenance(x, dg_save_query_map(x->q, x->selected, res->body,
+                                                             res->body_len, x->max_bytes, &x->err)),
+                        x->result_limit);
     finish(x);
     return;
   }
@@ -170,14 +169,14 @@ static void on_upstream(dg_connector_call_t *call, const dg_connector_result_t *
   if (x->body != NULL)
     memcpy(x->body, res->body, res->body_len);
   if (x->body == NULL ||
-      uv_queue_work(dg_tool_call_loop(x->call), &x->work, map_work, map_done) != 0) {
+      uv_queue_work(dg_mcp_tool_call_loop(x->call), &x->work, map_work, map_done) != 0) {
     free(x->body);
     x->body = NULL;
-    dg_tool_call_failf(x->call, "Saved Query '%s' failed: out of memory.", x->q->name);
+    dg_mcp_tool_call_failf(x->call, "Saved Query '%s' failed: out of memory.", x->q->name);
   }
 }
 
-static void on_cancel(dg_tool_call_t *call, void *data) {
+static void on_cancel(dg_mcp_tool_call_t *call, void *data) {
   exec_t *x = data;
   if (x->upstream != NULL)
     dg_connector_call_cancel(x->upstream);
@@ -187,11 +186,11 @@ static void on_cancel(dg_tool_call_t *call, void *data) {
 
 /* Checks the arguments; on success x has the query and the selection. */
 static int check_args(exec_t *x, const char ***values, dg_errctx_t *err) {
-  json_t *args = dg_tool_call_args(x->call);
-  const dg_principal_t *p = dg_tool_call_principal(x->call);
-  dg_arena_t *arena = dg_tool_call_arena(x->call);
+  json_t *args = dg_mcp_tool_call_args(x->call);
+  const dg_principal_t *p = dg_mcp_tool_call_principal(x->call);
+  dg_arena_t *arena = dg_mcp_tool_call_arena(x->call);
   const char *id = json_string_value(json_object_get(args, "savedQueryId"));
-  x->q = dg__tools_find_saved_query(dg_tool_call_catalog(x->call), p, "savedQueryId", id, err);
+  x->q = dg__tools_find_saved_query(dg_mcp_tool_call_catalog(x->call), p, "savedQueryId", id, err);
   if (x->q == NULL)
     return err->code;
   int rc = dg__tools_saved_inputs(x->q, json_object_get(args, "inputs"), arena, values, err);
@@ -209,40 +208,28 @@ static size_t entity_budget(const dg_catalog_t *cat) {
   return max > 8192 ? max - max / 10 - 4096 : max / 2;
 }
 
-static int start(exec_t *x, dg_connectors_t *cs, dg_errctx_t *err) {
+static int start(exec_t *x, dg_errctx_t *err) {
   const char **values = NULL;
   int rc = check_args(x, &values, err);
   if (rc != 0)
     return rc;
-  if (cs == NULL)
-    return dg_errctx_set(err, DG_ENOTSUP, "savedQueryId",
-                         "Saved Query '%s' cannot run: the connector client is not running in "
-                         "this gateway.",
-                         x->q->name);
-  dg_connector_request_t req;
-  rc = dg__tools_saved_request(x->q, values, dg_tool_call_arena(x->call), &req, err);
-  if (rc != 0)
-    return rc;
-  req.request_id = dg_tool_call_request_id(x->call);
-  req.trace_id = dg_tool_call_trace_id(x->call);
-  x->max_bytes = entity_budget(dg_tool_call_catalog(x->call));
-  x->result_limit = dg_tool_call_result_limit(x->call);
-  rc = dg_connectors_call(cs, x->q->connector, &req, on_upstream, x, &x->upstream, err);
+  x->max_bytes = entity_budget(dg_mcp_tool_call_catalog(x->call));
+  x->result_limit = dg_mcp_tool_call_result_limit(x->call);
+  rc = dg__tools_saved_call(x->call, x->q, values, on_upstream, x, &x->upstream, err);
   if (rc == 0)
-    dg_tool_call_on_cancel(x->call, on_cancel, x);
+    dg_mcp_tool_call_on_cancel(x->call, on_cancel, x);
   return rc;
 }
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   exec_t *x = dg__tools_call_state(call, sizeof(*x), "The Saved Query could not be run");
   if (x == NULL)
     return;
   x->call = call;
-  dg_tools_env_t *env = dg_tools_env(call);
-  if (start(x, env ? env->connectors : NULL, &err) != 0)
-    dg_tool_call_fail(call, &err);
+  if (start(x, &err) != 0)
+    dg_mcp_tool_call_fail(call, &err);
 }
 
 const dg_tool_t dg_tool_execute_saved_query = {
@@ -261,9 +248,6 @@ const dg_tool_t dg_tool_execute_saved_query = {
         "get_saved_queries and get_saved_query_details first.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = true,
+    DG__TOOLS_READS_UPSTREAM,
     .run = run,
 };

@@ -80,7 +80,7 @@ typedef enum form_stage {
 
 /* One form, in the call's arena. */
 typedef struct form {
-  dg_tool_call_t *call;
+  dg_mcp_tool_call_t *call;
   dg_store_t *store;
   const dg_model_t *model;
   const char *id;
@@ -103,7 +103,7 @@ typedef struct form {
 static void next(form_t *f);
 
 static void keep(form_t *f, json_t *v) {
-  dg_arena_defer(dg_tool_call_arena(f->call), (void (*)(void *))json_decref, v);
+  dg_arena_defer(dg_mcp_tool_call_arena(f->call), (void (*)(void *))json_decref, v);
 }
 
 /* ---- Fields -------------------------------------------------------------------------------- */
@@ -141,7 +141,7 @@ static json_t *string_choices(const dg_property_t *p) {
 /* The target model's id, or NULL when there is none the caller may read. */
 static const char *readable_target(form_t *f, const dg_property_t *p) {
   const dg_model_t *t = p->reference->target;
-  return t != NULL && dg_auth_can_read_model(dg_tool_call_principal(f->call), t) ? t->id : NULL;
+  return t != NULL && dg_auth_can_read_model(dg_mcp_tool_call_principal(f->call), t) ? t->id : NULL;
 }
 
 static json_t *field(form_t *f, const dg_property_t *p) {
@@ -167,9 +167,9 @@ static json_t *field(form_t *f, const dg_property_t *p) {
 }
 
 static json_t *fields(form_t *f) {
-  const dg_principal_t *p = dg_tool_call_principal(f->call);
+  const dg_principal_t *p = dg_mcp_tool_call_principal(f->call);
   const dg_property_t **list =
-      dg_arena_calloc(dg_tool_call_arena(f->call), f->model->nproperties + 1, sizeof(*list));
+      dg_arena_calloc(dg_mcp_tool_call_arena(f->call), f->model->nproperties + 1, sizeof(*list));
   json_t *out = json_array();
   if (list == NULL || out == NULL) {
     json_decref(out);
@@ -278,12 +278,12 @@ static json_t *fitting_form(form_t *f, size_t budget) {
 
 static void build(form_t *f) {
   size_t budget = dg__tools_budget(f->call);
-  json_t *r = fitting_form(f, budget ? budget : dg_tool_call_result_limit(f->call));
+  json_t *r = fitting_form(f, budget ? budget : dg_mcp_tool_call_result_limit(f->call));
   if (r == NULL) {
-    dg_tool_call_failf(f->call, "The form could not be built: out of memory.");
+    dg_mcp_tool_call_failf(f->call, "The form could not be built: out of memory.");
     return;
   }
-  dg_tool_call_succeed(f->call, r);
+  dg_mcp_tool_call_succeed(f->call, r);
 }
 
 /* ---- Reading the record and the choices ---------------------------------------------------------
@@ -296,14 +296,15 @@ static void on_record(int status, json_t *answer, const dg_errctx_t *err, void *
   json_t *e = json_array_get(json_object_get(result, "entities"), 0);
   if (status == 0 && e == NULL) {
     json_decref(result);
-    dg_tool_call_failf(f->call,
-                       "Invalid argument 'id': there is no %s entity with id '%s'; leave id out "
-                       "for a new record.",
-                       f->model->name, f->id);
+    dg_mcp_tool_call_failf(
+        f->call,
+        "Invalid argument 'id': there is no %s entity with id '%s'; leave id out "
+        "for a new record.",
+        f->model->name, f->id);
     return;
   }
   if (status != 0) {
-    dg_tool_call_fail(f->call, err);
+    dg_mcp_tool_call_fail(f->call, err);
     return;
   }
   f->record = dg__tools_record_values(f->model, json_object_get(e, "properties"));
@@ -316,7 +317,7 @@ static void on_record(int status, json_t *answer, const dg_errctx_t *err, void *
 static void on_submission(int status, json_t *result, const dg_errctx_t *err, void *data) {
   form_t *f = data;
   if (status != 0) {
-    dg_tool_call_fail(f->call, err);
+    dg_mcp_tool_call_fail(f->call, err);
     return;
   }
   keep(f, result);
@@ -369,7 +370,7 @@ static void on_choices(int status, json_t *answer, const dg_errctx_t *err, void 
 /* The first related records of a reference field, sorted by their label. */
 static int read_choices(form_t *f, const dg_property_t *p, dg_errctx_t *err) {
   const dg_model_t *target = p->reference->target;
-  dg_arena_t *arena = dg_tool_call_arena(f->call);
+  dg_arena_t *arena = dg_mcp_tool_call_arena(f->call);
   const dg_property_t *label = label_property(target);
   const dg_property_t **props = dg_arena_calloc(arena, 2, sizeof(*props));
   if (props == NULL)
@@ -387,7 +388,7 @@ static int read_choices(form_t *f, const dg_property_t *p, dg_errctx_t *err) {
 
 /* The next reference field whose related records the caller may read. */
 static const dg_property_t *next_reference(form_t *f) {
-  const dg_principal_t *p = dg_tool_call_principal(f->call);
+  const dg_principal_t *p = dg_mcp_tool_call_principal(f->call);
   for (; f->ref < f->model->nproperties; f->ref++) {
     const dg_property_t *prop = &f->model->properties[f->ref];
     if (prop->type == DG_TYPE_REFERENCE && on_form(p, f->model, prop) &&
@@ -407,7 +408,7 @@ static bool line_field(const dg_principal_t *p, const dg_model_t *m, const dg_pr
 }
 
 static json_t *line_fields(form_t *f, const dg_model_t *m, const dg_property_t *parent) {
-  const dg_principal_t *p = dg_tool_call_principal(f->call);
+  const dg_principal_t *p = dg_mcp_tool_call_principal(f->call);
   json_t *out = json_array();
   for (size_t i = 0; out != NULL && i < m->nproperties; i++) {
     const dg_property_t *prop = &m->properties[i];
@@ -424,7 +425,7 @@ static json_t *line_fields(form_t *f, const dg_model_t *m, const dg_property_t *
 /* {id, formValues} of a stored line: what submit takes back. */
 static json_t *line_json(form_t *f, const dg_model_t *m, const dg_property_t *parent,
                          const json_t *e) {
-  const dg_principal_t *p = dg_tool_call_principal(f->call);
+  const dg_principal_t *p = dg_mcp_tool_call_principal(f->call);
   const json_t *props = json_object_get(e, "properties");
   json_t *values = json_array();
   for (size_t i = 0; values != NULL && i < m->nproperties; i++) {
@@ -445,11 +446,11 @@ static void on_lines(int status, json_t *answer, const dg_errctx_t *err, void *d
   json_t *result = status == 0 ? dg__tools_store_json(answer) : NULL;
   json_decref(answer);
   if (status != 0) {
-    dg_tool_call_fail(f->call, err);
+    dg_mcp_tool_call_fail(f->call, err);
     return;
   }
   if (result == NULL) {
-    dg_tool_call_failf(f->call, "The form could not be built: out of memory.");
+    dg_mcp_tool_call_failf(f->call, "The form could not be built: out of memory.");
     return;
   }
   json_t *entry = json_array_get(f->lines, json_array_size(f->lines) - 1);
@@ -486,7 +487,7 @@ static int read_lines(form_t *f, const dg_property_t *prop, const dg_child_confi
     return 0;
   }
   memset(&f->q, 0, sizeof(f->q));
-  if (dg__tools_stored_select(m, dg_tool_call_arena(f->call), &f->q.select) != 0)
+  if (dg__tools_stored_select(m, dg_mcp_tool_call_arena(f->call), &f->q.select) != 0)
     return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
   f->filter =
       (dg_store_filter_t){.op = DG_STORE_OP_EQ,
@@ -505,7 +506,7 @@ static int read_lines(form_t *f, const dg_property_t *prop, const dg_child_confi
 
 /* The next child list the caller may edit with the record, or NULL. */
 static const dg_property_t *next_list(form_t *f, const dg_child_config_t **c) {
-  const dg_principal_t *p = dg_tool_call_principal(f->call);
+  const dg_principal_t *p = dg_mcp_tool_call_principal(f->call);
   for (; f->list < f->model->nproperties; f->list++) {
     const dg_property_t *prop = &f->model->properties[f->list];
     if (dg__tools_line_list(p, f->model, f->endpoint, prop, c) &&
@@ -524,10 +525,10 @@ static void next(form_t *f) {
   if (f->stage == STAGE_RECORD && f->id == NULL)
     f->stage = STAGE_CHOICES;
   if (f->stage == STAGE_RECORD) {
-    dg_store_fetch_t *q = dg__tools_record_fetch(f->model, f->id, dg_tool_call_arena(f->call));
+    dg_store_fetch_t *q = dg__tools_record_fetch(f->model, f->id, dg_mcp_tool_call_arena(f->call));
     rc = q ? dg_store_fetch(f->store, q, on_record, f, NULL, &err) : DG_ENOMEM;
   } else if (f->stage == STAGE_SUBMISSION) {
-    dg_store_submission_get_t *g = dg_arena_calloc(dg_tool_call_arena(f->call), 1, sizeof(*g));
+    dg_store_submission_get_t *g = dg_arena_calloc(dg_mcp_tool_call_arena(f->call), 1, sizeof(*g));
     if (g != NULL)
       *g = (dg_store_submission_get_t){.model = f->model, .entity_id = f->id};
     rc = g ? dg_store_submission(f->store, g, on_submission, f, NULL, &err) : DG_ENOMEM;
@@ -543,15 +544,15 @@ static void next(form_t *f) {
   if (rc != 0 && err.message[0] == '\0')
     dg_errctx_set(&err, rc, "", "The form could not be read: %s.", dg_strerror(rc));
   if (rc != 0)
-    dg_tool_call_fail(f->call, &err);
+    dg_mcp_tool_call_fail(f->call, &err);
 }
 
 /* ---- Stages ---------------------------------------------------------------------------------- */
 
 static int check_args(form_t *f, dg_errctx_t *err) {
-  json_t *args = dg_tool_call_args(f->call);
-  const dg_principal_t *p = dg_tool_call_principal(f->call);
-  dg_arena_t *arena = dg_tool_call_arena(f->call);
+  json_t *args = dg_mcp_tool_call_args(f->call);
+  const dg_principal_t *p = dg_mcp_tool_call_principal(f->call);
+  dg_arena_t *arena = dg_mcp_tool_call_arena(f->call);
   f->model = dg_tools_model_arg(f->call, "dataModelId", err);
   if (f->model == NULL)
     return err->code;
@@ -572,12 +573,12 @@ static int check_args(form_t *f, dg_errctx_t *err) {
   }
   keep(f, f->choices);
   keep(f, f->lines);
-  f->endpoint = dg_catalog_form_endpoint(dg_tool_call_catalog(f->call), f->model);
+  f->endpoint = dg_catalog_form_endpoint(dg_mcp_tool_call_catalog(f->call), f->model);
   return dg__tools_form_values(p, f->model, json_object_get(args, "initialValues"), "initialValues",
                                arena, &f->initial, &f->ninitial, err);
 }
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   form_t *f = dg__tools_call_state(call, sizeof(*f), "The form could not be built");
@@ -585,7 +586,7 @@ static void run(dg_tool_call_t *call) {
     return;
   f->call = call;
   if (check_args(f, &err) != 0) {
-    dg_tool_call_fail(call, &err);
+    dg_mcp_tool_call_fail(call, &err);
     return;
   }
   f->store = dg__tools_store(call);
@@ -614,9 +615,6 @@ const dg_tool_t dg_tool_get_data_entry_form = {
         "omittedFields. Call get_data_models first.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

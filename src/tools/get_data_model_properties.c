@@ -53,18 +53,18 @@ static json_t *build(const dg_catalog_t *cat, const dg_model_t *model, const dg_
   return dg__tools_model_properties_json(model, p);
 }
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   const dg_model_t *model = dg_tools_model_arg(call, "dataModelId", &err);
   if (model == NULL) {
-    dg_tool_call_fail(call, &err);
+    dg_mcp_tool_call_fail(call, &err);
     return;
   }
   dg__tools_reply(call,
                   dg__tools_answer(dg__tools_answers_of(call), DG__TOOLS_ANSWER_MODEL_PROPERTIES,
-                                   dg_tool_call_catalog(call), model, dg_tool_call_principal(call),
-                                   build),
+                                   dg_mcp_tool_call_catalog(call), model,
+                                   dg_mcp_tool_call_principal(call), build),
                   "The properties could not be listed");
 }
 
@@ -88,9 +88,6 @@ const dg_tool_t dg_tool_get_data_model_properties = {
         "of entity results work too. Call get_data_models first to get the dataModelId.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

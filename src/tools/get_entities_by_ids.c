@@ -21,21 +21,8 @@ static const char output_schema[] =
     "\"truncated\":{\"type\":\"boolean\"},"
     "\"omittedIds\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
 
-static void run(dg_tool_call_t *call) {
-  dg_errctx_t err;
-  dg_store_parse_t ps;
-  dg_errctx_clear(&err);
-  dg__tools_parse_ctx(call, &err, &ps);
-  const dg_model_t *model = dg_tools_model_arg(call, "dataModelId", &err);
-  dg_store_fetch_t *f = dg_arena_calloc(ps.arena, 1, sizeof(*f));
-  if (model == NULL || f == NULL ||
-      dg_store_parse_fetch(&ps, model, dg_tool_call_args(call), f) != 0) {
-    dg_tool_call_fail(call, &err);
-    return;
-  }
-  dg_store_t *store = dg__tools_store(call);
-  if (store != NULL)
-    dg__tools_run_store(call, store, DG__TOOLS_FETCH, f);
+static void run(dg_mcp_tool_call_t *call) {
+  dg__tools_run_entities(call, DG__TOOLS_FETCH);
 }
 
 const dg_tool_t dg_tool_get_entities_by_ids = {
@@ -52,9 +39,6 @@ const dg_tool_t dg_tool_get_entities_by_ids = {
         "true): ask for those in another call.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

@@ -47,13 +47,13 @@ typedef enum xstate { X_NONE, X_RUNNING, X_ENDED } xstate_t;
 
 /* One call, in its arena. */
 typedef struct ft {
-  dg_tool_call_t *call;
+  dg_mcp_tool_call_t *call;
   dg_tools_env_t *env;
   /* Kept apart from env: the process clears env's members while calls
    * that hold a slot are still ending. */
-  dg_tools_files_t *files;
+  dg_files_t *files;
   const dg_file_settings_t *cfg;
-  dg__tools_slot_t slot;
+  dg_files_slot_t slot;
   bool has_slot;
   uint64_t offset;
   dg_http_url_t url;
@@ -63,7 +63,7 @@ typedef struct ft {
   const char *lm_sent;
   bool refetched; /* a 304 found the copy gone and the download ran again */
   const char *content_type, *etag, *last_modified; /* of the 2xx answer */
-  dg__tools_fetch_t *fetch;                        /* while the download runs */
+  dg_files_fetch_t *fetch;                         /* while the download runs */
   dg_extract_t *x;
   xstate_t xstate;
   bool x_closed;         /* dg_extract_close was called before its on_done */
@@ -112,8 +112,8 @@ static void stream_chunk(ft_t *t, const dg_extract_chunk_t *c) {
   if (rc == 0) {
     memcpy(text, c->text, c->len);
     text[c->len] = '\0';
-    rc = dg_tool_call_progress_meta(t->call, (double)c->next_offset,
-                                    c->has_more ? -1.0 : (double)c->next_offset, text, meta);
+    rc = dg_mcp_tool_call_progress_meta(t->call, (double)c->next_offset,
+                                        c->has_more ? -1.0 : (double)c->next_offset, text, meta);
   }
   free(text);
   json_decref(meta);
@@ -139,7 +139,7 @@ static void stream_doc(ft_t *t, dg_extract_doc_t *doc) {
 static int fitting_chunk(ft_t *t, dg_extract_doc_t *doc, dg_extract_chunk_t *c, bool *shortened,
                          dg_errctx_t *err) {
   size_t budget = dg__tools_budget(t->call);
-  size_t room = dg__tools_document_room(budget ? budget : dg_tool_call_result_limit(t->call));
+  size_t room = dg__tools_document_room(budget ? budget : dg_mcp_tool_call_result_limit(t->call));
   size_t chars = t->cfg->chunk_chars;
   int rc = dg_extract_doc_chunk(doc, t->offset, chars, c, err);
   *shortened = false;
@@ -164,7 +164,7 @@ static void answer(ft_t *t, dg_extract_doc_t *doc, bool streamed) {
                   "Invalid argument 'offset': %s; give 0, or the nextOffset of the previous "
                   "response.",
                   msg);
-    dg_tool_call_fail(t->call, &err);
+    dg_mcp_tool_call_fail(t->call, &err);
     return;
   }
   if (t->stream && !streamed)
@@ -188,14 +188,14 @@ static void maybe_end(ft_t *t) {
   t->ended = true;
   if (t->has_slot) {
     t->has_slot = false;
-    dg__tools_files_release(t->files);
+    dg_files_release(t->files);
   }
   if (t->doc != NULL && !t->failed && !t->canceled)
     answer(t, t->doc, t->xstate == X_ENDED); /* a revalidated copy was not streamed yet */
   else if (t->canceled && !t->failed)
-    dg_tool_call_failf(t->call, "The document was not read: the call was canceled.");
+    dg_mcp_tool_call_failf(t->call, "The document was not read: the call was canceled.");
   else
-    dg_tool_call_fail(t->call, &t->err);
+    dg_mcp_tool_call_fail(t->call, &t->err);
   dg_extract_doc_unref(t->doc);
   t->doc = NULL;
 }
@@ -212,7 +212,7 @@ static void on_xdone(dg_extract_t *x, int status, const dg_errctx_t *err, void *
   t->x = NULL;
   if (status == 0) {
     t->doc = dg_extract_result(x);
-    dg_extract_cache_t *cache = dg__tools_files_cache(t->files);
+    dg_extract_cache_t *cache = dg_files_cache(t->files);
     if (cache != NULL && t->doc != NULL)
       dg_extract_cache_put(cache, t->key, t->etag, t->last_modified, t->doc);
   } else if (status != DG_ECANCELED || !t->canceled) {
@@ -222,7 +222,7 @@ static void on_xdone(dg_extract_t *x, int status, const dg_errctx_t *err, void *
     dg_extract_close(x);
   /* The rest of the download is of no use once the extraction failed. */
   if (status != 0 && t->fetch != NULL)
-    dg__tools_fetch_cancel(t->fetch);
+    dg_files_fetch_cancel(t->fetch);
   maybe_end(t);
 }
 
@@ -237,7 +237,7 @@ static int start_extraction(ft_t *t) {
   limits.max_memory_bytes = t->cfg->extract_memory_bytes / 2;
   /* Every document is parsed in an extractor process of its own, with
    * limits the operating system enforces. */
-  dg_extract_isolation_t iso = {.worker_path = dg__tools_files_worker(t->files),
+  dg_extract_isolation_t iso = {.worker_path = dg_files_worker(t->files),
                                 .cpu_seconds = t->cfg->extract_cpu_seconds,
                                 .memory_bytes = t->cfg->extract_memory_bytes};
   /* Without streaming the whole text is cached, whatever the offset. */
@@ -248,12 +248,12 @@ static int start_extraction(ft_t *t) {
                               .chunk_chars = t->cfg->chunk_chars,
                               .isolation = &iso};
   dg_errctx_t err;
-  int rc =
-      iso.worker_path[0] != '\0'
-          ? dg_extract_start(dg_tool_call_loop(t->call), &req, on_xchunk, on_xdone, t, &t->x, &err)
-          : dg_errctx_set(&err, DG_EIO, "url",
-                          "the extractor process cannot be started: this program's path "
-                          "is unknown");
+  int rc = iso.worker_path[0] != '\0'
+               ? dg_extract_start(dg_mcp_tool_call_loop(t->call), &req, on_xchunk, on_xdone, t,
+                                  &t->x, &err)
+               : dg_errctx_set(&err, DG_EIO, "url",
+                               "the extractor process cannot be started: this program's path "
+                               "is unknown");
   if (rc != 0) {
     fail_extraction(t, rc, &err);
     t->xstate = X_ENDED;
@@ -273,7 +273,7 @@ static void close_extraction(ft_t *t) {
 /* ---- Download ---------------------------------------------------------------------- */
 
 static const char *copy(ft_t *t, const char *s) {
-  return s != NULL ? dg_arena_strdup(dg_tool_call_arena(t->call), s) : NULL;
+  return s != NULL ? dg_arena_strdup(dg_mcp_tool_call_arena(t->call), s) : NULL;
 }
 
 static int on_head(void *user, const char *content_type, const char *etag,
@@ -306,7 +306,7 @@ static int on_body(void *user, const char *data, size_t len) {
 
 /* A 304 to the validators of the stale copy: it is fresh again. */
 static void revalidated(ft_t *t) {
-  dg_extract_cache_t *cache = dg__tools_files_cache(t->files);
+  dg_extract_cache_t *cache = dg_files_cache(t->files);
   t->doc = cache != NULL ? dg_extract_cache_get(cache, t->key, t->etag_sent, t->lm_sent) : NULL;
   if (t->doc != NULL || t->refetched)
     return;
@@ -335,24 +335,25 @@ static void on_fetch_done(void *user, int rc, bool not_modified, bool aborted,
   maybe_end(t);
 }
 
-static const dg__tools_fetch_ops_t fetch_ops = {on_head, on_body, on_fetch_done};
+static const dg_files_fetch_ops_t fetch_ops = {on_head, on_body, on_fetch_done};
 
 static int start_fetch(ft_t *t) {
-  dg__tools_fetch_req_t req = {.loop = dg_tool_call_loop(t->call),
-                               .env = t->env,
-                               .cfg = t->cfg,
-                               .arena = dg_tool_call_arena(t->call),
-                               .request_id = dg_tool_call_request_id(t->call),
-                               .trace_id = dg_tool_call_trace_id(t->call),
-                               .url = &t->url,
-                               .source = t->source,
-                               .principal = dg_tool_call_principal(t->call),
-                               .etag = t->etag_sent,
-                               .last_modified = t->lm_sent,
-                               .ops = &fetch_ops,
-                               .user = t};
+  dg_files_fetch_req_t req = {.loop = dg_mcp_tool_call_loop(t->call),
+                              .client = &t->env->client,
+                              .connectors = &t->env->connectors,
+                              .cfg = t->cfg,
+                              .arena = dg_mcp_tool_call_arena(t->call),
+                              .request_id = dg_mcp_tool_call_request_id(t->call),
+                              .trace_id = dg_mcp_tool_call_trace_id(t->call),
+                              .url = &t->url,
+                              .source = t->source,
+                              .principal = dg_mcp_tool_call_principal(t->call),
+                              .etag = t->etag_sent,
+                              .last_modified = t->lm_sent,
+                              .ops = &fetch_ops,
+                              .user = t};
   dg_errctx_t err;
-  int rc = dg__tools_fetch_start(&req, &t->fetch, &err);
+  int rc = dg_files_fetch_start(&req, &t->fetch, &err);
   if (rc != 0) {
     t->fetch = NULL;
     fail(t, &err);
@@ -362,23 +363,23 @@ static int start_fetch(ft_t *t) {
 
 /* ---- Stages ---------------------------------------------------------------------------- */
 
-static void on_cancel(dg_tool_call_t *call, void *data) {
+static void on_cancel(dg_mcp_tool_call_t *call, void *data) {
   ft_t *t = data;
   t->canceled = true;
   if (t->slot.queued) {
-    dg__tools_files_forget(t->files, &t->slot);
+    dg_files_forget(t->files, &t->slot);
     maybe_end(t);
     return;
   }
   if (t->fetch != NULL)
-    dg__tools_fetch_cancel(t->fetch);
+    dg_files_fetch_cancel(t->fetch);
   close_extraction(t);
 }
 
 /* Granted a slot: a stale copy's validators make the download conditional. */
-static void slot_granted(dg__tools_slot_t *slot) {
+static void slot_granted(dg_files_slot_t *slot) {
   ft_t *t = (ft_t *)((char *)slot - offsetof(ft_t, slot));
-  dg_extract_cache_t *cache = dg__tools_files_cache(t->files);
+  dg_extract_cache_t *cache = dg_files_cache(t->files);
   const char *etag = NULL, *lm = NULL;
   t->has_slot = true;
   if (cache != NULL && dg_extract_cache_validators(cache, t->key, &etag, &lm)) {
@@ -391,7 +392,7 @@ static void slot_granted(dg__tools_slot_t *slot) {
 
 static int take_slot(ft_t *t, dg_errctx_t *err) {
   t->slot.start = slot_granted;
-  int rc = dg__tools_files_acquire(t->files, &t->slot, t->cfg->max_concurrent, t->cfg->max_queued);
+  int rc = dg_files_acquire(t->files, &t->slot, t->cfg->max_concurrent, t->cfg->max_queued);
   if (rc == 0)
     slot_granted(&t->slot);
   if (rc >= 0)
@@ -404,7 +405,7 @@ static int take_slot(ft_t *t, dg_errctx_t *err) {
 
 /* A fresh cached copy answers at once. */
 static bool serve_cached(ft_t *t) {
-  dg_extract_cache_t *cache = dg__tools_files_cache(t->files);
+  dg_extract_cache_t *cache = dg_files_cache(t->files);
   dg_extract_doc_t *doc = cache != NULL ? dg_extract_cache_get(cache, t->key, NULL, NULL) : NULL;
   if (doc == NULL)
     return false;
@@ -414,27 +415,27 @@ static bool serve_cached(ft_t *t) {
 }
 
 static int check_args(ft_t *t, dg_errctx_t *err) {
-  json_t *args = dg_tool_call_args(t->call);
+  json_t *args = dg_mcp_tool_call_args(t->call);
   const char *url = json_string_value(json_object_get(args, "url"));
   t->offset = (uint64_t)json_integer_value(json_object_get(args, "offset"));
   t->streamed_through = t->offset; /* nothing streamed yet */
-  t->cfg = &dg_tool_call_catalog(t->call)->files;
-  t->stream = dg_tool_call_wants_progress(t->call);
+  t->cfg = &dg_mcp_tool_call_catalog(t->call)->files;
+  t->stream = dg_mcp_tool_call_wants_progress(t->call);
   if (t->files == NULL)
     return dg_errctx_set(err, DG_ENOTSUP, "url",
                          "Documents cannot be read: get_file_text is not running in this "
                          "gateway.");
   int rc =
-      dg__tools_file_check(t->cfg, dg_tool_call_principal(t->call), dg_tool_call_arena(t->call),
-                           "Invalid argument 'url':", url, &t->url, &t->source, err);
+      dg_files_check(t->cfg, dg_mcp_tool_call_principal(t->call), dg_mcp_tool_call_arena(t->call),
+                     "Invalid argument 'url':", url, &t->url, &t->source, err);
   if (rc == 0)
-    t->key = dg_http_url_full(dg_tool_call_arena(t->call), &t->url);
+    t->key = dg_http_url_full(dg_mcp_tool_call_arena(t->call), &t->url);
   if (rc == 0 && t->key == NULL)
     rc = dg_errctx_set(err, DG_ENOMEM, "url", "out of memory");
   return rc;
 }
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   ft_t *t = dg__tools_call_state(call, sizeof(*t), "The document could not be read");
@@ -447,11 +448,11 @@ static void run(dg_tool_call_t *call) {
   if (rc == 0 && serve_cached(t))
     return;
   if (rc == 0)
-    dg_tool_call_on_cancel(call, on_cancel, t);
+    dg_mcp_tool_call_on_cancel(call, on_cancel, t);
   if (rc == 0)
     rc = take_slot(t, &err);
   if (rc != 0)
-    dg_tool_call_fail(call, &err);
+    dg_mcp_tool_call_fail(call, &err);
 }
 
 const dg_tool_t dg_tool_get_file_text = {
@@ -473,9 +474,6 @@ const dg_tool_t dg_tool_get_file_text = {
         "soon as it is extracted, and streamedThrough tells how far that stream got.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = true,
+    DG__TOOLS_READS_UPSTREAM,
     .run = run,
 };

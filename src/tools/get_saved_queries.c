@@ -18,11 +18,11 @@ static json_t *build(const dg_catalog_t *cat, const dg_model_t *model, const dg_
   return dg__tools_saved_queries_json(cat, p);
 }
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg__tools_reply(call,
                   dg__tools_answer(dg__tools_answers_of(call), DG__TOOLS_ANSWER_SAVED_QUERIES,
-                                   dg_tool_call_catalog(call), NULL, dg_tool_call_principal(call),
-                                   build),
+                                   dg_mcp_tool_call_catalog(call), NULL,
+                                   dg_mcp_tool_call_principal(call), build),
                   "The Saved Queries could not be listed");
 }
 
@@ -42,9 +42,6 @@ const dg_tool_t dg_tool_get_saved_queries = {
         "returns, then execute_saved_query with the savedQueryId and inputs.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

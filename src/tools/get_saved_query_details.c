@@ -24,15 +24,15 @@ static const char output_schema[] =
     "\"requestType\":{\"type\":\"string\",\"enum\":[\"REST\",\"GraphQL\"]},"
     "\"maxResults\":{\"type\":\"integer\",\"minimum\":1}}}";
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  const char *id = json_string_value(json_object_get(dg_tool_call_args(call), "savedQueryId"));
-  const dg_principal_t *p = dg_tool_call_principal(call);
+  const char *id = json_string_value(json_object_get(dg_mcp_tool_call_args(call), "savedQueryId"));
+  const dg_principal_t *p = dg_mcp_tool_call_principal(call);
   const dg_saved_query_t *q =
-      dg__tools_find_saved_query(dg_tool_call_catalog(call), p, "savedQueryId", id, &err);
+      dg__tools_find_saved_query(dg_mcp_tool_call_catalog(call), p, "savedQueryId", id, &err);
   if (q == NULL) {
-    dg_tool_call_fail(call, &err);
+    dg_mcp_tool_call_fail(call, &err);
     return;
   }
   dg__tools_reply(call, dg__tools_saved_query_details_json(q, p),
@@ -51,9 +51,6 @@ const dg_tool_t dg_tool_get_saved_query_details = {
         "Call get_saved_queries first for the savedQueryId; then execute_saved_query.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

@@ -11,7 +11,9 @@
 #include "datagate/catalog.h"
 #include "datagate/client.h"
 #include "datagate/extract.h"
+#include "datagate/files.h"
 #include "datagate/mcp.h"
+#include "datagate/save.h"
 #include "datagate/store.h"
 #include "datagate/tools.h"
 
@@ -65,16 +67,23 @@ json_t *dg__tools_answer(dg_tools_answers_t *answers, dg__tools_answer_kind_t ki
                          const dg_catalog_t *cat, const dg_model_t *model, const dg_principal_t *p,
                          dg__tools_answer_build_t build);
 /* The call's table of answers, NULL when it has none. */
-dg_tools_answers_t *dg__tools_answers_of(const dg_tool_call_t *call);
+dg_tools_answers_t *dg__tools_answers_of(const dg_mcp_tool_call_t *call);
 /* The number of answers held (for tests). */
 size_t dg__tools_answers_count(const dg_tools_answers_t *answers);
 
 /* Ends the call with result, or, when result is NULL (out of memory),
  * with "<what>: out of memory." (registry.c). */
-void dg__tools_reply(dg_tool_call_t *call, json_t *result, const char *what);
+void dg__tools_reply(dg_mcp_tool_call_t *call, json_t *result, const char *what);
 /* size zeroed bytes in the call's arena for a tool's state; NULL after
  * ending the call with "<what>: out of memory." */
-void *dg__tools_call_state(dg_tool_call_t *call, size_t size, const char *what);
+void *dg__tools_call_state(dg_mcp_tool_call_t *call, size_t size, const char *what);
+
+/* The annotations of a tool that only reads: the gateway's own data, or an
+ * external system's (open world). */
+#define DG__TOOLS_READS_GATEWAY                                                                    \
+  .read_only = true, .destructive = false, .idempotent = true, .open_world = false
+#define DG__TOOLS_READS_UPSTREAM                                                                   \
+  .read_only = true, .destructive = false, .idempotent = true, .open_world = true
 
 /* ---- Entity tools (entities.c) ------------------------------------------------ */
 typedef enum dg__tools_store_op {
@@ -172,17 +181,17 @@ typedef enum dg__tools_store_op {
   "the answer may take, at most the server's limit (maxResultBytes, 1 MiB by default); what does " \
   "not fit whole is left out, and the answer says what and how to get it\"}"
 /* The maxResultBytes argument within the server's limit (0: not given). */
-size_t dg__tools_budget(dg_tool_call_t *call);
+size_t dg__tools_budget(dg_mcp_tool_call_t *call);
 
 /* The parser context of a call: its catalog, principal and arena. */
-void dg__tools_parse_ctx(dg_tool_call_t *call, dg_errctx_t *err, dg_store_parse_t *out);
+void dg__tools_parse_ctx(dg_mcp_tool_call_t *call, dg_errctx_t *err, dg_store_parse_t *out);
 /* The running store, or NULL after failing the call with a clear error. */
-dg_store_t *dg__tools_store(dg_tool_call_t *call);
-/* Starts op with desc (allocated in the call's arena) and ends the call
- * with the store's result, or its error. A cancelled call cancels the
- * store request; the call still ends from the store's completion. */
-void dg__tools_run_store(dg_tool_call_t *call, dg_store_t *store, dg__tools_store_op_t op,
-                         const void *desc);
+dg_store_t *dg__tools_store(dg_mcp_tool_call_t *call);
+/* The run() of the entity tools: parses the call's arguments for op (a
+ * dataModelId first, except for a lookup), starts it in the store and
+ * ends the call with the store's result or its error. A cancelled call
+ * cancels the store request; the call still ends from its completion. */
+void dg__tools_run_entities(dg_mcp_tool_call_t *call, dg__tools_store_op_t op);
 
 /* ---- Saved Queries ------------------------------------------------------ */
 struct dg_connector_request;
@@ -234,38 +243,13 @@ int dg__tools_saved_inputs(const dg_saved_query_t *q, const json_t *inputs, dg_a
 int dg__tools_saved_selection(const dg_saved_query_t *q, const dg_principal_t *p,
                               const json_t *properties, dg_arena_t *arena, bool **selected,
                               dg_errctx_t *err);
-/* Builds the connector request of q from the values (path and query
- * URL-encoded, body JSON-encoded, headers); strings live in arena. */
-int dg__tools_saved_request(const dg_saved_query_t *q, const char *const *values, dg_arena_t *arena,
-                            struct dg_connector_request *req, dg_errctx_t *err);
-/* Maps a response body onto entities of q's model: {"savedQueryId", "name",
- * "dataModelId", "entities": [{"id", "properties"}], "count", "truncated",
- * "warnings"?}. Stops at q->max_results items or when the entities pass
- * max_bytes (truncated true). NULL with err when the body is not JSON or
- * a GraphQL API answered only errors. Safe on a worker thread. */
-json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, const char *body,
-                            size_t len, size_t max_bytes, dg_errctx_t *err);
-
-/* Maps a response body like dg__tools_saved_map, but hands each entity
- * (borrowed; only the selected fields) to sink instead of collecting it,
- * with no size limit. */
-typedef struct dg__tools_saved_each {
-  const dg_saved_query_t *q;
-  const bool *selected;
-  size_t max_items; /* items mapped at most (SIZE_MAX: all) */
-  /* A negative DG_E* code stops the mapping and is returned. */
-  int (*sink)(void *user, const json_t *entity);
-  void *user;
-} dg__tools_saved_each_t;
-
-/* Returns 0, with *more true when the body held more than max_items items
- * and *warnings the mapping's warnings (NULL when none; the caller
- * releases); or a DG_E* code with err (the body is not JSON, a GraphQL
- * API answered only errors, out of memory) or the sink's code. Safe on a
- * worker thread. */
-int dg__tools_saved_each(const dg__tools_saved_each_t *each, const char *body, size_t len,
-                         bool *more, json_t **warnings, dg_errctx_t *err);
-
+/* Starts q's API call for call with the values (dg__tools_saved_inputs),
+ * carrying the call's request and trace ids: 0 (done follows, *out is the
+ * handle) or a DG_E* code with err (DG_ENOTSUP when the gateway runs no
+ * connector client). */
+int dg__tools_saved_call(dg_mcp_tool_call_t *call, const dg_saved_query_t *q,
+                         const char *const *values, dg_connector_done_fn done, void *user,
+                         dg_connector_call_t **out, dg_errctx_t *err);
 /* ---- aggregate_saved_query (saved_aggregate.c) ------------------------- */
 
 /* One clause: fn over the field at index field of the query (Count: none). */
@@ -307,91 +291,11 @@ json_t *dg__tools_saved_agg_run(const dg__tools_saved_agg_t *a, const char *body
  * and the text item is the result without its text followed by the text
  * between BEGIN and END markers that name the source and share a random
  * tag. */
-void dg__tools_reply_document(dg_tool_call_t *call, json_t *result, const char *source,
+void dg__tools_reply_document(dg_mcp_tool_call_t *call, json_t *result, const char *source,
                               const char *source_name);
 /* Bytes of document text that an answer of budget bytes has room for
  * beside its envelope and fence. */
 size_t dg__tools_document_room(size_t budget);
-
-/* ---- get_file_text (file_source.c, files.c, file_fetch.c) ---------------- */
-
-/* Checks a document URL: the scheme must be allowed, the URL valid and
- * without dot segments, and under a source of cfg that p may use (any
- * source when p is NULL). On success *url is parsed (strings in arena) and
- * *source set; otherwise err (param "url") says, after the lead-in what
- * ("Invalid argument 'url':"), the URL without its query, what is wrong
- * and what is allowed: only the sources p may use (DG_EINVAL or
- * DG_EPERM). */
-int dg__tools_file_check(const dg_file_settings_t *cfg, const dg_principal_t *p, dg_arena_t *arena,
-                         const char *what, const char *text, dg_http_url_t *url,
-                         const dg_file_source_t **source, dg_errctx_t *err);
-/* The source url falls under (the longest prefix), or NULL. */
-const dg_file_source_t *dg__tools_file_match(const dg_file_settings_t *cfg,
-                                             const dg_http_url_t *url);
-
-/* A call waiting for one of the extraction slots (files.c). */
-typedef struct dg__tools_slot {
-  void (*start)(struct dg__tools_slot *slot); /* called when the slot is granted */
-  struct dg__tools_slot *prev, *next;
-  bool queued;
-} dg__tools_slot_t;
-
-/* Takes a slot now (0, start is not called), queues the waiter (1, start
- * is called from a later release) or refuses (DG_EBUSY) when max_queued
- * wait already; DG_ECLOSED while closing. */
-int dg__tools_files_acquire(dg_tools_files_t *files, dg__tools_slot_t *slot, unsigned max_active,
-                            unsigned max_queued);
-/* Gives a slot back; the longest waiting call gets it. */
-void dg__tools_files_release(dg_tools_files_t *files);
-/* Takes a waiter out of the queue (its call was canceled). */
-void dg__tools_files_forget(dg_tools_files_t *files, dg__tools_slot_t *slot);
-/* The cache of extracted text, or NULL when caching is off. */
-dg_extract_cache_t *dg__tools_files_cache(dg_tools_files_t *files);
-/* The executable started as the extractor process ("" when unknown). */
-const char *dg__tools_files_worker(const dg_tools_files_t *files);
-
-/* One download with redirects followed here, so that each target is
- * checked against the sources like the first URL (file_fetch.c). */
-typedef struct dg__tools_fetch dg__tools_fetch_t;
-
-typedef struct dg__tools_fetch_ops {
-  /* The head of the 2xx answer: its content type, validators (each may be
-   * NULL) and declared length (-1 when unknown). A negative DG_E* code
-   * aborts the download. */
-  int (*on_head)(void *user, const char *content_type, const char *etag, const char *last_modified,
-                 int64_t length);
-  /* Bytes of the body as they arrive; a negative DG_E* code aborts. */
-  int (*on_body)(void *user, const char *data, size_t len);
-  /* Once, on a later loop turn: rc 0 after the whole body, or 0 with
-   * not_modified after a 304 to the validators given; otherwise a DG_E*
-   * code with err saying why (for an abort by on_head or on_body, the
-   * code they returned, with aborted true). */
-  void (*on_done)(void *user, int rc, bool not_modified, bool aborted, const dg_errctx_t *err);
-} dg__tools_fetch_ops_t;
-
-typedef struct dg__tools_fetch_req {
-  uv_loop_t *loop;
-  dg_tools_env_t *env;
-  const dg_file_settings_t *cfg;
-  dg_arena_t *arena; /* where the fetch lives */
-  const char *request_id;
-  const char *trace_id;     /* a trace continued, or NULL */
-  const dg_http_url_t *url; /* already checked, under source */
-  const dg_file_source_t *source;
-  const dg_principal_t *principal; /* whose sources redirects may lead to */
-  const char *etag; /* validators of a cached copy (may be NULL): a conditional request */
-  const char *last_modified;
-  const dg__tools_fetch_ops_t *ops;
-  void *user;
-} dg__tools_fetch_req_t;
-
-/* Starts downloading req->url with the environment's client or the
- * source's connector. Returns 0 (on_done follows), or a DG_E* code with err
- * (nothing started). */
-int dg__tools_fetch_start(const dg__tools_fetch_req_t *req, dg__tools_fetch_t **out,
-                          dg_errctx_t *err);
-/* Stops the download; on_done follows with DG_ECANCELED. */
-void dg__tools_fetch_cancel(dg__tools_fetch_t *fetch);
 
 /* ---- Data entry forms (forms.c) ------------------------------------------------ */
 
@@ -524,7 +428,7 @@ typedef struct dg__tools_confirm_view {
  * user is being asked (done follows, once, on a later loop turn), or a
  * negative DG_E* code with err when it may not go ahead (confirmation is
  * required and this client cannot be asked). */
-int dg__tools_confirm_submit(dg_tool_call_t *call, const dg__tools_confirm_view_t *view,
+int dg__tools_confirm_submit(dg_mcp_tool_call_t *call, const dg__tools_confirm_view_t *view,
                              dg__tools_confirm_fn done, void *data, dg_errctx_t *err);
 
 /* get_data_entry_form's fields ({key, label, type, control, required,

@@ -35,20 +35,8 @@ static const char output_schema[] =
     "\"omitted\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
     "\"id\":{\"type\":\"string\"},\"dataModelId\":{\"type\":\"string\"}}}}}}";
 
-static void run(dg_tool_call_t *call) {
-  dg_errctx_t err;
-  dg_store_parse_t ps;
-  dg_errctx_clear(&err);
-  dg__tools_parse_ctx(call, &err, &ps);
-  dg_store_lookup_t *l = dg_arena_calloc(ps.arena, 1, sizeof(*l));
-  if (l == NULL || dg_store_parse_lookup(&ps, dg_tool_call_args(call), l) != 0) {
-    dg_tool_call_fail(call, &err);
-    return;
-  }
-  l->max_bytes = dg__tools_budget(call);
-  dg_store_t *store = dg__tools_store(call);
-  if (store != NULL)
-    dg__tools_run_store(call, store, DG__TOOLS_LOOKUP, l);
+static void run(dg_mcp_tool_call_t *call) {
+  dg__tools_run_entities(call, DG__TOOLS_LOOKUP);
 }
 
 const dg_tool_t dg_tool_lookup_by_keyword = {
@@ -67,9 +55,6 @@ const dg_tool_t dg_tool_lookup_by_keyword = {
         "says truncated: true and the omitted ones' id and dataModelId, for get_entities_by_ids.",
     .input_schema = input_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

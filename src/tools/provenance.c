@@ -23,7 +23,7 @@ size_t dg__tools_document_room(size_t budget) {
   return budget > overhead + 256 ? budget - overhead : 256;
 }
 
-void dg__tools_reply_document(dg_tool_call_t *call, json_t *result, const char *source,
+void dg__tools_reply_document(dg_mcp_tool_call_t *call, json_t *result, const char *source,
                               const char *source_name) {
   if (result == NULL) {
     dg__tools_reply(call, NULL, "The document's text could not be returned");
@@ -49,7 +49,7 @@ void dg__tools_reply_document(dg_tool_call_t *call, json_t *result, const char *
   }
   tag[FENCE_TAG_CHARS] = '\0';
   dg_buf_t out;
-  dg_buf_init(&out, dg_tool_call_result_limit(call) + 1);
+  dg_buf_init(&out, dg_mcp_tool_call_result_limit(call) + 1);
   char *head = json_dumps(result, JSON_COMPACT);
   int rc = head != NULL ? dg_buf_appendf(&out,
                                          "%s\n-----BEGIN UNTRUSTED DOCUMENT TEXT %s from %s, "
@@ -65,7 +65,7 @@ void dg__tools_reply_document(dg_tool_call_t *call, json_t *result, const char *
   json_object_set_new(result, "text", text);
   /* Over the limit: the plain result, which the MCP layer then refuses. */
   if (rc == 0)
-    dg_tool_call_succeed_text(call, result, out.data, out.len);
+    dg_mcp_tool_call_succeed_text(call, result, out.data, out.len);
   else
     dg__tools_reply(call, result, "The document's text could not be returned");
   dg_buf_free(&out);

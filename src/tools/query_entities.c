@@ -46,22 +46,8 @@ static const char output_schema[] =
     "\"anyOf\":[{\"required\":[\"entities\",\"pageNumber\",\"pageSize\",\"hasMore\",\"nextPage\"]},"
     "{\"required\":[\"count\"]}]}";
 
-static void run(dg_tool_call_t *call) {
-  dg_errctx_t err;
-  dg_store_parse_t ps;
-  dg_errctx_clear(&err);
-  dg__tools_parse_ctx(call, &err, &ps);
-  const dg_model_t *model = dg_tools_model_arg(call, "dataModelId", &err);
-  dg_store_query_t *q = dg_arena_calloc(ps.arena, 1, sizeof(*q));
-  if (model == NULL || q == NULL ||
-      dg_store_parse_query(&ps, model, dg_tool_call_args(call), q) != 0) {
-    dg_tool_call_fail(call, &err);
-    return;
-  }
-  q->max_bytes = dg__tools_budget(call);
-  dg_store_t *store = dg__tools_store(call);
-  if (store != NULL)
-    dg__tools_run_store(call, store, DG__TOOLS_QUERY, q);
+static void run(dg_mcp_tool_call_t *call) {
+  dg__tools_run_entities(call, DG__TOOLS_QUERY);
 }
 
 const dg_tool_t dg_tool_query_entities = {
@@ -92,9 +78,6 @@ const dg_tool_t dg_tool_query_entities = {
     .input_schema = input_schema,
     .accepted_schema = accepted_schema,
     .output_schema = output_schema,
-    .read_only = true,
-    .destructive = false,
-    .idempotent = true,
-    .open_world = false,
+    DG__TOOLS_READS_GATEWAY,
     .run = run,
 };

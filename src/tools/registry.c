@@ -44,37 +44,39 @@ const char dg_tools_instructions[] =
     "confirm with the user before calling it. To read a document, pass an entity's "
     "externalFileLocation to get_file_text and repeat with nextOffset while hasMore is true.";
 
-const dg_model_t *dg_tools_model_arg(dg_tool_call_t *call, const char *param, dg_errctx_t *err) {
-  const char *given = json_string_value(json_object_get(dg_tool_call_args(call), param));
-  return dg__tools_find_model(dg_tool_call_catalog(call), dg_tool_call_principal(call), param,
-                              given, err);
+const dg_model_t *dg_tools_model_arg(dg_mcp_tool_call_t *call, const char *param,
+                                     dg_errctx_t *err) {
+  const char *given = json_string_value(json_object_get(dg_mcp_tool_call_args(call), param));
+  return dg__tools_find_model(dg_mcp_tool_call_catalog(call), dg_mcp_tool_call_principal(call),
+                              param, given, err);
 }
 
-dg_tools_env_t *dg_tools_env(const dg_tool_call_t *call) {
-  return dg_tool_call_context(call);
+dg_tools_env_t *dg_tools_env(const dg_mcp_tool_call_t *call) {
+  return dg_mcp_tool_call_context(call);
 }
 
-dg_tools_answers_t *dg__tools_answers_of(const dg_tool_call_t *call) {
+dg_tools_answers_t *dg__tools_answers_of(const dg_mcp_tool_call_t *call) {
   const dg_tools_env_t *env = dg_tools_env(call);
   return env != NULL ? env->answers : NULL;
 }
 
-void dg__tools_reply(dg_tool_call_t *call, json_t *result, const char *what) {
+void dg__tools_reply(dg_mcp_tool_call_t *call, json_t *result, const char *what) {
   if (result == NULL)
-    dg_tool_call_failf(call, "%s: out of memory.", what);
+    dg_mcp_tool_call_failf(call, "%s: out of memory.", what);
   else
-    dg_tool_call_succeed(call, result);
+    dg_mcp_tool_call_succeed(call, result);
 }
 
-size_t dg__tools_budget(dg_tool_call_t *call) {
-  json_int_t asked = json_integer_value(json_object_get(dg_tool_call_args(call), "maxResultBytes"));
-  size_t limit = dg_tool_call_result_limit(call);
+size_t dg__tools_budget(dg_mcp_tool_call_t *call) {
+  json_int_t asked =
+      json_integer_value(json_object_get(dg_mcp_tool_call_args(call), "maxResultBytes"));
+  size_t limit = dg_mcp_tool_call_result_limit(call);
   return asked > 0 && (uint64_t)asked < limit ? (size_t)asked : 0;
 }
 
-void *dg__tools_call_state(dg_tool_call_t *call, size_t size, const char *what) {
-  void *state = dg_arena_calloc(dg_tool_call_arena(call), 1, size);
+void *dg__tools_call_state(dg_mcp_tool_call_t *call, size_t size, const char *what) {
+  void *state = dg_arena_calloc(dg_mcp_tool_call_arena(call), 1, size);
   if (state == NULL)
-    dg_tool_call_failf(call, "%s: out of memory.", what);
+    dg_mcp_tool_call_failf(call, "%s: out of memory.", what);
   return state;
 }

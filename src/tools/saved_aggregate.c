@@ -614,15 +614,15 @@ json_t *dg__tools_saved_agg_run(const dg__tools_saved_agg_t *a, const char *body
   sink_t s = {.run = &r};
   dg_buf_init(&r.key, SIZE_MAX - 1);
   dg_buf_init(&s.scratch, SIZE_MAX - 1);
-  dg__tools_saved_each_t each = {.q = a->q,
-                                 .selected = a->needed,
-                                 .max_items = a->nkeys > 0 ? a->max_grouped : SIZE_MAX,
-                                 .sink = add_entity,
-                                 .user = &s};
+  dg_save_query_each_t each = {.q = a->q,
+                               .selected = a->needed,
+                               .max_items = a->nkeys > 0 ? a->max_grouped : SIZE_MAX,
+                               .sink = add_entity,
+                               .user = &s};
   bool more = false;
   json_t *warnings = NULL, *out = NULL;
   int rc =
-      r.index != NULL ? dg__tools_saved_each(&each, body, len, &more, &warnings, err) : DG_ENOMEM;
+      r.index != NULL ? dg_save_query_each(&each, body, len, &more, &warnings, err) : DG_ENOMEM;
   if (rc == 0 && more)
     dg_errctx_set(err, DG_E2BIG, "groupBy",
                   "the answer holds more than %zu records, more than a grouped aggregate may "

@@ -281,3 +281,21 @@ int dg__tools_saved_selection(const dg_saved_query_t *q, const dg_principal_t *p
   *out = selected;
   return 0;
 }
+
+int dg__tools_saved_call(dg_mcp_tool_call_t *call, const dg_saved_query_t *q,
+                         const char *const *values, dg_connector_done_fn done, void *user,
+                         dg_connector_call_t **out, dg_errctx_t *err) {
+  dg_tools_env_t *env = dg_tools_env(call);
+  if (env == NULL || env->connectors == NULL)
+    return dg_errctx_set(err, DG_ENOTSUP, "savedQueryId",
+                         "Saved Query '%s' cannot run: the connector client is not running in "
+                         "this gateway.",
+                         q->name);
+  dg_connector_request_t req;
+  int rc = dg_save_query_request(q, values, dg_mcp_tool_call_arena(call), &req, err);
+  if (rc != 0)
+    return rc;
+  req.request_id = dg_mcp_tool_call_request_id(call);
+  req.trace_id = dg_mcp_tool_call_trace_id(call);
+  return dg_connectors_call(env->connectors, q->connector, &req, done, user, out, err);
+}

@@ -95,7 +95,7 @@ static void describe_endpoint(const dg_endpoint_t *e, dg_buf_t *out) {
 
 /* ---- The answer ------------------------------------------------------------------ */
 
-static void on_answer(dg_tool_call_t *call, int status, dg_elicit_action_t action,
+static void on_answer(dg_mcp_tool_call_t *call, int status, dg_elicit_action_t action,
                       const json_t *content, void *data) {
   confirm_t *c = data;
   dg__tools_confirmation_t outcome = DG__TOOLS_CANCELLED;
@@ -116,15 +116,15 @@ static int cannot_ask(dg_errctx_t *err) {
                        "event stream. Nothing was stored or sent.");
 }
 
-int dg__tools_confirm_submit(dg_tool_call_t *call, const dg__tools_confirm_view_t *view,
+int dg__tools_confirm_submit(dg_mcp_tool_call_t *call, const dg__tools_confirm_view_t *view,
                              dg__tools_confirm_fn done, void *data, dg_errctx_t *err) {
-  const char *mode = dg_tool_call_catalog(call)->server.submit_confirmation;
+  const char *mode = dg_mcp_tool_call_catalog(call)->server.submit_confirmation;
   if (mode != NULL && strcmp(mode, "never") == 0)
     return 1;
   bool always = mode != NULL && strcmp(mode, "always") == 0;
-  if (!dg_tool_call_can_elicit(call))
+  if (!dg_mcp_tool_call_can_elicit(call))
     return always ? cannot_ask(err) : 1;
-  confirm_t *c = dg_arena_calloc(dg_tool_call_arena(call), 1, sizeof(*c));
+  confirm_t *c = dg_arena_calloc(dg_mcp_tool_call_arena(call), 1, sizeof(*c));
   json_t *schema = json_pack(
       "{s:s,s:{s:{s:s,s:s,s:s,s:b}},s:[s]}", "type", "object", "properties", "confirm", "type",
       "boolean", "title", "Submit these changes", "description",
@@ -138,7 +138,7 @@ int dg__tools_confirm_submit(dg_tool_call_t *call, const dg__tools_confirm_view_
   int rc = c != NULL && schema != NULL && text.data != NULL ? 0 : DG_ENOMEM;
   if (rc == 0) {
     *c = (confirm_t){.done = done, .data = data};
-    rc = dg_tool_call_elicit(call, text.data, schema, on_answer, c);
+    rc = dg_mcp_tool_call_elicit(call, text.data, schema, on_answer, c);
   }
   json_decref(schema);
   dg_buf_free(&text);

@@ -6,7 +6,8 @@
  * record in one durable transaction (which also checks that referenced
  * entities exist and returns the first outcome for a repeated idempotency
  * key), read the record back, run the save tree against the upstream
- * systems, record its outcome with the values it set, answer. */
+ * systems, record its outcome with the values it set, answer. Each stage is
+ * a state of the submission (sub_state_t), and set_state checks every move. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,9 +74,24 @@ static const char output_schema[] =
     "\"added\",\"updated\",\"removed\"]}},"
     "\"warnings\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
 
+/* A submission's life. Each move goes through set_state, which refuses
+ * a move the table does not list (as the save tree's nodes do). */
+typedef enum sub_state {
+  SUB_CHECKING,        /* arguments checked, nothing asked or stored yet */
+  SUB_CONFIRMING,      /* the user is asked to confirm (or need not be) */
+  SUB_READING_REMOVED, /* reading the lines the write removes, list after list */
+  SUB_STORING,         /* the submission and the record written in one transaction */
+  SUB_READING_BACK,    /* the stored record read back for the save tree */
+  SUB_RUNNING_TREE,    /* the save tree runs against the upstream systems */
+  SUB_RECORDING,       /* the tree's outcome and the values it set are stored */
+  SUB_ANSWERED,        /* the call has ended: answer, replay or error */
+  SUB_NSTATES
+} sub_state_t;
+
 /* One submission, in the call's arena. */
 typedef struct submission {
-  dg_tool_call_t *call;
+  dg_mcp_tool_call_t *call;
+  sub_state_t state;
   dg_store_t *store;
   const dg_model_t *model;
   const dg_endpoint_t *endpoint;
@@ -92,6 +108,37 @@ typedef struct submission {
 } submission_t;
 
 static void on_finished(int status, json_t *result, const dg_errctx_t *err, void *data);
+
+static const char *const state_names[] = {"checking",  "confirming",   "reading_removed",
+                                          "storing",   "reading_back", "running_tree",
+                                          "recording", "answered"};
+
+static void set_state(submission_t *s, sub_state_t next) {
+  static const bool legal[SUB_NSTATES][SUB_NSTATES] = {
+      [SUB_CHECKING] = {[SUB_CONFIRMING] = true, [SUB_ANSWERED] = true},
+      [SUB_CONFIRMING] =
+          {[SUB_READING_REMOVED] = true, [SUB_STORING] = true, [SUB_ANSWERED] = true},
+      [SUB_READING_REMOVED] =
+          {[SUB_READING_REMOVED] = true, [SUB_STORING] = true, [SUB_ANSWERED] = true},
+      [SUB_STORING] = {[SUB_READING_BACK] = true, [SUB_ANSWERED] = true},
+      [SUB_READING_BACK] = {[SUB_RUNNING_TREE] = true, [SUB_RECORDING] = true},
+      [SUB_RUNNING_TREE] = {[SUB_RECORDING] = true},
+      [SUB_RECORDING] = {[SUB_ANSWERED] = true},
+  };
+  if (!legal[s->state][next]) {
+    dg_log_json(DG_LOG_ERROR, "illegal_state",
+                json_pack("{s:s,s:s,s:s}", "what", "submission", "from", state_names[s->state],
+                          "to", state_names[next]));
+    abort();
+  }
+  s->state = next;
+}
+
+/* Ends the call with err: the submission is over. */
+static void fail(submission_t *s, const dg_errctx_t *err) {
+  set_state(s, SUB_ANSWERED);
+  dg_mcp_tool_call_fail(s->call, err);
+}
 
 /* ---- The answer ---------------------------------------------------------------------------- */
 
@@ -154,21 +201,23 @@ static json_t *replay(submission_t *s) {
 }
 
 static void end(submission_t *s, json_t *result) {
+  set_state(s, SUB_ANSWERED);
   if (result == NULL) {
-    dg_tool_call_failf(s->call,
-                       "The submission was recorded (%s), but its answer could not be "
-                       "built: out of memory.",
-                       s->sub.submission_id);
+    dg_mcp_tool_call_failf(s->call,
+                           "The submission was recorded (%s), but its answer could not be "
+                           "built: out of memory.",
+                           s->sub.submission_id);
     return;
   }
   dg_log_json(DG_LOG_INFO, "form_submitted",
-              json_pack("{s:s,s:s,s:s,s:O,s:O,s:b}", "request_id", dg_tool_call_request_id(s->call),
-                        "submission", s->sub.submission_id, "model", s->model->name, "id",
-                        json_object_get(result, "id"), "status", json_object_get(result, "status"),
-                        "replayed", json_is_true(json_object_get(result, "replayed"))));
+              json_pack("{s:s,s:s,s:s,s:O,s:O,s:b}", "request_id",
+                        dg_mcp_tool_call_request_id(s->call), "submission", s->sub.submission_id,
+                        "model", s->model->name, "id", json_object_get(result, "id"), "status",
+                        json_object_get(result, "status"), "replayed",
+                        json_is_true(json_object_get(result, "replayed"))));
   if (s->confirmed)
     json_object_set_new(result, "confirmed", json_true());
-  dg_tool_call_succeed(s->call, result);
+  dg_mcp_tool_call_succeed(s->call, result);
 }
 
 /* ---- Finishing
@@ -178,7 +227,7 @@ static void end(submission_t *s, json_t *result) {
  * is left out with a warning. False when out of memory. */
 static bool change_write(submission_t *s, const dg_model_t *m, const char *id, const json_t *values,
                          dg_store_write_t *out) {
-  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  dg_arena_t *arena = dg_mcp_tool_call_arena(s->call);
   size_t n = json_object_size(values);
   const dg_property_t **props = dg_arena_calloc(arena, n + 1, sizeof(*props));
   dg_store_value_t *vals = dg_arena_calloc(arena, n + 1, sizeof(*vals));
@@ -218,9 +267,9 @@ static bool removed_line(const submission_t *s, const dg_model_t *m, const char 
 
 /* The values the tree set ([{model, id, values}]), as store writes. */
 static dg_store_write_t *change_writes(submission_t *s, const json_t *changes, size_t *n) {
-  const dg_catalog_t *cat = dg_tool_call_catalog(s->call);
+  const dg_catalog_t *cat = dg_mcp_tool_call_catalog(s->call);
   dg_store_write_t *w =
-      dg_arena_calloc(dg_tool_call_arena(s->call), json_array_size(changes) + 1, sizeof(*w));
+      dg_arena_calloc(dg_mcp_tool_call_arena(s->call), json_array_size(changes) + 1, sizeof(*w));
   size_t i, count = 0;
   json_t *c;
   json_array_foreach(changes, i, c) {
@@ -237,8 +286,9 @@ static dg_store_write_t *change_writes(submission_t *s, const json_t *changes, s
 
 static void on_tree(dg_save_run_t *run, const dg_save_outcome_t *o, void *data) {
   submission_t *s = data;
-  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  dg_arena_t *arena = dg_mcp_tool_call_arena(s->call);
   s->run = NULL;
+  set_state(s, SUB_RECORDING);
   s->result = answer(s, o->succeeded ? "succeeded" : "failed");
   json_t *tree = o->result;
   json_object_set_new(s->result, "failedAction",
@@ -369,7 +419,7 @@ static void on_children(int status, json_t *answer, const dg_errctx_t *err, void
   if (text != NULL && json_string_length(text) > INLINE_PARSE_BYTES) {
     l->answer = answer;
     l->work.data = l;
-    if (uv_queue_work(dg_tool_call_loop(l->s->call), &l->work, records_work, records_done) == 0)
+    if (uv_queue_work(dg_mcp_tool_call_loop(l->s->call), &l->work, records_work, records_done) == 0)
       return;
     l->answer = NULL;
   }
@@ -390,7 +440,7 @@ static void on_children(int status, json_t *answer, const dg_errctx_t *err, void
 static int load_children(void *data, const dg_child_config_t *c, const char *parent_id,
                          unsigned max, dg_save_loaded_fn done, void *token, dg_errctx_t *err) {
   submission_t *s = data;
-  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  dg_arena_t *arena = dg_mcp_tool_call_arena(s->call);
   load_t *l = dg_arena_calloc(arena, 1, sizeof(*l));
   const dg_model_t *m = c->list->reference->target;
   if (l == NULL || dg__tools_stored_select(m, arena, &l->q.select) != 0)
@@ -423,7 +473,7 @@ static int load_children(void *data, const dg_child_config_t *c, const char *par
 
 /* The caller left (or the call timed out): the tree stops, and its
  * outcome is still recorded before the call ends. */
-static void on_cancel(dg_tool_call_t *call, void *data) {
+static void on_cancel(dg_mcp_tool_call_t *call, void *data) {
   submission_t *s = data;
   s->canceled = true;
   dg_save_cancel(s->run);
@@ -442,16 +492,16 @@ static void fail_early(submission_t *s, const char *what, const char *why) {
 
 static void start_tree(submission_t *s, const json_t *values) {
   dg_tools_env_t *env = dg_tools_env(s->call);
-  dg_save_options_t o = {.loop = dg_tool_call_loop(s->call),
-                         .cat = dg_tool_call_catalog(s->call),
+  dg_save_options_t o = {.loop = dg_mcp_tool_call_loop(s->call),
+                         .cat = dg_mcp_tool_call_catalog(s->call),
                          .endpoint = s->endpoint,
                          .create = s->sub.write.mode == DG_STORE_CREATE,
                          .id = json_string_value(json_object_get(s->head, "id")),
                          .values = values,
                          .upstream = dg_save_upstream_connectors(env->connectors),
                          .loader = {.load = load_children, .data = s},
-                         .request_id = dg_tool_call_request_id(s->call),
-                         .trace_id = dg_tool_call_trace_id(s->call)};
+                         .request_id = dg_mcp_tool_call_request_id(s->call),
+                         .trace_id = dg_mcp_tool_call_trace_id(s->call)};
   dg_errctx_t err;
   dg_errctx_clear(&err);
   /* The caller left before the record was read back: nothing was sent. */
@@ -463,6 +513,7 @@ static void start_tree(submission_t *s, const json_t *values) {
     fail_early(s, s->endpoint->root->title, "the connector client is not running in this gateway");
     return;
   }
+  set_state(s, SUB_RUNNING_TREE);
   if (dg_save_run(&o, on_tree, s, &s->run, &err) != 0)
     fail_early(s, s->endpoint->root->title, err.message);
 }
@@ -486,11 +537,11 @@ static void on_fetched(int status, json_t *answer, const dg_errctx_t *err, void 
 static void on_submitted(int status, json_t *result, const dg_errctx_t *err, void *data) {
   submission_t *s = data;
   if (status != 0) {
-    dg_tool_call_fail(s->call, err);
+    fail(s, err);
     return;
   }
   s->head = result;
-  dg_arena_defer(dg_tool_call_arena(s->call), (void (*)(void *))json_decref, result);
+  dg_arena_defer(dg_mcp_tool_call_arena(s->call), (void (*)(void *))json_decref, result);
   if (json_is_true(json_object_get(result, "replayed"))) {
     end(s, replay(s));
     return;
@@ -501,8 +552,9 @@ static void on_submitted(int status, json_t *result, const dg_errctx_t *err, voi
   }
   dg_errctx_t e;
   dg_errctx_clear(&e);
+  set_state(s, SUB_READING_BACK);
   dg_store_fetch_t *f = dg__tools_record_fetch(
-      s->model, json_string_value(json_object_get(result, "id")), dg_tool_call_arena(s->call));
+      s->model, json_string_value(json_object_get(result, "id")), dg_mcp_tool_call_arena(s->call));
   int rc = f ? dg_store_fetch(s->store, f, on_fetched, s, NULL, &e) : DG_ENOMEM;
   if (rc != 0)
     on_fetched(rc, NULL, f ? &e : NULL, s);
@@ -547,7 +599,7 @@ static const char *fingerprint(submission_t *s, const json_t *args) {
     out[2 * i + 1] = hex[d[i] & 15];
   }
   out[64] = '\0';
-  return dg_arena_strdup(dg_tool_call_arena(s->call), out);
+  return dg_arena_strdup(dg_mcp_tool_call_arena(s->call), out);
 }
 
 /* Referenced records must exist, in the models the caller may read. A
@@ -555,8 +607,8 @@ static const char *fingerprint(submission_t *s, const json_t *args) {
  * a reference to entities without a Data Model): checking its records
  * would tell the caller its name and which of its ids exist. */
 static void add_refs(submission_t *s, const dg__tools_form_value_t *vals, size_t n) {
-  dg_arena_t *arena = dg_tool_call_arena(s->call);
-  const dg_principal_t *who = dg_tool_call_principal(s->call);
+  dg_arena_t *arena = dg_mcp_tool_call_arena(s->call);
+  const dg_principal_t *who = dg_mcp_tool_call_principal(s->call);
   dg_store_ref_check_t *refs = dg_arena_calloc(arena, n + s->lines.nrefs + 1, sizeof(*refs));
   size_t k = 0;
   for (size_t i = 0; refs != NULL && i < n; i++) {
@@ -575,9 +627,9 @@ static void add_refs(submission_t *s, const dg__tools_form_value_t *vals, size_t
  * room for one more value per property. */
 static int checked_values(submission_t *s, bool create, dg__tools_form_value_t **all, size_t *n,
                           dg_errctx_t *err) {
-  const dg_principal_t *p = dg_tool_call_principal(s->call);
-  dg_arena_t *arena = dg_tool_call_arena(s->call);
-  json_t *items = json_object_get(dg_tool_call_args(s->call), "formValues");
+  const dg_principal_t *p = dg_mcp_tool_call_principal(s->call);
+  dg_arena_t *arena = dg_mcp_tool_call_arena(s->call);
+  json_t *items = json_object_get(dg_mcp_tool_call_args(s->call), "formValues");
   dg__tools_form_value_t *vals = NULL;
   int rc = dg__tools_form_values(p, s->model, items, "formValues", arena, &vals, n, err);
   *all = rc == 0 ? dg_arena_calloc(arena, *n + s->model->nproperties + 1, sizeof(**all)) : NULL;
@@ -593,7 +645,7 @@ static int checked_values(submission_t *s, bool create, dg__tools_form_value_t *
 /* The record's write: CREATE, or UPDATE of the given id. */
 static int record_write(submission_t *s, const char *id, const dg__tools_form_value_t *all,
                         size_t n, dg_errctx_t *err) {
-  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  dg_arena_t *arena = dg_mcp_tool_call_arena(s->call);
   const dg_property_t **props = dg_arena_calloc(arena, n + 1, sizeof(*props));
   dg_store_value_t *values = dg_arena_calloc(arena, n + 1, sizeof(*values));
   if (props == NULL || values == NULL)
@@ -614,7 +666,7 @@ static int record_write(submission_t *s, const char *id, const dg__tools_form_va
 /* childLists, checked as a whole; a new record gets its id here, since
  * its added lines name it. */
 static int check_lines(submission_t *s, const json_t *lists, dg_errctx_t *err) {
-  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  dg_arena_t *arena = dg_mcp_tool_call_arena(s->call);
   if (s->sub.write.id == NULL) {
     char *id = dg_arena_alloc(arena, DG_UUID_LEN + 1);
     if (id == NULL)
@@ -622,7 +674,7 @@ static int check_lines(submission_t *s, const json_t *lists, dg_errctx_t *err) {
     dg_uuid_v4(id);
     s->sub.write.id = id;
   }
-  dg__tools_lines_req_t req = {.principal = dg_tool_call_principal(s->call),
+  dg__tools_lines_req_t req = {.principal = dg_mcp_tool_call_principal(s->call),
                                .model = s->model,
                                .endpoint = s->endpoint,
                                .parent_id = s->sub.write.id,
@@ -635,11 +687,11 @@ static int check_lines(submission_t *s, const json_t *lists, dg_errctx_t *err) {
 }
 
 static int check_args(submission_t *s, dg_errctx_t *err) {
-  json_t *args = dg_tool_call_args(s->call);
+  json_t *args = dg_mcp_tool_call_args(s->call);
   s->model = dg_tools_model_arg(s->call, "dataModelId", err);
   if (s->model == NULL)
     return err->code;
-  if (!dg_auth_can_write_model(dg_tool_call_principal(s->call), s->model))
+  if (!dg_auth_can_write_model(dg_mcp_tool_call_principal(s->call), s->model))
     return dg_errctx_set(err, DG_EPERM, "dataModelId",
                          "Invalid argument 'dataModelId': you may read %s records but not create "
                          "or modify them (none of your roles grants write access to '%s').",
@@ -647,7 +699,7 @@ static int check_args(submission_t *s, dg_errctx_t *err) {
   const char *id = json_string_value(json_object_get(args, "id"));
   dg__tools_form_value_t *all = NULL;
   size_t n = 0;
-  s->endpoint = dg_catalog_form_endpoint(dg_tool_call_catalog(s->call), s->model);
+  s->endpoint = dg_catalog_form_endpoint(dg_mcp_tool_call_catalog(s->call), s->model);
   int rc = checked_values(s, id == NULL, &all, &n, err);
   if (rc == 0)
     rc = record_write(s, id, all, n, err);
@@ -661,9 +713,10 @@ static int check_args(submission_t *s, dg_errctx_t *err) {
 }
 
 static int submit(submission_t *s, dg_errctx_t *err) {
+  set_state(s, SUB_STORING);
   int rc = dg_store_submit(s->store, &s->sub, on_submitted, s, NULL, err);
   if (rc == 0)
-    dg_tool_call_on_cancel(s->call, on_cancel, s);
+    dg_mcp_tool_call_on_cancel(s->call, on_cancel, s);
   return rc;
 }
 
@@ -672,7 +725,7 @@ static void on_removed(int status, json_t *answer, const dg_errctx_t *err, void 
 /* Reads the lines the call removes, list after list, before the write
  * deletes them: the tree still saves them. Then submits. */
 static int read_removed(submission_t *s, dg_errctx_t *err) {
-  dg_arena_t *arena = dg_tool_call_arena(s->call);
+  dg_arena_t *arena = dg_mcp_tool_call_arena(s->call);
   while (s->reading < s->lines.nlists && json_array_size(s->lines.lists[s->reading].removed) == 0)
     s->reading++;
   if (s->reading == s->lines.nlists || s->endpoint == NULL)
@@ -688,6 +741,7 @@ static int read_removed(submission_t *s, dg_errctx_t *err) {
   f->model = l->model;
   f->ids = ids;
   f->nids = n;
+  set_state(s, SUB_READING_REMOVED);
   return dg_store_fetch(s->store, f, on_removed, s, NULL, err);
 }
 
@@ -697,13 +751,14 @@ static void on_removed(int status, json_t *answer, const dg_errctx_t *err, void 
   json_t *records = status == 0 ? records_of(l->model, answer) : NULL;
   json_decref(answer);
   if (status != 0) {
-    dg_tool_call_fail(s->call, err);
+    fail(s, err);
     return;
   }
-  if (records == NULL ||
-      dg_arena_defer(dg_tool_call_arena(s->call), (void (*)(void *))json_decref, records) != 0) {
+  if (records == NULL || dg_arena_defer(dg_mcp_tool_call_arena(s->call),
+                                        (void (*)(void *))json_decref, records) != 0) {
     json_decref(records);
-    dg_tool_call_failf(s->call, "The form could not be submitted: out of memory.");
+    set_state(s, SUB_ANSWERED);
+    dg_mcp_tool_call_failf(s->call, "The form could not be submitted: out of memory.");
     return;
   }
   l->removed_records = records;
@@ -711,13 +766,13 @@ static void on_removed(int status, json_t *answer, const dg_errctx_t *err, void 
   dg_errctx_t e;
   dg_errctx_clear(&e);
   if (read_removed(s, &e) != 0)
-    dg_tool_call_fail(s->call, &e);
+    fail(s, &e);
 }
 
 /* The answer when the user did not confirm: nothing was stored or sent. */
 static json_t *unconfirmed(submission_t *s, dg__tools_confirmation_t outcome) {
   bool declined = outcome == DG__TOOLS_DECLINED;
-  json_t *id = json_object_get(dg_tool_call_args(s->call), "id");
+  json_t *id = json_object_get(dg_mcp_tool_call_args(s->call), "id");
   json_t *r = json_pack("{s:s,s:s,s:b,s:s}", "dataModelId", s->model->id, "status",
                         declined ? "declined" : "cancelled", "confirmed", 0, "message",
                         declined ? "The user declined the submission; nothing was stored or "
@@ -726,7 +781,8 @@ static json_t *unconfirmed(submission_t *s, dg__tools_confirmation_t outcome) {
                                    "sent.");
   if (r != NULL && json_is_string(id))
     json_object_set_new(
-        r, "id", json_string(dg__tools_lower(dg_tool_call_arena(s->call), json_string_value(id))));
+        r, "id",
+        json_string(dg__tools_lower(dg_mcp_tool_call_arena(s->call), json_string_value(id))));
   return r;
 }
 
@@ -735,41 +791,45 @@ static void on_confirmation(void *data, dg__tools_confirmation_t outcome) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   if (outcome == DG__TOOLS_ABANDONED) {
-    dg_tool_call_failf(s->call, "The submission was canceled while the user was asked to confirm "
-                                "it; nothing was stored or sent.");
+    set_state(s, SUB_ANSWERED);
+    dg_mcp_tool_call_failf(s->call,
+                           "The submission was canceled while the user was asked to confirm "
+                           "it; nothing was stored or sent.");
     return;
   }
   if (outcome != DG__TOOLS_CONFIRMED) {
+    set_state(s, SUB_ANSWERED);
     dg__tools_reply(s->call, unconfirmed(s, outcome), "The submission was not confirmed");
     return;
   }
   s->confirmed = true;
   if (read_removed(s, &err) != 0)
-    dg_tool_call_fail(s->call, &err);
+    fail(s, &err);
 }
 
 static int start(submission_t *s, dg_errctx_t *err) {
   int rc = check_args(s, err);
   if (rc != 0)
     return rc;
-  json_t *args = dg_tool_call_args(s->call);
-  char *id = dg_arena_alloc(dg_tool_call_arena(s->call), DG_UUID_LEN + 1);
+  json_t *args = dg_mcp_tool_call_args(s->call);
+  char *id = dg_arena_alloc(dg_mcp_tool_call_arena(s->call), DG_UUID_LEN + 1);
   s->warnings = json_array();
   if (id == NULL || s->warnings == NULL)
     return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
-  dg_arena_defer(dg_tool_call_arena(s->call), (void (*)(void *))json_decref, s->warnings);
+  dg_arena_defer(dg_mcp_tool_call_arena(s->call), (void (*)(void *))json_decref, s->warnings);
   dg_uuid_v4(id);
   s->sub.submission_id = id;
   s->sub.endpoint = s->endpoint ? s->endpoint->name : NULL;
   s->sub.system = json_string_value(json_object_get(args, "system"));
-  s->sub.principal = dg_principal_name(dg_tool_call_principal(s->call));
+  s->sub.principal = dg_principal_name(dg_mcp_tool_call_principal(s->call));
   s->sub.idempotency_key = json_string_value(json_object_get(args, "idempotencyKey"));
   dg__tools_confirm_view_t view = {&s->sub.write, s->endpoint, s->sub.system, &s->lines};
+  set_state(s, SUB_CONFIRMING);
   rc = dg__tools_confirm_submit(s->call, &view, on_confirmation, s, err);
   return rc == 1 ? read_removed(s, err) : rc;
 }
 
-static void run(dg_tool_call_t *call) {
+static void run(dg_mcp_tool_call_t *call) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   submission_t *s = dg__tools_call_state(call, sizeof(*s), "The form could not be submitted");
@@ -778,7 +838,7 @@ static void run(dg_tool_call_t *call) {
   s->call = call;
   s->store = dg__tools_store(call);
   if (s->store != NULL && start(s, &err) != 0)
-    dg_tool_call_fail(call, &err);
+    fail(s, &err);
 }
 
 const dg_tool_t dg_tool_submit_data_entry_form = {

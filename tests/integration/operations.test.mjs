@@ -147,11 +147,12 @@ describe('traceparent', () => {
     const requestId = randomUUID();
     const headers = { traceparent: `00-${TRACE}-${PARENT}-01`, 'X-Request-Id': requestId };
     await callWith(headers, 'execute_saved_query', liveOrder('SO-1001'));
+    await callWith(headers, 'aggregate_saved_query', { ...liveOrder('SO-1002'), aggregations: [{ function: 'Count' }] });
     const f = mock.upstream.files ? [...mock.upstream.files.keys()].find((p) => p.startsWith('/files/') && p.endsWith('.pdf')) : null;
     assert.ok(f, 'the mock serves a sample PDF');
     await callWith(headers, 'get_file_text', { url: `${mock.base}${f}` });
-    const sent = [...requestsTo(mock, '/erp/orders/SO-1001'), ...requestsTo(mock, f)].map((r) => r.headers.traceparent);
-    assert.equal(sent.length, 2);
+    const sent = ['/erp/orders/SO-1001', '/erp/orders/SO-1002', f].flatMap((p) => requestsTo(mock, p)).map((r) => r.headers.traceparent);
+    assert.equal(sent.length, 3);
     for (const t of sent) {
       const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(t);
       assert.ok(m, t);
@@ -159,7 +160,7 @@ describe('traceparent', () => {
       assert.notEqual(m[2], PARENT, 'a new span id');
     }
     const calls = gw.logs.filter((l) => l.event === 'tool_call' && l.request_id === requestId);
-    assert.equal(calls.length, 2);
+    assert.equal(calls.length, 3);
     for (const l of calls) {
       assert.equal(l.trace_id, TRACE);
       assert.ok(/^\d+(\.\d{1,3})?$/.test(String(l.duration_ms)), `duration_ms ${l.duration_ms}`);

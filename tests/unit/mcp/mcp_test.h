@@ -57,14 +57,14 @@ static inline dg_catalog_t *mt_catalog(void) {
 }
 
 /* ---- Fake tools -------------------------------------------------------------- */
-static _Atomic int mt_cancels;       /* cancel callbacks heard (the test thread reads it) */
-static _Atomic int mt_slow_runs;     /* "slow" calls started (the test thread reads it) */
-static dg_tool_call_t *mt_slow_call; /* the last "slow" call still running */
+static _Atomic int mt_cancels;           /* cancel callbacks heard (the test thread reads it) */
+static _Atomic int mt_slow_runs;         /* "slow" calls started (the test thread reads it) */
+static dg_mcp_tool_call_t *mt_slow_call; /* the last "slow" call still running */
 
 /* Ends a call on a later loop turn, from a timer of its own. */
 typedef struct mt_later {
   uv_timer_t timer;
-  dg_tool_call_t *call;
+  dg_mcp_tool_call_t *call;
   json_t *result;
 } mt_later_t;
 
@@ -74,66 +74,66 @@ static inline void mt_later_closed(uv_handle_t *h) {
 
 static inline void mt_later_fire(uv_timer_t *t) {
   mt_later_t *l = t->data;
-  dg_tool_call_succeed(l->call, l->result);
+  dg_mcp_tool_call_succeed(l->call, l->result);
   uv_close((uv_handle_t *)t, mt_later_closed);
 }
 
-static inline void mt_succeed_later(dg_tool_call_t *call, json_t *result, uint64_t ms) {
+static inline void mt_succeed_later(dg_mcp_tool_call_t *call, json_t *result, uint64_t ms) {
   mt_later_t *l = calloc(1, sizeof(*l));
   l->call = call;
   l->result = result;
-  uv_timer_init(dg_tool_call_loop(call), &l->timer);
+  uv_timer_init(dg_mcp_tool_call_loop(call), &l->timer);
   l->timer.data = l;
   uv_timer_start(&l->timer, mt_later_fire, ms, 0);
 }
 
-static inline void mt_echo_run(dg_tool_call_t *call) {
-  dg_tool_call_succeed(call, json_pack("{s:O}", "echo", dg_tool_call_args(call)));
+static inline void mt_echo_run(dg_mcp_tool_call_t *call) {
+  dg_mcp_tool_call_succeed(call, json_pack("{s:O}", "echo", dg_mcp_tool_call_args(call)));
 }
 
-static inline void mt_slow_cancel(dg_tool_call_t *call, void *data) {
+static inline void mt_slow_cancel(dg_mcp_tool_call_t *call, void *data) {
   mt_cancels++;
   if (mt_slow_call == call)
     mt_slow_call = NULL;
-  dg_tool_call_failf(call, "canceled");
+  dg_mcp_tool_call_failf(call, "canceled");
 }
 
-static inline void mt_slow_run(dg_tool_call_t *call) {
+static inline void mt_slow_run(dg_mcp_tool_call_t *call) {
   mt_slow_call = call;
-  dg_tool_call_on_cancel(call, mt_slow_cancel, NULL);
+  dg_mcp_tool_call_on_cancel(call, mt_slow_cancel, NULL);
   mt_slow_runs++;
 }
 
 /* With {"meta": true}: one notification carrying _meta, and what
- * dg_tool_call_progress_meta returned. */
-static inline void mt_progress_meta_run(dg_tool_call_t *call) {
+ * dg_mcp_tool_call_progress_meta returned. */
+static inline void mt_progress_meta_run(dg_mcp_tool_call_t *call) {
   json_t *meta = json_pack("{s:i}", "offset", 40);
-  int rc = dg_tool_call_progress_meta(call, 50, -1, "chunk", meta);
+  int rc = dg_mcp_tool_call_progress_meta(call, 50, -1, "chunk", meta);
   json_decref(meta);
   mt_succeed_later(call, json_pack("{s:s}", "rc", rc == 0 ? "ok" : dg_err_name(rc)), 5);
 }
 
-static inline void mt_progress_run(dg_tool_call_t *call) {
-  if (json_is_true(json_object_get(dg_tool_call_args(call), "meta"))) {
+static inline void mt_progress_run(dg_mcp_tool_call_t *call) {
+  if (json_is_true(json_object_get(dg_mcp_tool_call_args(call), "meta"))) {
     mt_progress_meta_run(call);
     return;
   }
-  dg_tool_call_progress(call, 1, 3, "one");
-  dg_tool_call_progress(call, 2, -1, NULL);
-  mt_succeed_later(call, json_pack("{s:b}", "streamed", dg_tool_call_wants_progress(call)), 5);
+  dg_mcp_tool_call_progress(call, 1, 3, "one");
+  dg_mcp_tool_call_progress(call, 2, -1, NULL);
+  mt_succeed_later(call, json_pack("{s:b}", "streamed", dg_mcp_tool_call_wants_progress(call)), 5);
 }
 
-static inline void mt_big_run(dg_tool_call_t *call) {
+static inline void mt_big_run(dg_mcp_tool_call_t *call) {
   size_t n = 10000;
   char *s = malloc(n + 1);
   memset(s, 'x', n);
   s[n] = '\0';
-  dg_tool_call_succeed(call, json_pack("{s:s}", "blob", s));
+  dg_mcp_tool_call_succeed(call, json_pack("{s:s}", "blob", s));
   free(s);
 }
 
-static inline void mt_fail_run(dg_tool_call_t *call) {
-  dg_tool_call_failf(call, "parameter 'x' was %d; allowed: 1 to 5", 7);
+static inline void mt_fail_run(dg_mcp_tool_call_t *call) {
+  dg_mcp_tool_call_failf(call, "parameter 'x' was %d; allowed: 1 to 5", 7);
 }
 
 static const dg_tool_t mt_echo = {
@@ -170,27 +170,27 @@ static const dg_tool_t *const mt_tools[] = {&mt_echo, &mt_slow, &mt_progress, &m
 
 /* ---- Asking the user and resources (set up with mt_setup_more) ------------------ */
 
-/* "ask": asks the user; its result is what dg_tool_call_elicit returned
+/* "ask": asks the user; its result is what dg_mcp_tool_call_elicit returned
  * and then what the answer was. */
-static inline void mt_ask_answer(dg_tool_call_t *call, int status, dg_elicit_action_t action,
+static inline void mt_ask_answer(dg_mcp_tool_call_t *call, int status, dg_elicit_action_t action,
                                  const json_t *content, void *data) {
   static const char *const names[] = {"accept", "decline", "cancel"};
   if (status == DG_ECANCELED) {
     mt_cancels++;
-    dg_tool_call_failf(call, "abandoned");
+    dg_mcp_tool_call_failf(call, "abandoned");
     return;
   }
-  dg_tool_call_succeed(call, json_pack("{s:s,s:s,s:O?}", "status", dg_err_name(status), "action",
-                                       names[action], "content", content));
+  dg_mcp_tool_call_succeed(call, json_pack("{s:s,s:s,s:O?}", "status", dg_err_name(status),
+                                           "action", names[action], "content", content));
 }
 
-static inline void mt_ask_run(dg_tool_call_t *call) {
+static inline void mt_ask_run(dg_mcp_tool_call_t *call) {
   json_t *schema =
       json_pack("{s:s,s:{s:{s:s}}}", "type", "object", "properties", "ok", "type", "boolean");
-  int rc = dg_tool_call_elicit(call, "Go ahead?", schema, mt_ask_answer, NULL);
+  int rc = dg_mcp_tool_call_elicit(call, "Go ahead?", schema, mt_ask_answer, NULL);
   json_decref(schema);
   if (rc != 0)
-    dg_tool_call_succeed(call, json_pack("{s:s}", "status", dg_err_name(rc)));
+    dg_mcp_tool_call_succeed(call, json_pack("{s:s}", "status", dg_err_name(rc)));
 }
 
 static const dg_tool_t mt_ask = {.name = "ask",

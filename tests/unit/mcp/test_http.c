@@ -195,14 +195,25 @@ static void test_origin(void **state) {
   assert_int_equal(r.status, 200);
 }
 
+/* Each refusal of the transport carries its own JSON-RPC code. */
+static void assert_rpc_code(hc_resp_t *r, int code) {
+  json_t *e = hc_json(r);
+  assert_int_equal(mt_error_code(e), code);
+  json_decref(e);
+}
+
 static void test_content_type_and_version_header(void **state) {
   ht_t *t = *state;
   static hc_resp_t r;
   static const char ping[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
   hc_request(t->port, "POST", "Content-Type: text/plain\r\n" HC_ALICE, ping, &r);
   assert_int_equal(r.status, 415);
+  assert_rpc_code(&r, -32006);
   hc_request(t->port, "POST", HC_JSON HC_ALICE "MCP-Protocol-Version: 1999-01-01\r\n", ping, &r);
   assert_int_equal(r.status, 400);
+  assert_rpc_code(&r, -32003);
+  assert_int_equal(hc_post(t->port, "no-such-session", ping, &r), 404);
+  assert_rpc_code(&r, -32004);
   char sid[64];
   hc_initialize(t->port, "2025-06-18", sid);
   char extra[512];
@@ -336,6 +347,7 @@ static void test_get_stream_and_methods(void **state) {
   snprintf(req, sizeof(req), "Accept: text/event-stream\r\n%s", extra);
   hc_request(t->port, "GET", req, NULL, &r);
   assert_int_equal(r.status, 409);
+  assert_rpc_code(&r, -32005);
   hc_request(t->port, "PUT", extra, "{}", &r);
   assert_int_equal(r.status, 405);
   char allow[64];

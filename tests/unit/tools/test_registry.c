@@ -24,7 +24,7 @@
 
 /* ---- A fake tool call ------------------------------------------------------ */
 
-struct dg_tool_call {
+struct dg_mcp_tool_call {
   json_t *args;
   dg_arena_t *arena;
   const dg_principal_t *principal;
@@ -35,61 +35,61 @@ struct dg_tool_call {
   char text[1024];
 };
 
-json_t *dg_tool_call_args(const dg_tool_call_t *call) {
+json_t *dg_mcp_tool_call_args(const dg_mcp_tool_call_t *call) {
   return call->args;
 }
 
-const dg_principal_t *dg_tool_call_principal(const dg_tool_call_t *call) {
+const dg_principal_t *dg_mcp_tool_call_principal(const dg_mcp_tool_call_t *call) {
   return call->principal;
 }
 
-const dg_catalog_t *dg_tool_call_catalog(const dg_tool_call_t *call) {
+const dg_catalog_t *dg_mcp_tool_call_catalog(const dg_mcp_tool_call_t *call) {
   return call->cat;
 }
 
-size_t dg_tool_call_result_limit(const dg_tool_call_t *call) {
+size_t dg_mcp_tool_call_result_limit(const dg_mcp_tool_call_t *call) {
   size_t max = call->cat->server.max_result_bytes;
   return max > 0 ? max : SIZE_MAX - 1;
 }
 
-void *dg_tool_call_context(const dg_tool_call_t *call) {
+void *dg_mcp_tool_call_context(const dg_mcp_tool_call_t *call) {
   (void)call;
   return NULL;
 }
 
-dg_arena_t *dg_tool_call_arena(const dg_tool_call_t *call) {
+dg_arena_t *dg_mcp_tool_call_arena(const dg_mcp_tool_call_t *call) {
   return call->arena;
 }
 
-uv_loop_t *dg_tool_call_loop(const dg_tool_call_t *call) {
+uv_loop_t *dg_mcp_tool_call_loop(const dg_mcp_tool_call_t *call) {
   (void)call;
   return NULL;
 }
 
-const char *dg_tool_call_request_id(const dg_tool_call_t *call) {
+const char *dg_mcp_tool_call_request_id(const dg_mcp_tool_call_t *call) {
   (void)call;
   return "test";
 }
 
-const char *dg_tool_call_trace_id(const dg_tool_call_t *call) {
+const char *dg_mcp_tool_call_trace_id(const dg_mcp_tool_call_t *call) {
   (void)call;
   return NULL;
 }
 
-void dg_tool_call_on_cancel(dg_tool_call_t *call, void (*fn)(dg_tool_call_t *call, void *data),
-                            void *data) {
+void dg_mcp_tool_call_on_cancel(dg_mcp_tool_call_t *call,
+                                void (*fn)(dg_mcp_tool_call_t *call, void *data), void *data) {
   (void)call;
   (void)fn;
   (void)data;
 }
 
-bool dg_tool_call_wants_progress(const dg_tool_call_t *call) {
+bool dg_mcp_tool_call_wants_progress(const dg_mcp_tool_call_t *call) {
   (void)call;
   return false;
 }
 
-int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double total,
-                               const char *message, json_t *meta) {
+int dg_mcp_tool_call_progress_meta(dg_mcp_tool_call_t *call, double progress, double total,
+                                   const char *message, json_t *meta) {
   (void)call;
   (void)progress;
   (void)total;
@@ -98,19 +98,21 @@ int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double tot
   return DG_ENOTSUP;
 }
 
-void dg_tool_call_succeed_text(dg_tool_call_t *call, json_t *result, const char *text, size_t len) {
+void dg_mcp_tool_call_succeed_text(dg_mcp_tool_call_t *call, json_t *result, const char *text,
+                                   size_t len) {
   (void)text;
   (void)len;
-  dg_tool_call_succeed(call, result);
+  dg_mcp_tool_call_succeed(call, result);
 }
 
-bool dg_tool_call_can_elicit(const dg_tool_call_t *call) {
+bool dg_mcp_tool_call_can_elicit(const dg_mcp_tool_call_t *call) {
   (void)call;
   return false;
 }
 
-int dg_tool_call_elicit(dg_tool_call_t *call, const char *message, const json_t *requested_schema,
-                        dg_tool_call_elicit_cb cb, void *data) {
+int dg_mcp_tool_call_elicit(dg_mcp_tool_call_t *call, const char *message,
+                            const json_t *requested_schema, dg_mcp_tool_call_elicit_cb cb,
+                            void *data) {
   (void)call;
   (void)message;
   (void)requested_schema;
@@ -119,18 +121,18 @@ int dg_tool_call_elicit(dg_tool_call_t *call, const char *message, const json_t 
   return DG_ENOTSUP;
 }
 
-void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result) {
+void dg_mcp_tool_call_succeed(dg_mcp_tool_call_t *call, json_t *result) {
   call->ended++;
   call->result = result;
 }
 
-void dg_tool_call_fail(dg_tool_call_t *call, const dg_errctx_t *err) {
+void dg_mcp_tool_call_fail(dg_mcp_tool_call_t *call, const dg_errctx_t *err) {
   call->ended++;
   call->is_error = true;
   dg_strlcpy(call->text, err->message, sizeof(call->text));
 }
 
-void dg_tool_call_failf(dg_tool_call_t *call, const char *fmt, ...) {
+void dg_mcp_tool_call_failf(dg_mcp_tool_call_t *call, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   call->ended++;
@@ -161,10 +163,10 @@ static json_t *schema_of(const char *text) {
 
 /* Validates args, runs the tool as user, and checks it ended exactly once
  * with a result that its output schema accepts. The caller frees. */
-static struct dg_tool_call run(fixture_t *fx, const char *name, const char *user,
-                               const char *args) {
+static struct dg_mcp_tool_call run(fixture_t *fx, const char *name, const char *user,
+                                   const char *args) {
   const dg_tool_t *t = tool(name);
-  struct dg_tool_call call = {
+  struct dg_mcp_tool_call call = {
       .cat = fx->cat, .args = json_loads(args, 0, NULL), .arena = fx->arena};
   assert_int_equal(dg_auth_principal_for_user(fx->cat, user, fx->arena, &call.principal), 0);
   json_t *in = schema_of(t->accepted_schema ? t->accepted_schema : t->input_schema);
@@ -183,7 +185,7 @@ static struct dg_tool_call run(fixture_t *fx, const char *name, const char *user
   return call;
 }
 
-static void call_free(struct dg_tool_call *call) {
+static void call_free(struct dg_mcp_tool_call *call) {
   json_decref(call->args);
   json_decref(call->result);
 }
@@ -259,7 +261,7 @@ static void test_instructions_order(void **state) {
 
 static void test_run_get_data_models(void **state) {
   fixture_t *fx = *state;
-  struct dg_tool_call call = run(fx, "get_data_models", "sales", "{}");
+  struct dg_mcp_tool_call call = run(fx, "get_data_models", "sales", "{}");
   assert_false(call.is_error);
   assert_int_equal(json_array_size(json_object_get(call.result, "dataModels")), 5);
   call_free(&call);
@@ -270,7 +272,7 @@ static void test_run_get_data_models(void **state) {
 
 static void test_run_get_data_model_properties(void **state) {
   fixture_t *fx = *state;
-  struct dg_tool_call call =
+  struct dg_mcp_tool_call call =
       run(fx, "get_data_model_properties", "sales", "{\"dataModelId\": \"" ORDERS_ID "\"}");
   assert_false(call.is_error);
   assert_string_equal(json_string_value(json_object_get(call.result, "name")), "Orders");

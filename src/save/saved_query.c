@@ -11,7 +11,6 @@
 #include <strings.h>
 
 #include "datagate/save.h"
-#include "tools/internal.h"
 
 #define MAX_PATH_BYTES (16u * 1024u)
 #define MAX_HEADER_BYTES (8u * 1024u)
@@ -84,8 +83,8 @@ static int build_headers(const values_t *v, dg_arena_t *arena, bool json_body,
   return rc;
 }
 
-int dg__tools_saved_request(const dg_saved_query_t *q, const char *const *values, dg_arena_t *arena,
-                            dg_connector_request_t *req, dg_errctx_t *err) {
+int dg_save_query_request(const dg_saved_query_t *q, const char *const *values, dg_arena_t *arena,
+                          dg_connector_request_t *req, dg_errctx_t *err) {
   values_t v = {.q = q, .values = values};
   dg_buf_t path, body;
   dg_buf_init(&path, MAX_PATH_BYTES);
@@ -482,8 +481,8 @@ static int map_body(mapper_t *m, const char *body, size_t len, dg_errctx_t *err)
   return rc;
 }
 
-json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, const char *body,
-                            size_t len, size_t max_bytes, dg_errctx_t *err) {
+json_t *dg_save_query_map(const dg_saved_query_t *q, const bool *selected, const char *body,
+                          size_t len, size_t max_bytes, dg_errctx_t *err) {
   mapper_t m = {.q = q,
                 .selected = selected,
                 .max_items = q->max_results,
@@ -499,8 +498,8 @@ json_t *dg__tools_saved_map(const dg_saved_query_t *q, const bool *selected, con
   return result;
 }
 
-int dg__tools_saved_each(const dg__tools_saved_each_t *each, const char *body, size_t len,
-                         bool *more, json_t **warnings, dg_errctx_t *err) {
+int dg_save_query_each(const dg_save_query_each_t *each, const char *body, size_t len, bool *more,
+                       json_t **warnings, dg_errctx_t *err) {
   mapper_t m = {.q = each->q,
                 .selected = each->selected,
                 .max_items = each->max_items,

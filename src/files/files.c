@@ -5,20 +5,19 @@
  * beyond the slots wait in a bounded FIFO queue. Loop thread only. */
 #include <stdlib.h>
 
-#include "datagate/tools.h"
-#include "tools/internal.h"
+#include "datagate/files.h"
 
-struct dg_tools_files {
+struct dg_files {
   dg_extract_cache_t *cache; /* NULL when caching is off */
   unsigned active;           /* slots held */
   unsigned nqueued;
-  dg__tools_slot_t *head, *tail; /* waiting calls, oldest first */
+  dg_files_slot_t *head, *tail; /* waiting calls, oldest first */
   bool closing;
   char worker_path[4096]; /* this executable, started for each extraction */
 };
 
-dg_tools_files_t *dg_tools_files_new(const dg_catalog_t *cat) {
-  dg_tools_files_t *f = calloc(1, sizeof(*f));
+dg_files_t *dg_files_new(const dg_catalog_t *cat) {
+  dg_files_t *f = calloc(1, sizeof(*f));
   const dg_file_settings_t *s = &cat->files;
 #ifdef __linux__
   /* The running executable itself, even once an upgrade has replaced the
@@ -40,12 +39,12 @@ dg_tools_files_t *dg_tools_files_new(const dg_catalog_t *cat) {
   return f;
 }
 
-static void free_files(dg_tools_files_t *f) {
+static void free_files(dg_files_t *f) {
   dg_extract_cache_free(f->cache);
   free(f);
 }
 
-void dg_tools_files_close(dg_tools_files_t *f) {
+void dg_files_close(dg_files_t *f) {
   if (f == NULL)
     return;
   f->closing = true;
@@ -53,16 +52,16 @@ void dg_tools_files_close(dg_tools_files_t *f) {
     free_files(f);
 }
 
-const char *dg__tools_files_worker(const dg_tools_files_t *f) {
+const char *dg_files_worker(const dg_files_t *f) {
   return f->worker_path;
 }
 
-dg_extract_cache_t *dg__tools_files_cache(dg_tools_files_t *f) {
+dg_extract_cache_t *dg_files_cache(dg_files_t *f) {
   return f->cache;
 }
 
-int dg__tools_files_acquire(dg_tools_files_t *f, dg__tools_slot_t *slot, unsigned max_active,
-                            unsigned max_queued) {
+int dg_files_acquire(dg_files_t *f, dg_files_slot_t *slot, unsigned max_active,
+                     unsigned max_queued) {
   if (f->closing)
     return DG_ECLOSED;
   if (f->active < max_active && f->nqueued == 0) {
@@ -83,7 +82,7 @@ int dg__tools_files_acquire(dg_tools_files_t *f, dg__tools_slot_t *slot, unsigne
   return 1;
 }
 
-void dg__tools_files_forget(dg_tools_files_t *f, dg__tools_slot_t *slot) {
+void dg_files_forget(dg_files_t *f, dg_files_slot_t *slot) {
   if (!slot->queued)
     return;
   if (slot->prev != NULL)
@@ -101,8 +100,8 @@ void dg__tools_files_forget(dg_tools_files_t *f, dg__tools_slot_t *slot) {
 }
 
 /* The slot passes to the oldest waiter, which starts at once. */
-void dg__tools_files_release(dg_tools_files_t *f) {
-  dg__tools_slot_t *next = f->head;
+void dg_files_release(dg_files_t *f) {
+  dg_files_slot_t *next = f->head;
   if (next == NULL || f->closing) {
     f->active--;
     if (f->closing && f->active == 0 && f->nqueued == 0)

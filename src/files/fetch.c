@@ -12,17 +12,18 @@
 #include <string.h>
 #include <strings.h>
 
+#include "datagate/files.h"
 #include "datagate/save.h"
-#include "tools/internal.h"
 
 typedef enum fetch_state { FETCH_SENDING, FETCH_DEFERRED, FETCH_DONE } fetch_state_t;
 
-struct dg__tools_fetch {
+struct dg_files_fetch {
   uv_loop_t *loop;
-  dg_tools_env_t *env;
+  struct dg_http_client *const *client;
+  struct dg_connectors *const *connectors;
   const dg_file_settings_t *cfg;
   dg_arena_t *arena;
-  const dg__tools_fetch_ops_t *ops;
+  const dg_files_fetch_ops_t *ops;
   void *user;
   const char *request_id;
   const char *trace_id;
@@ -42,11 +43,11 @@ struct dg__tools_fetch {
   dg_errctx_t err;
 };
 
-static int send_hop(dg__tools_fetch_t *f, dg_errctx_t *err);
+static int send_hop(dg_files_fetch_t *f, dg_errctx_t *err);
 
 /* ---- Ending ---------------------------------------------------------------------- */
 
-static void finish(dg__tools_fetch_t *f, int rc, bool not_modified) {
+static void finish(dg_files_fetch_t *f, int rc, bool not_modified) {
   f->state = FETCH_DONE;
   f->http = NULL;
   f->upstream = NULL;
@@ -54,7 +55,7 @@ static void finish(dg__tools_fetch_t *f, int rc, bool not_modified) {
 }
 
 static void on_timer_closed(uv_handle_t *h) {
-  dg__tools_fetch_t *f = h->data;
+  dg_files_fetch_t *f = h->data;
   finish(f, f->rc, false);
 }
 
@@ -63,7 +64,7 @@ static void on_timer(uv_timer_t *t) {
 }
 
 /* Ends the fetch with err on a later loop turn. */
-static void defer_failure(dg__tools_fetch_t *f, int rc) {
+static void defer_failure(dg_files_fetch_t *f, int rc) {
   f->rc = rc;
   f->state = FETCH_DEFERRED;
   f->http = NULL;
@@ -74,7 +75,7 @@ static void defer_failure(dg__tools_fetch_t *f, int rc) {
 }
 
 /* "http://host/path" of this hop, without its query. */
-static const char *shown(dg__tools_fetch_t *f) {
+static const char *shown(dg_files_fetch_t *f) {
   char url[512];
   dg_http_url_display(&f->url, url, sizeof(url));
   const char *s = dg_arena_strdup(f->arena, url);
@@ -82,7 +83,7 @@ static const char *shown(dg__tools_fetch_t *f) {
 }
 
 /* The client's reason, in the words of a document download. */
-static int download_failed(dg__tools_fetch_t *f, int rc, dg_http_failure_t failure,
+static int download_failed(dg_files_fetch_t *f, int rc, dg_http_failure_t failure,
                            const dg_errctx_t *why) {
   const char *msg = why != NULL && why->message[0] ? why->message : dg_strerror(rc);
   if (failure == DG_HTTP_FAIL_TOO_BIG)
@@ -109,7 +110,7 @@ static const char *header(const dg_http_header_t *h, size_t n, const char *name)
 }
 
 /* Resolves and checks the target like a first URL, then sends again. */
-static int follow(dg__tools_fetch_t *f, const dg_http_response_t *res) {
+static int follow(dg_files_fetch_t *f, const dg_http_response_t *res) {
   const char *location = header(res->headers, res->nheaders, "Location");
   dg_http_url_t next;
   const char *why = NULL;
@@ -132,8 +133,7 @@ static int follow(dg__tools_fetch_t *f, const dg_http_response_t *res) {
       f->arena, "The document at '%s' cannot be read: the redirect target", shown(f));
   if (text == NULL || what == NULL)
     return dg_errctx_set(&f->err, DG_ENOMEM, "url", "out of memory");
-  int rc = dg__tools_file_check(f->cfg, f->principal, f->arena, what, text, &f->url, &f->source,
-                                &f->err);
+  int rc = dg_files_check(f->cfg, f->principal, f->arena, what, text, &f->url, &f->source, &f->err);
   if (rc != 0)
     return rc;
   f->hops++;
@@ -141,7 +141,7 @@ static int follow(dg__tools_fetch_t *f, const dg_http_response_t *res) {
 }
 
 /* A 3xx, a 304 or the end of a 2xx body: what follows. */
-static void answered(dg__tools_fetch_t *f, const dg_http_response_t *res) {
+static void answered(dg_files_fetch_t *f, const dg_http_response_t *res) {
   int status = res != NULL ? res->status : 0;
   if (status == 304 && (f->etag != NULL || f->last_modified != NULL)) {
     finish(f, 0, true);
@@ -156,8 +156,7 @@ static void answered(dg__tools_fetch_t *f, const dg_http_response_t *res) {
   finish(f, 0, false);
 }
 
-static void failed(dg__tools_fetch_t *f, int rc, dg_http_failure_t failure,
-                   const dg_errctx_t *why) {
+static void failed(dg_files_fetch_t *f, int rc, dg_http_failure_t failure, const dg_errctx_t *why) {
   if (f->canceled)
     rc = dg_errctx_set(&f->err, DG_ECANCELED, "url", "The download was canceled.");
   else if (!f->aborted)
@@ -167,7 +166,7 @@ static void failed(dg__tools_fetch_t *f, int rc, dg_http_failure_t failure,
 
 /* ---- Client and connector callbacks ---------------------------------------------------- */
 
-static int on_head(dg__tools_fetch_t *f, int status, const dg_http_header_t *h, size_t n) {
+static int on_head(dg_files_fetch_t *f, int status, const dg_http_header_t *h, size_t n) {
   if (status < 200 || status >= 300)
     return 0;
   const char *length = header(h, n, "Content-Length");
@@ -180,7 +179,7 @@ static int on_head(dg__tools_fetch_t *f, int status, const dg_http_header_t *h, 
   return rc;
 }
 
-static int on_body(dg__tools_fetch_t *f, const char *data, size_t len) {
+static int on_body(dg_files_fetch_t *f, const char *data, size_t len) {
   int rc = f->ops->on_body(f->user, data, len);
   f->aborted = rc != 0;
   return rc;
@@ -196,7 +195,7 @@ static int client_chunk(dg_http_call_t *call, const char *data, size_t len, void
 }
 
 static void client_done(dg_http_call_t *call, const dg_http_result_t *result, void *user) {
-  dg__tools_fetch_t *f = user;
+  dg_files_fetch_t *f = user;
   f->http = NULL;
   if (result->rc != 0)
     failed(f, result->rc, result->failure, result->err);
@@ -213,7 +212,7 @@ static int conn_chunk(const char *data, size_t len, void *user) {
 }
 
 static void conn_done(dg_connector_call_t *call, const dg_connector_result_t *result, void *user) {
-  dg__tools_fetch_t *f = user;
+  dg_files_fetch_t *f = user;
   f->upstream = NULL;
   dg_http_failure_t kind = result->rc == DG_ETIMEDOUT ? DG_HTTP_FAIL_TIMEOUT
                            : result->rc == DG_E2BIG   ? DG_HTTP_FAIL_TOO_BIG
@@ -230,7 +229,7 @@ static const dg_connector_stream_t conn_stream_base = {
     .no_redirects = true, .on_head = conn_head, .on_chunk = conn_chunk};
 
 /* Accept, and the validators of a cached copy. */
-static size_t request_headers(dg__tools_fetch_t *f, dg_http_header_t h[3]) {
+static size_t request_headers(dg_files_fetch_t *f, dg_http_header_t h[3]) {
   size_t n = 0;
   h[n++] = (dg_http_header_t){"Accept", "*/*"};
   if (f->etag != NULL)
@@ -241,7 +240,7 @@ static size_t request_headers(dg__tools_fetch_t *f, dg_http_header_t h[3]) {
 }
 
 /* Through the connector: the URL minus its base URL is the path. */
-static int send_connector(dg__tools_fetch_t *f, const dg_http_header_t *h, size_t n,
+static int send_connector(dg_files_fetch_t *f, const dg_http_header_t *h, size_t n,
                           dg_errctx_t *err) {
   const dg_connector_t *conn = f->source->connector;
   const char *base_path = strchr(conn->base_url + (conn->https ? 8 : 7), '/');
@@ -256,16 +255,15 @@ static int send_connector(dg__tools_fetch_t *f, const dg_http_header_t *h, size_
                                 .request_id = f->request_id,
                                 .trace_id = f->trace_id,
                                 .stream = &st};
-  if (f->env->connectors == NULL)
+  if (*f->connectors == NULL)
     return dg_errctx_set(err, DG_ENOTSUP, "url",
                          "The document at '%s' cannot be read: connector calls are not running "
                          "in this gateway.",
                          shown(f));
-  return dg_connectors_call(f->env->connectors, conn, &req, conn_done, f, &f->upstream, err);
+  return dg_connectors_call(*f->connectors, conn, &req, conn_done, f, &f->upstream, err);
 }
 
-static int send_client(dg__tools_fetch_t *f, const dg_http_header_t *h, size_t n,
-                       dg_errctx_t *err) {
+static int send_client(dg_files_fetch_t *f, const dg_http_header_t *h, size_t n, dg_errctx_t *err) {
   bool priv = f->source->allow_private_addresses;
   dg_http_client_request_t r;
   dg_http_client_request_init(&r);
@@ -285,14 +283,14 @@ static int send_client(dg__tools_fetch_t *f, const dg_http_header_t *h, size_t n
   r.on_chunk = client_chunk;
   r.done = client_done;
   r.user = f;
-  if (f->env->client == NULL || r.url == NULL)
-    return dg_errctx_set(err, f->env->client ? DG_ENOMEM : DG_ENOTSUP, "url",
+  if (*f->client == NULL || r.url == NULL)
+    return dg_errctx_set(err, *f->client ? DG_ENOMEM : DG_ENOTSUP, "url",
                          "The document at '%s' cannot be read: %s.", shown(f),
                          r.url ? "the connector client is not running" : "out of memory");
-  return dg_http_client_request(f->env->client, &r, &f->http, err);
+  return dg_http_client_request(*f->client, &r, &f->http, err);
 }
 
-static int send_hop(dg__tools_fetch_t *f, dg_errctx_t *err) {
+static int send_hop(dg_files_fetch_t *f, dg_errctx_t *err) {
   dg_http_header_t h[3];
   size_t n = request_headers(f, h);
   f->state = FETCH_SENDING;
@@ -307,31 +305,32 @@ static int send_hop(dg__tools_fetch_t *f, dg_errctx_t *err) {
 
 /* ---- Public -------------------------------------------------------------------------------- */
 
-int dg__tools_fetch_start(const dg__tools_fetch_req_t *req, dg__tools_fetch_t **out,
-                          dg_errctx_t *err) {
-  dg__tools_fetch_t *f = dg_arena_calloc(req->arena, 1, sizeof(*f));
+int dg_files_fetch_start(const dg_files_fetch_req_t *req, dg_files_fetch_t **out,
+                         dg_errctx_t *err) {
+  dg_files_fetch_t *f = dg_arena_calloc(req->arena, 1, sizeof(*f));
   uv_timer_t *timer = f != NULL ? dg_arena_calloc(req->arena, 1, sizeof(*timer)) : NULL;
   if (timer == NULL)
     return dg_errctx_set(err, DG_ENOMEM, "url", "out of memory");
-  *f = (dg__tools_fetch_t){.loop = req->loop,
-                           .env = req->env,
-                           .cfg = req->cfg,
-                           .arena = req->arena,
-                           .ops = req->ops,
-                           .user = req->user,
-                           .request_id = req->request_id,
-                           .trace_id = req->trace_id,
-                           .url = *req->url,
-                           .source = req->source,
-                           .principal = req->principal,
-                           .etag = req->etag,
-                           .last_modified = req->last_modified,
-                           .timer = timer};
+  *f = (dg_files_fetch_t){.loop = req->loop,
+                          .client = req->client,
+                          .connectors = req->connectors,
+                          .cfg = req->cfg,
+                          .arena = req->arena,
+                          .ops = req->ops,
+                          .user = req->user,
+                          .request_id = req->request_id,
+                          .trace_id = req->trace_id,
+                          .url = *req->url,
+                          .source = req->source,
+                          .principal = req->principal,
+                          .etag = req->etag,
+                          .last_modified = req->last_modified,
+                          .timer = timer};
   *out = f;
   return send_hop(f, err);
 }
 
-void dg__tools_fetch_cancel(dg__tools_fetch_t *f) {
+void dg_files_fetch_cancel(dg_files_fetch_t *f) {
   if (f->state != FETCH_SENDING || f->canceled)
     return;
   f->canceled = true;

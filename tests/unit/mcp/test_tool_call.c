@@ -240,13 +240,13 @@ static void test_catalog_held_by_call(void **state) {
   mt_post(env, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
                "\"params\":{\"name\":\"slow\"}}");
   assert_non_null(mt_slow_call);
-  const dg_catalog_t *old = dg_tool_call_catalog(mt_slow_call);
+  const dg_catalog_t *old = dg_mcp_tool_call_catalog(mt_slow_call);
   assert_ptr_equal(old, env->cat);
   dg_catalog_t *next = mt_catalog();
   dg_mcp_server_set_catalog(env->server, next);
   int refs = env->cat->refs;
-  assert_ptr_equal(dg_tool_call_catalog(mt_slow_call), old);
-  dg_tool_call_failf(mt_slow_call, "done");
+  assert_ptr_equal(dg_mcp_tool_call_catalog(mt_slow_call), old);
+  dg_mcp_tool_call_failf(mt_slow_call, "done");
   mt_slow_call = NULL;
   assert_int_equal(env->cat->refs, refs - 1); /* released at the end */
   dg_catalog_unref(env->cat);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* The MCP methods: initialize with version negotiation, ping, tools/list,
- * tools/call (handed to call.c), resources/list, resources/templates/list
- * and resources/read (a read runs a tool through call.c) when the server
+ * tools/call (handed to tool_call.c), resources/list, resources/templates/list
+ * and resources/read (a read runs a tool through tool_call.c) when the server
  * has resources, and the notifications we act on. Methods of capabilities
  * we do not declare (prompts, logging, resource subscriptions) are unknown
  * methods, as the specification asks. */

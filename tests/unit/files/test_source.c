@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
+#include "datagate/files.h"
 #include "tools/catalog_test.h"
-#include "tools/internal.h"
 
 static const char *const schemes[] = {"https", "http"};
 
@@ -52,8 +52,7 @@ static int check(const dg_file_settings_t *cfg, const char *text, const dg_file_
   dg_http_url_t url;
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  int rc =
-      dg__tools_file_check(cfg, NULL, arena, "Invalid argument 'url':", text, &url, source, &err);
+  int rc = dg_files_check(cfg, NULL, arena, "Invalid argument 'url':", text, &url, source, &err);
   snprintf(msg, size, "%s", rc != 0 ? err.message : "");
   if (rc != 0)
     assert_string_equal(err.param, "url");
@@ -165,8 +164,8 @@ static int check_as(fixture_t *fx, const char *user, const char *text, char *msg
   dg_errctx_t err;
   dg_errctx_clear(&err);
   const dg_file_source_t *s = NULL;
-  int rc = dg__tools_file_check(&fx->cat->files, ct_principal(fx, user), fx->arena,
-                                "Invalid argument 'url':", text, &url, &s, &err);
+  int rc = dg_files_check(&fx->cat->files, ct_principal(fx, user), fx->arena,
+                          "Invalid argument 'url':", text, &url, &s, &err);
   snprintf(msg, size, "%s", rc != 0 ? err.message : "");
   assert_true((rc == 0) == (s != NULL));
   return rc;

@@ -14,9 +14,8 @@
 
 #include <cmocka.h>
 
-#include "catalog_test.h"
 #include "datagate/save.h"
-#include "tools/internal.h"
+#include "tools/catalog_test.h"
 
 /* Builds the request of query name with values given per input, in
  * declaration order (NULL for absent). */
@@ -26,7 +25,7 @@ static dg_connector_request_t build(fixture_t *fx, const char *name, const char 
   dg_connector_request_t req;
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  int rc = dg__tools_saved_request(q, values, fx->arena, &req, &err);
+  int rc = dg_save_query_request(q, values, fx->arena, &req, &err);
   if (rc != 0)
     fail_msg("%s: %s", name, err.message);
   return req;
@@ -107,7 +106,7 @@ static json_t *map(fixture_t *fx, const char *name, const char *body, const bool
   for (size_t i = 0; i < 64; i++)
     all[i] = true;
   dg_errctx_clear(err);
-  return dg__tools_saved_map(q, sel ? sel : all, body, strlen(body), max_bytes, err);
+  return dg_save_query_map(q, sel ? sel : all, body, strlen(body), max_bytes, err);
 }
 
 static const json_t *props_of(const json_t *r, size_t i) {

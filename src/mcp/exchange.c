@@ -60,6 +60,16 @@ json_t *dg__mcp_error(const json_t *id, int code, const char *fmt, ...) {
                    "message", dg__mcp_text(message));
 }
 
+/* Room for the envelope around a result, above twice the result limit. */
+#define REPLY_SLACK (64 * 1024)
+/* The result limit when none is configured. */
+#define RESULT_DEFAULT_MAX (64 * 1024 * 1024)
+
+size_t dg__mcp_reply_limit(const dg__mcp_exchange_t *ex) {
+  size_t max = ex->cat->server.max_result_bytes;
+  return (max > 0 ? max : RESULT_DEFAULT_MAX) * 2 + REPLY_SLACK;
+}
+
 /* An empty reply buffer starts at 1000 bytes instead of growing from 256
  * by doubling. Not more: glibc serves blocks up to 1032 bytes from its
  * per-thread cache, and a 4 KiB first block per reply made the small

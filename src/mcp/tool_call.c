@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: AGPL-3.0-or-later */
-/* dg_tool_call_t: one tools/call from validation to its reply.
+/* dg_mcp_tool_call_t: one tools/call from validation to its reply.
  *
  * Stages, in order (dg__mcp_call_start): in-flight limit, arguments and
  * progress token, the call object (arena, catalog reference, timer),
@@ -21,7 +21,7 @@
 typedef enum call_state { CALL_RUNNING, CALL_ENDED } call_state_t;
 typedef enum call_stop { STOP_NONE, STOP_CANCELED, STOP_TIMEOUT } call_stop_t;
 
-struct dg_tool_call {
+struct dg_mcp_tool_call {
   dg__mcp_exchange_t *ex;     /* reference held until the call is freed */
   dg__mcp_slot_t *slot;       /* NULL once detached from the reply */
   dg__mcp_session_t *session; /* set while in the session's list of calls */
@@ -37,14 +37,14 @@ struct dg_tool_call {
   call_state_t state;
   call_stop_t stop;
   bool cancel_fired;
-  void (*cancel_fn)(dg_tool_call_t *call, void *data);
+  void (*cancel_fn)(dg_mcp_tool_call_t *call, void *data);
   void *cancel_data;
-  dg_tool_call_t *prev, *next; /* the session's calls */
-  uv_timer_t timer;            /* the timeout, then a deferred cancel callback */
+  dg_mcp_tool_call_t *prev, *next; /* the session's calls */
+  uv_timer_t timer;                /* the timeout, then a deferred cancel callback */
   /* A question to the user waiting for the client's answer. */
   json_t *elicit_id; /* the request id sent; NULL when none is pending */
   unsigned elicit_seq;
-  dg_tool_call_elicit_cb elicit_cb;
+  dg_mcp_tool_call_elicit_cb elicit_cb;
   void *elicit_data;
   dg__mcp_read_t read; /* a resources/read (uri set) answered by this call */
   json_t *text;        /* the text item the tool gave instead of its result's JSON */
@@ -52,7 +52,7 @@ struct dg_tool_call {
 };
 
 /* The one legal transition: a running call ends, once. */
-static void call_set_state(dg_tool_call_t *call, call_state_t next) {
+static void call_set_state(dg_mcp_tool_call_t *call, call_state_t next) {
   assert(call->state == CALL_RUNNING && next == CALL_ENDED);
   call->state = next;
 }
@@ -62,53 +62,53 @@ typedef enum outcome { OUT_OK, OUT_ERROR, OUT_CANCELED, OUT_TIMEOUT } outcome_t;
 
 /* ---- Accessors -------------------------------------------------------------- */
 
-json_t *dg_tool_call_args(const dg_tool_call_t *call) {
+json_t *dg_mcp_tool_call_args(const dg_mcp_tool_call_t *call) {
   return call->args;
 }
 
-const dg_principal_t *dg_tool_call_principal(const dg_tool_call_t *call) {
+const dg_principal_t *dg_mcp_tool_call_principal(const dg_mcp_tool_call_t *call) {
   return call->ex->principal;
 }
 
-const dg_catalog_t *dg_tool_call_catalog(const dg_tool_call_t *call) {
+const dg_catalog_t *dg_mcp_tool_call_catalog(const dg_mcp_tool_call_t *call) {
   return call->cat != NULL ? call->cat : call->ex->cat;
 }
 
-uv_loop_t *dg_tool_call_loop(const dg_tool_call_t *call) {
+uv_loop_t *dg_mcp_tool_call_loop(const dg_mcp_tool_call_t *call) {
   return call->ex->server->loop;
 }
 
-dg_arena_t *dg_tool_call_arena(const dg_tool_call_t *call) {
+dg_arena_t *dg_mcp_tool_call_arena(const dg_mcp_tool_call_t *call) {
   return call->arena;
 }
 
-const char *dg_tool_call_request_id(const dg_tool_call_t *call) {
+const char *dg_mcp_tool_call_request_id(const dg_mcp_tool_call_t *call) {
   return call->request_id;
 }
 
-const char *dg_tool_call_trace_id(const dg_tool_call_t *call) {
+const char *dg_mcp_tool_call_trace_id(const dg_mcp_tool_call_t *call) {
   return call->trace_id;
 }
 
-const char *dg_tool_call_transport(const dg_tool_call_t *call) {
+const char *dg_mcp_tool_call_transport(const dg_mcp_tool_call_t *call) {
   return call->ex->session ? call->ex->session->transport->name : "none";
 }
 
-void *dg_tool_call_context(const dg_tool_call_t *call) {
+void *dg_mcp_tool_call_context(const dg_mcp_tool_call_t *call) {
   return call->ex->server->config.tool_context;
 }
 
-bool dg_tool_call_canceled(const dg_tool_call_t *call) {
+bool dg_mcp_tool_call_canceled(const dg_mcp_tool_call_t *call) {
   return call->stop != STOP_NONE || call->ex->server->closing;
 }
 
-bool dg_tool_call_wants_progress(const dg_tool_call_t *call) {
+bool dg_mcp_tool_call_wants_progress(const dg_mcp_tool_call_t *call) {
   return call->progress_token != NULL;
 }
 
 /* ---- Session list ----------------------------------------------------------- */
 
-static void link_session(dg_tool_call_t *call, dg__mcp_session_t *ss) {
+static void link_session(dg_mcp_tool_call_t *call, dg__mcp_session_t *ss) {
   call->session = ss;
   call->next = ss->calls;
   if (ss->calls != NULL)
@@ -117,7 +117,7 @@ static void link_session(dg_tool_call_t *call, dg__mcp_session_t *ss) {
   ss->ncalls++;
 }
 
-static void unlink_session(dg_tool_call_t *call) {
+static void unlink_session(dg_mcp_tool_call_t *call) {
   dg__mcp_session_t *ss = call->session;
   if (ss == NULL)
     return;
@@ -139,12 +139,12 @@ static json_t *error_result(const char *text) {
                    "isError", 1);
 }
 
-size_t dg_tool_call_result_limit(const dg_tool_call_t *call) {
+size_t dg_mcp_tool_call_result_limit(const dg_mcp_tool_call_t *call) {
   size_t max = call->ex->cat->server.max_result_bytes;
   return max > 0 ? max : SIZE_MAX - 1;
 }
 
-static json_t *too_big(dg_tool_call_t *call, size_t limit) {
+static json_t *too_big(dg_mcp_tool_call_t *call, size_t limit) {
   char msg[512];
   snprintf(msg, sizeof(msg),
            "The result of %s is larger than the limit of %zu bytes. Narrow the request: "
@@ -153,21 +153,22 @@ static json_t *too_big(dg_tool_call_t *call, size_t limit) {
   return error_result(msg);
 }
 
-/* The text item: the text the tool gave (dg_tool_call_succeed_text), the
+/* The text item: the text the tool gave (dg_mcp_tool_call_succeed_text), the
  * result written out, or, for a result a tool wrote on a worker thread
  * already (dg_json_raw), that text itself. */
-static json_t *text_item(dg_tool_call_t *call, const json_t *result) {
+static json_t *text_item(dg_mcp_tool_call_t *call, const json_t *result) {
   /* A resource read turns the result itself into contents. */
   if (call->text != NULL && call->read.uri == NULL)
-    return json_string_length(call->text) <= dg_tool_call_result_limit(call)
+    return json_string_length(call->text) <= dg_mcp_tool_call_result_limit(call)
                ? json_incref(call->text)
                : NULL;
   const json_t *raw = dg_json_raw_text(result);
   if (raw != NULL)
-    return json_string_length(raw) <= dg_tool_call_result_limit(call) ? json_incref((json_t *)raw)
-                                                                      : NULL;
+    return json_string_length(raw) <= dg_mcp_tool_call_result_limit(call)
+               ? json_incref((json_t *)raw)
+               : NULL;
   dg_buf_t text;
-  dg_buf_init(&text, dg_tool_call_result_limit(call));
+  dg_buf_init(&text, dg_mcp_tool_call_result_limit(call));
   json_t *item =
       dg__mcp_dump(result, &text) == 0 ? json_stringn_nocheck(text.data, text.len) : NULL;
   dg_buf_free(&text);
@@ -175,11 +176,11 @@ static json_t *text_item(dg_tool_call_t *call, const json_t *result) {
 }
 
 /* structuredContent exists from 2025-06-18; older sessions get the text. */
-static json_t *success_result(dg_tool_call_t *call, json_t *result) {
+static json_t *success_result(dg_mcp_tool_call_t *call, json_t *result) {
   json_t *text = text_item(call, result);
   if (text == NULL) {
     json_decref(result);
-    return too_big(call, dg_tool_call_result_limit(call));
+    return too_big(call, dg_mcp_tool_call_result_limit(call));
   }
   json_t *r = json_pack("{s:[{s:s,s:o}]}", "content", "type", "text", "text", text);
   if (r != NULL && dg__mcp_session_at_least(call->ex->session, DG__MCP_V2025_06_18))
@@ -193,7 +194,7 @@ static json_t *success_result(dg_tool_call_t *call, json_t *result) {
 
 /* A tool failure as a read's error: what the caller named does not exist
  * or is not theirs (-32002), or the read failed (-32603). */
-static json_t *read_error(const dg_tool_call_t *call, const json_t *id, const char *text) {
+static json_t *read_error(const dg_mcp_tool_call_t *call, const json_t *id, const char *text) {
   int code = call->error_code;
   bool missing = code == DG_EINVAL || code == DG_ENOENT || code == DG_EPERM;
   return dg__mcp_error(id, missing ? DG__RPC_RESOURCE_NOT_FOUND : DG__RPC_INTERNAL, "%s%s",
@@ -201,7 +202,7 @@ static json_t *read_error(const dg_tool_call_t *call, const json_t *id, const ch
 }
 
 /* The reply of a resources/read from the tool result r (stolen). */
-static json_t *read_reply(const dg_tool_call_t *call, const json_t *id, json_t *r) {
+static json_t *read_reply(const dg_mcp_tool_call_t *call, const json_t *id, json_t *r) {
   const json_t *item = json_array_get(json_object_get(r, "content"), 0);
   const json_t *text = json_object_get(item, "text");
   json_t *reply;
@@ -220,7 +221,7 @@ static json_t *read_reply(const dg_tool_call_t *call, const json_t *id, json_t *
 
 /* What the slot is answered with: the tool result (stolen), or for a
  * resource read its contents or error. */
-static json_t *slot_reply(const dg_tool_call_t *call, const json_t *id, json_t *tool_result) {
+static json_t *slot_reply(const dg_mcp_tool_call_t *call, const json_t *id, json_t *tool_result) {
   if (call->read.uri == NULL)
     return dg__mcp_result(id, tool_result);
   return read_reply(call, id, tool_result);
@@ -229,14 +230,14 @@ static json_t *slot_reply(const dg_tool_call_t *call, const json_t *id, json_t *
 /* ---- Release ------------------------------------------------------------------- */
 
 static void on_timer_closed(uv_handle_t *handle) {
-  dg_tool_call_t *call = handle->data;
+  dg_mcp_tool_call_t *call = handle->data;
   dg_arena_destroy(call->arena);
   dg__mcp_exchange_unref(call->ex);
   free(call);
 }
 
-static void record(const dg_tool_call_t *call, outcome_t outcome) {
-  const char *transport = dg_tool_call_transport(call);
+static void record(const dg_mcp_tool_call_t *call, outcome_t outcome) {
+  const char *transport = dg_mcp_tool_call_transport(call);
   const char *tool = call->tool->def->name;
   uint64_t ns = dg_now_ns() - call->start_ns;
   double seconds = (double)ns / 1e9;
@@ -259,7 +260,7 @@ static void record(const dg_tool_call_t *call, outcome_t outcome) {
   dg_log_json(DG_LOG_INFO, "tool_call", fields);
 }
 
-static void call_finish(dg_tool_call_t *call, outcome_t outcome, json_t *tool_result) {
+static void call_finish(dg_mcp_tool_call_t *call, outcome_t outcome, json_t *tool_result) {
   if (call->stop == STOP_TIMEOUT)
     outcome = OUT_TIMEOUT;
   else if (call->stop == STOP_CANCELED)
@@ -287,7 +288,7 @@ static void call_finish(dg_tool_call_t *call, outcome_t outcome, json_t *tool_re
 
 /* A tool that ends a call twice has a bug; the second end is logged and
  * ignored rather than answering twice. */
-static bool may_end(const dg_tool_call_t *call) {
+static bool may_end(const dg_mcp_tool_call_t *call) {
   if (call->state == CALL_RUNNING)
     return true;
   dg_logf(DG_LOG_ERROR, "tool_call_ended_twice", "tool %s ended call %s twice",
@@ -295,7 +296,7 @@ static bool may_end(const dg_tool_call_t *call) {
   return false;
 }
 
-void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result) {
+void dg_mcp_tool_call_succeed(dg_mcp_tool_call_t *call, json_t *result) {
   if (!may_end(call)) {
     json_decref(result);
     return;
@@ -310,15 +311,16 @@ void dg_tool_call_succeed(dg_tool_call_t *call, json_t *result) {
   call_finish(call, too_big ? OUT_ERROR : OUT_OK, r);
 }
 
-void dg_tool_call_succeed_text(dg_tool_call_t *call, json_t *result, const char *text, size_t len) {
+void dg_mcp_tool_call_succeed_text(dg_mcp_tool_call_t *call, json_t *result, const char *text,
+                                   size_t len) {
   call->text = json_stringn_nocheck(text, len);
   /* A failed defer has released the text: the result's JSON is sent then. */
   if (call->text != NULL && dg_arena_defer(call->arena, (void (*)(void *))json_decref, call->text))
     call->text = NULL;
-  dg_tool_call_succeed(call, result);
+  dg_mcp_tool_call_succeed(call, result);
 }
 
-void dg_tool_call_fail(dg_tool_call_t *call, const dg_errctx_t *err) {
+void dg_mcp_tool_call_fail(dg_mcp_tool_call_t *call, const dg_errctx_t *err) {
   if (!may_end(call))
     return;
   const char *text = err != NULL && err->message[0] ? err->message : "the tool failed";
@@ -326,7 +328,7 @@ void dg_tool_call_fail(dg_tool_call_t *call, const dg_errctx_t *err) {
   call_finish(call, OUT_ERROR, error_result(text));
 }
 
-void dg_tool_call_failf(dg_tool_call_t *call, const char *fmt, ...) {
+void dg_mcp_tool_call_failf(dg_mcp_tool_call_t *call, const char *fmt, ...) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   err.code = DG_EINVAL;
@@ -334,25 +336,25 @@ void dg_tool_call_failf(dg_tool_call_t *call, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(err.message, sizeof(err.message), fmt, ap);
   va_end(ap);
-  dg_tool_call_fail(call, &err);
+  dg_mcp_tool_call_fail(call, &err);
 }
 
 /* ---- Cancellation ---------------------------------------------------------------- */
 
-static void fire_cancel(dg_tool_call_t *call) {
+static void fire_cancel(dg_mcp_tool_call_t *call) {
   if (call->cancel_fn == NULL || call->cancel_fired || call->state != CALL_RUNNING)
     return;
   call->cancel_fired = true;
   call->cancel_fn(call, call->cancel_data);
 }
 
-static void elicit_end(dg_tool_call_t *call, int status, dg_elicit_action_t action,
+static void elicit_end(dg_mcp_tool_call_t *call, int status, dg_elicit_action_t action,
                        const json_t *content);
 
 /* Stops the call's reply: a timeout answers with a tool error, the other
  * reasons answer nothing. A question to the user is abandoned; the tool
  * hears its cancel callback. */
-static void call_stop(dg_tool_call_t *call, call_stop_t why, json_t *answer) {
+static void call_stop(dg_mcp_tool_call_t *call, call_stop_t why, json_t *answer) {
   if (call->state != CALL_RUNNING || call->stop != STOP_NONE) {
     json_decref(answer);
     return;
@@ -370,7 +372,7 @@ static void call_stop(dg_tool_call_t *call, call_stop_t why, json_t *answer) {
 }
 
 static void on_timer(uv_timer_t *timer) {
-  dg_tool_call_t *call = timer->data;
+  dg_mcp_tool_call_t *call = timer->data;
   if (call->stop != STOP_NONE) {
     fire_cancel(call); /* a callback registered after the cancellation */
     return;
@@ -381,8 +383,8 @@ static void on_timer(uv_timer_t *timer) {
   call_stop(call, STOP_TIMEOUT, error_result(text));
 }
 
-void dg_tool_call_on_cancel(dg_tool_call_t *call, void (*fn)(dg_tool_call_t *call, void *data),
-                            void *data) {
+void dg_mcp_tool_call_on_cancel(dg_mcp_tool_call_t *call,
+                                void (*fn)(dg_mcp_tool_call_t *call, void *data), void *data) {
   call->cancel_fn = fn;
   call->cancel_data = data;
   call->cancel_fired = false;
@@ -391,7 +393,7 @@ void dg_tool_call_on_cancel(dg_tool_call_t *call, void (*fn)(dg_tool_call_t *cal
 }
 
 void dg__mcp_call_cancel_id(dg__mcp_session_t *ss, const json_t *request_id) {
-  for (dg_tool_call_t *c = ss->calls; c != NULL; c = c->next) {
+  for (dg_mcp_tool_call_t *c = ss->calls; c != NULL; c = c->next) {
     if (c->slot != NULL && json_equal(c->slot->id, (json_t *)request_id)) {
       call_stop(c, STOP_CANCELED, NULL);
       return;
@@ -399,7 +401,7 @@ void dg__mcp_call_cancel_id(dg__mcp_session_t *ss, const json_t *request_id) {
   }
 }
 
-void dg__mcp_call_detach(dg_tool_call_t *call) {
+void dg__mcp_call_detach(dg_mcp_tool_call_t *call) {
   unlink_session(call);
   call_stop(call, STOP_CANCELED, NULL);
   dg__mcp_slot_t *slot = call->slot;
@@ -410,8 +412,8 @@ void dg__mcp_call_detach(dg_tool_call_t *call) {
 
 /* ---- Progress ------------------------------------------------------------------ */
 
-int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double total,
-                               const char *message, json_t *meta) {
+int dg_mcp_tool_call_progress_meta(dg_mcp_tool_call_t *call, double progress, double total,
+                                   const char *message, json_t *meta) {
   const dg__mcp_transport_t *t = call->ex->transport;
   if (call->progress_token == NULL || call->state != CALL_RUNNING || call->slot == NULL ||
       t == NULL || t->notify == NULL)
@@ -438,14 +440,14 @@ int dg_tool_call_progress_meta(dg_tool_call_t *call, double progress, double tot
   return 0;
 }
 
-void dg_tool_call_progress(dg_tool_call_t *call, double progress, double total,
-                           const char *message) {
-  dg_tool_call_progress_meta(call, progress, total, message, NULL);
+void dg_mcp_tool_call_progress(dg_mcp_tool_call_t *call, double progress, double total,
+                               const char *message) {
+  dg_mcp_tool_call_progress_meta(call, progress, total, message, NULL);
 }
 
 /* ---- Asking the user ------------------------------------------------------------ */
 
-bool dg_tool_call_can_elicit(const dg_tool_call_t *call) {
+bool dg_mcp_tool_call_can_elicit(const dg_mcp_tool_call_t *call) {
   const dg__mcp_session_t *ss = call->session;
   const dg__mcp_transport_t *t = call->ex->transport;
   if (ss == NULL || !ss->elicitation || !dg__mcp_session_at_least(ss, DG__MCP_V2025_06_18) ||
@@ -455,7 +457,7 @@ bool dg_tool_call_can_elicit(const dg_tool_call_t *call) {
 }
 
 /* Hands the answer to the tool once; the call's own timeout runs again. */
-static void elicit_end(dg_tool_call_t *call, int status, dg_elicit_action_t action,
+static void elicit_end(dg_mcp_tool_call_t *call, int status, dg_elicit_action_t action,
                        const json_t *content) {
   if (call->elicit_id == NULL)
     return;
@@ -469,11 +471,12 @@ static void elicit_end(dg_tool_call_t *call, int status, dg_elicit_action_t acti
   call->elicit_cb(call, status, action, content, call->elicit_data);
 }
 
-int dg_tool_call_elicit(dg_tool_call_t *call, const char *message, const json_t *requested_schema,
-                        dg_tool_call_elicit_cb cb, void *data) {
+int dg_mcp_tool_call_elicit(dg_mcp_tool_call_t *call, const char *message,
+                            const json_t *requested_schema, dg_mcp_tool_call_elicit_cb cb,
+                            void *data) {
   if (call->elicit_id != NULL)
     return DG_EBUSY;
-  if (!dg_tool_call_can_elicit(call))
+  if (!dg_mcp_tool_call_can_elicit(call))
     return DG_ENOTSUP;
   json_t *id = json_sprintf("elicit-%s-%u", call->request_id, ++call->elicit_seq);
   json_t *req = json_pack("{s:s,s:O,s:s,s:{s:o,s:O}}", "jsonrpc", "2.0", "id", id, "method",
@@ -506,7 +509,7 @@ static int elicit_action(const json_t *result) {
 
 void dg__mcp_call_response(dg__mcp_session_t *ss, const json_t *msg) {
   const json_t *id = json_object_get(msg, "id");
-  dg_tool_call_t *c = ss->calls;
+  dg_mcp_tool_call_t *c = ss->calls;
   while (c != NULL && !(c->elicit_id != NULL && json_equal(c->elicit_id, (json_t *)id)))
     c = c->next;
   if (c == NULL)
@@ -523,9 +526,9 @@ void dg__mcp_call_response(dg__mcp_session_t *ss, const json_t *msg) {
 
 /* ---- Start ------------------------------------------------------------------------ */
 
-static dg_tool_call_t *call_new(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot,
-                                const dg__mcp_tool_t *tool) {
-  dg_tool_call_t *call = calloc(1, sizeof(*call));
+static dg_mcp_tool_call_t *call_new(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot,
+                                    const dg__mcp_tool_t *tool) {
+  dg_mcp_tool_call_t *call = calloc(1, sizeof(*call));
   dg_arena_t *arena = call != NULL ? dg_arena_new(CALL_ARENA_BLOCK) : NULL;
   char uuid[DG_UUID_LEN + 1];
   if (arena == NULL) {
@@ -576,7 +579,7 @@ void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__
   if (over_limit(ex, slot))
     return;
   json_t *args = take_arguments(params);
-  dg_tool_call_t *call = call_new(ex, slot, tool);
+  dg_mcp_tool_call_t *call = call_new(ex, slot, tool);
   if (call == NULL) {
     dg__mcp_exchange_answer(
         ex, slot, dg__mcp_error(slot->id, DG__RPC_INTERNAL, "Internal error: out of memory"));
@@ -593,7 +596,7 @@ void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__
   dg_errctx_t err;
   dg_errctx_clear(&err);
   if (dg_mcp_schema_validate(tool->accepted_schema, args, &err) != 0) {
-    dg_tool_call_fail(call, &err);
+    dg_mcp_tool_call_fail(call, &err);
     return;
   }
   if (call->timeout_ms > 0)

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "tools/internal.h"
+#include "datagate/files.h"
 
 /* Sources listed in a refusal at most. */
 #define LISTED_SOURCES 6
@@ -208,8 +208,7 @@ static bool source_matches(const dg_file_source_t *s, const dg_http_url_t *u) {
          u->path_len >= n && strncmp(u->target, s->path_prefix, n) == 0;
 }
 
-const dg_file_source_t *dg__tools_file_match(const dg_file_settings_t *cfg,
-                                             const dg_http_url_t *url) {
+const dg_file_source_t *dg_files_match(const dg_file_settings_t *cfg, const dg_http_url_t *url) {
   const dg_file_source_t *best = NULL;
   for (size_t i = 0; i < cfg->nsources; i++) {
     const dg_file_source_t *s = &cfg->sources[i];
@@ -243,16 +242,16 @@ static int find_source(const dg_file_settings_t *cfg, const dg_principal_t *p, d
     return dg_errctx_set(err, DG_ENOMEM, "url", "out of memory");
   /* A source the caller may not use is refused as if it were not there,
    * never by a wider source that would match too. */
-  *source = dg__tools_file_match(cfg, url);
+  *source = dg_files_match(cfg, url);
   if (*source != NULL && may_use(p, *source))
     return 0;
   *source = NULL;
   return not_under_a_source(cfg, p, what, text, err);
 }
 
-int dg__tools_file_check(const dg_file_settings_t *cfg, const dg_principal_t *p, dg_arena_t *arena,
-                         const char *what, const char *text, dg_http_url_t *url,
-                         const dg_file_source_t **source, dg_errctx_t *err) {
+int dg_files_check(const dg_file_settings_t *cfg, const dg_principal_t *p, dg_arena_t *arena,
+                   const char *what, const char *text, dg_http_url_t *url,
+                   const dg_file_source_t **source, dg_errctx_t *err) {
   *source = NULL;
   int rc = check_scheme(cfg, what, text, err);
   return rc != 0 ? rc : find_source(cfg, p, arena, what, text, url, source, err);
