@@ -29,7 +29,7 @@ typedef struct dg_tools_env {
   struct dg_http_client *client; /* connector client for upstream calls (client.h) */
   /* Connector calls with authentication, for Saved Queries (save.h). */
   struct dg_connectors *connectors;
-  struct dg_files *files;     /* get_file_text's cache and slots (files.h) */
+  struct dg_files *files;      /* get_file_text's cache and slots (files.h) */
   dg_tools_answers_t *answers; /* NULL: every answer is built anew */
 } dg_tools_env_t;
 
