@@ -33,14 +33,15 @@ static int lookup(void *data, const dg_template_var_t *var, dg_template_value_t 
   }
 }
 
-/* A name, or (without SESSION:) two names joined by one '.'. */
+/* A name, or two names joined by one '.' ({Ref.Name}, and a parent run's
+ * {SESSION:Ref.Name}). */
 static void check_names(const dg_template_t *t) {
   for (size_t i = 0; i < dg_template_nvars(t); i++) {
     const dg_template_var_t *var = dg_template_var(t, i);
     const char *name = var->name;
     const char *dot = strchr(name, '.');
-    if (dot != NULL && (var->session || strchr(dot + 1, '.') != NULL ||
-                        (!isalpha((unsigned char)dot[1]) && dot[1] != '_')))
+    if (dot != NULL &&
+        (strchr(dot + 1, '.') != NULL || (!isalpha((unsigned char)dot[1]) && dot[1] != '_')))
       abort();
     if (!isalpha((unsigned char)name[0]) && name[0] != '_')
       abort();
