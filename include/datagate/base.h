@@ -122,6 +122,9 @@ int dg_buf_reserve(dg_buf_t *buf, size_t extra);
 int dg_buf_append(dg_buf_t *buf, const void *data, size_t len);
 int dg_buf_append_str(dg_buf_t *buf, const char *s);
 int dg_buf_appendf(dg_buf_t *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends the whole file at path: 0, DG_ENOENT when it does not exist,
+ * DG_E2BIG past the buffer's maximum, or DG_EIO (errno then says why). */
+int dg_buf_read_file(dg_buf_t *buf, const char *path);
 /* Drops the first n bytes (n <= len). */
 void dg_buf_consume(dg_buf_t *buf, size_t n);
 /* Hands the memory to the caller (free() it) and resets the buffer. */

@@ -31,21 +31,7 @@ int dg__admin_read_file(const char *dir, const char *name, dg_buf_t *out) {
   char path[PATH_MAX];
   if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
     return DG_E2BIG;
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return errno == ENOENT ? DG_ENOENT : DG_EIO;
-  int rc = 0;
-  char chunk[16384];
-  size_t n;
-  do {
-    n = fread(chunk, 1, sizeof(chunk), f);
-    if (n > 0 && dg_buf_append(out, chunk, n) != 0)
-      rc = DG_E2BIG;
-  } while (n == sizeof(chunk) && rc == 0);
-  if (rc == 0 && ferror(f))
-    rc = DG_EIO;
-  fclose(f);
-  return rc;
+  return dg_buf_read_file(out, path);
 }
 
 int dg_admin_version(const char *dir, char out[33]) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Bounded growable buffer: every buffer knows its maximum. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,4 +113,24 @@ char *dg_buf_steal(dg_buf_t *buf, size_t *len) {
   buf->len = 0;
   buf->cap = 0;
   return p;
+}
+
+int dg_buf_read_file(dg_buf_t *buf, const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL)
+    return errno == ENOENT ? DG_ENOENT : DG_EIO;
+  int rc = 0;
+  char chunk[16384];
+  size_t n;
+  do {
+    n = fread(chunk, 1, sizeof(chunk), f);
+    if (n > 0 && dg_buf_append(buf, chunk, n) != 0)
+      rc = DG_E2BIG;
+  } while (n == sizeof(chunk) && rc == 0);
+  if (rc == 0 && ferror(f))
+    rc = DG_EIO;
+  int saved = errno;
+  fclose(f);
+  errno = saved;
+  return rc;
 }

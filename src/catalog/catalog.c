@@ -20,24 +20,6 @@ static const dg__cfg_field_t root_fields[] = {
 
 /* ---- Reading files --------------------------------------------------------- */
 
-static int read_file(const char *path, dg_buf_t *buf) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return -errno;
-  int rc = 0;
-  char chunk[16384];
-  size_t n;
-  do {
-    n = fread(chunk, 1, sizeof(chunk), f);
-    if (n > 0 && dg_buf_append(buf, chunk, n) != 0)
-      rc = DG_E2BIG;
-  } while (n == sizeof(chunk) && rc == 0);
-  if (rc == 0 && ferror(f))
-    rc = DG_EIO;
-  fclose(f);
-  return rc;
-}
-
 /* Parses dir/name; NULL (with the reason recorded) when it cannot be read
  * or is not JSON. A missing optional file is NULL with *missing set. */
 static json_t *load_json(dg__cfg_t *cfg, const char *name, bool *missing) {
@@ -46,13 +28,12 @@ static json_t *load_json(dg__cfg_t *cfg, const char *name, bool *missing) {
   dg_buf_t buf;
   dg_buf_init(&buf, CONFIG_FILE_MAX);
   json_t *root = NULL;
-  int rc = read_file(path, &buf);
-  *missing = rc == -ENOENT;
+  int rc = dg_buf_read_file(&buf, path);
+  *missing = rc == DG_ENOENT;
   if (rc == DG_E2BIG) {
     dg__cfg_error(cfg, "/", "file is larger than %u bytes", CONFIG_FILE_MAX);
   } else if (rc < 0 && !*missing) {
-    dg__cfg_error(cfg, "/", "cannot read '%s': %s", path,
-                  rc == DG_EIO ? "input/output error" : strerror(-rc));
+    dg__cfg_error(cfg, "/", "cannot read '%s': %s", path, strerror(errno));
   } else if (rc == 0) {
     json_error_t jerr;
     root = json_loadb(buf.data ? buf.data : "", buf.len, JSON_REJECT_DUPLICATES, &jerr);

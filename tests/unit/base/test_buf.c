@@ -4,8 +4,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -159,6 +161,35 @@ static void test_unbounded_max(void **state) {
   dg_buf_free(&b);
 }
 
+/* A whole file is appended; a missing one and one past the maximum say so. */
+static void test_read_file(void **state) {
+  (void)state;
+  char path[] = "/tmp/dg_buf_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  char text[40000];
+  for (size_t i = 0; i < sizeof(text); i++)
+    text[i] = (char)('a' + i % 26);
+  assert_int_equal(write(fd, text, sizeof(text)), (ssize_t)sizeof(text));
+  close(fd);
+  dg_buf_t b;
+  dg_buf_init(&b, sizeof(text));
+  assert_int_equal(dg_buf_append_str(&b, ">"), 0);
+  assert_int_equal(dg_buf_read_file(&b, path), DG_E2BIG);
+  dg_buf_free(&b);
+  dg_buf_init(&b, sizeof(text) + 1);
+  assert_int_equal(dg_buf_append_str(&b, ">"), 0);
+  assert_int_equal(dg_buf_read_file(&b, path), 0);
+  assert_int_equal(b.len, sizeof(text) + 1);
+  assert_memory_equal(b.data + 1, text, sizeof(text));
+  dg_buf_free(&b);
+  unlink(path);
+  dg_buf_init(&b, 16);
+  assert_int_equal(dg_buf_read_file(&b, path), DG_ENOENT);
+  assert_int_equal(b.len, 0);
+  dg_buf_free(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_append_and_terminator),
@@ -169,6 +200,7 @@ int main(void) {
       cmocka_unit_test(test_steal),
       cmocka_unit_test(test_zero_max),
       cmocka_unit_test(test_unbounded_max),
+      cmocka_unit_test(test_read_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
