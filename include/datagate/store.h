@@ -401,6 +401,20 @@ int dg_store_aggregate(dg_store_t *store, const dg_store_aggregate_t *a, dg_stor
 int dg_store_write(dg_store_t *store, const dg_store_write_t *w, dg_store_cb cb, void *data,
                    dg_store_req_t **req, dg_errctx_t *err);
 
+/* Records as values, for code that works on them rather than passing an
+ * answer on: records is [{"id": "<id>", "values": {"<Property>": value}}],
+ * keyed by the model's property names (the caller owns it; NULL when
+ * status is not 0). No handle: these are not canceled. */
+typedef void (*dg_store_records_cb)(int status, json_t *records, const dg_errctx_t *err,
+                                    void *data);
+/* The records of model with these ids (any case; those missing are left
+ * out), with every stored property. ids are copied. */
+int dg_store_read_records(dg_store_t *store, const dg_model_t *model, const char *const *ids,
+                          size_t nids, dg_store_records_cb cb, void *data, dg_errctx_t *err);
+/* The page q selects, as records; q must stay valid until cb runs. */
+int dg_store_query_records(dg_store_t *store, const dg_store_query_t *q, dg_store_records_cb cb,
+                           void *data, dg_errctx_t *err);
+
 /* Asks an operation to stop: cb still runs once, with DG_ECANCELED unless
  * the operation had already finished. */
 void dg_store_cancel(dg_store_req_t *req);

@@ -172,16 +172,6 @@ int dg__tools_form_defaults(const dg_principal_t *p, const dg_model_t *m,
 /* ---- Records ------------------------------------------------------------------------------------
  */
 
-json_t *dg__tools_record_values(const dg_model_t *m, const json_t *properties) {
-  json_t *values = json_object();
-  for (size_t i = 0; values != NULL && i < m->nproperties; i++) {
-    const json_t *v = json_object_get(properties, m->properties[i].json_name);
-    if (v != NULL)
-      json_object_set(values, m->properties[i].name, (json_t *)v);
-  }
-  return values;
-}
-
 int dg__tools_stored_select(const dg_model_t *m, dg_arena_t *arena, dg_store_select_t *out) {
   const dg_property_t **props = dg_arena_calloc(arena, m->nproperties + 1, sizeof(*props));
   if (props == NULL)
@@ -196,29 +186,9 @@ int dg__tools_stored_select(const dg_model_t *m, dg_arena_t *arena, dg_store_sel
   return 0;
 }
 
-dg_store_fetch_t *dg__tools_record_fetch(const dg_model_t *m, const char *id, dg_arena_t *arena) {
-  dg_store_fetch_t *f = dg_arena_calloc(arena, 1, sizeof(*f));
-  const char **ids = dg_arena_calloc(arena, 1, sizeof(*ids));
-  char *lower = dg__tools_lower(arena, id);
-  if (f == NULL || ids == NULL || lower == NULL || dg__tools_stored_select(m, arena, &f->select))
-    return NULL;
-  ids[0] = lower;
-  f->model = m;
-  f->ids = ids;
-  f->nids = 1;
-  return f;
-}
-
 char *dg__tools_lower(dg_arena_t *arena, const char *s) {
   char *out = s ? dg_arena_strdup(arena, s) : NULL;
   for (char *c = out; c != NULL && *c != '\0'; c++)
     *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
   return out;
-}
-
-json_t *dg__tools_store_json(json_t *result) {
-  const json_t *text = dg_json_raw_text(result);
-  if (text == NULL)
-    return json_incref(result);
-  return json_loadb(json_string_value(text), json_string_length(text), 0, NULL);
 }

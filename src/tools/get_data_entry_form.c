@@ -289,13 +289,11 @@ static void build(form_t *f) {
 /* ---- Reading the record and the choices ---------------------------------------------------------
  */
 
-static void on_record(int status, json_t *answer, const dg_errctx_t *err, void *data) {
+static void on_record(int status, json_t *records, const dg_errctx_t *err, void *data) {
   form_t *f = data;
-  json_t *result = status == 0 ? dg__tools_store_json(answer) : NULL;
-  json_decref(answer);
-  json_t *e = json_array_get(json_object_get(result, "entities"), 0);
-  if (status == 0 && e == NULL) {
-    json_decref(result);
+  json_t *values = json_object_get(json_array_get(records, 0), "values");
+  if (status == 0 && values == NULL) {
+    json_decref(records);
     dg_mcp_tool_call_failf(
         f->call,
         "Invalid argument 'id': there is no %s entity with id '%s'; leave id out "
@@ -307,9 +305,9 @@ static void on_record(int status, json_t *answer, const dg_errctx_t *err, void *
     dg_mcp_tool_call_fail(f->call, err);
     return;
   }
-  f->record = dg__tools_record_values(f->model, json_object_get(e, "properties"));
+  f->record = json_incref(values);
   keep(f, f->record);
-  json_decref(result);
+  json_decref(records);
   f->stage = STAGE_SUBMISSION;
   next(f);
 }
@@ -338,22 +336,17 @@ static const dg_property_t *label_property(const dg_model_t *m) {
   return NULL;
 }
 
-static void on_choices(int status, json_t *answer, const dg_errctx_t *err, void *data) {
+static void on_choices(int status, json_t *list, const dg_errctx_t *err, void *data) {
   form_t *f = data;
-  json_t *result = status == 0 ? dg__tools_store_json(answer) : NULL;
-  json_decref(answer);
-  status = status == 0 && result == NULL ? DG_ENOMEM : status;
   const dg_property_t *p = &f->model->properties[f->ref];
-  json_t *list = json_object_get(result, "entities");
   const dg_property_t *label = label_property(p->reference->target);
   if (status == 0 && json_array_size(list) <= MAX_REFERENCE_CHOICES) {
     json_t *choices = json_array();
     size_t i;
     json_t *e;
     json_array_foreach(list, i, e) {
-      json_t *props = json_object_get(e, "properties");
-      const char *title =
-          label ? json_string_value(json_object_get(props, label->json_name)) : NULL;
+      json_t *values = json_object_get(e, "values");
+      const char *title = label ? json_string_value(json_object_get(values, label->name)) : NULL;
       json_t *id = json_object_get(e, "id");
       json_array_append_new(choices, json_pack("{s:s,s:O}", "title",
                                                title ? title : json_string_value(id), "value", id));
@@ -361,7 +354,7 @@ static void on_choices(int status, json_t *answer, const dg_errctx_t *err, void 
     json_object_set_new(f->choices, p->name, choices);
   }
   /* A store that cannot list them leaves the field a lookup. */
-  json_decref(result);
+  json_decref(list);
   (void)err;
   f->ref++;
   next(f);
@@ -383,7 +376,7 @@ static int read_choices(form_t *f, const dg_property_t *p, dg_errctx_t *err) {
                             .page_number = 1,
                             .page_size = MAX_REFERENCE_CHOICES + 1,
                             .select = {.props = props, .nprops = label ? 1 : 0}};
-  return dg_store_query(f->store, &f->q, on_choices, f, NULL, err);
+  return dg_store_query_records(f->store, &f->q, on_choices, f, err);
 }
 
 /* The next reference field whose related records the caller may read. */
@@ -426,14 +419,14 @@ static json_t *line_fields(form_t *f, const dg_model_t *m, const dg_property_t *
 static json_t *line_json(form_t *f, const dg_model_t *m, const dg_property_t *parent,
                          const json_t *e) {
   const dg_principal_t *p = dg_mcp_tool_call_principal(f->call);
-  const json_t *props = json_object_get(e, "properties");
+  const json_t *stored = json_object_get(e, "values");
   json_t *values = json_array();
   for (size_t i = 0; values != NULL && i < m->nproperties; i++) {
     const dg_property_t *prop = &m->properties[i];
     char buf[64];
     const char *text =
         line_field(p, m, parent, prop)
-            ? dg__tools_form_text(json_object_get(props, prop->json_name), buf, sizeof(buf))
+            ? dg__tools_form_text(json_object_get(stored, prop->name), buf, sizeof(buf))
             : NULL;
     if (text != NULL)
       json_array_append_new(values, json_pack("{s:s,s:s}", "key", prop->name, "value", text));
@@ -441,16 +434,10 @@ static json_t *line_json(form_t *f, const dg_model_t *m, const dg_property_t *pa
   return json_pack("{s:O,s:o}", "id", json_object_get(e, "id"), "formValues", values);
 }
 
-static void on_lines(int status, json_t *answer, const dg_errctx_t *err, void *data) {
+static void on_lines(int status, json_t *records, const dg_errctx_t *err, void *data) {
   form_t *f = data;
-  json_t *result = status == 0 ? dg__tools_store_json(answer) : NULL;
-  json_decref(answer);
   if (status != 0) {
     dg_mcp_tool_call_fail(f->call, err);
-    return;
-  }
-  if (result == NULL) {
-    dg_mcp_tool_call_failf(f->call, "The form could not be built: out of memory.");
     return;
   }
   json_t *entry = json_array_get(f->lines, json_array_size(f->lines) - 1);
@@ -458,14 +445,14 @@ static void on_lines(int status, json_t *answer, const dg_errctx_t *err, void *d
   const dg_model_t *m = f->q.model;
   size_t i;
   json_t *e;
-  json_array_foreach(json_object_get(result, "entities"), i, e) {
+  json_array_foreach(records, i, e) {
     if (i == MAX_LINES) {
       json_object_set_new(entry, "truncated", json_true());
       break;
     }
     json_array_append_new(lines, line_json(f, m, f->filter.prop, e));
   }
-  json_decref(result);
+  json_decref(records);
   f->list++;
   next(f);
 }
@@ -501,7 +488,7 @@ static int read_lines(form_t *f, const dg_property_t *prop, const dg_child_confi
   f->q.sort.prop = c ? c->order_by : NULL;
   f->q.page_number = 1;
   f->q.page_size = MAX_LINES + 1;
-  return dg_store_query(f->store, &f->q, on_lines, f, NULL, err);
+  return dg_store_query_records(f->store, &f->q, on_lines, f, err);
 }
 
 /* The next child list the caller may edit with the record, or NULL. */
@@ -525,8 +512,8 @@ static void next(form_t *f) {
   if (f->stage == STAGE_RECORD && f->id == NULL)
     f->stage = STAGE_CHOICES;
   if (f->stage == STAGE_RECORD) {
-    dg_store_fetch_t *q = dg__tools_record_fetch(f->model, f->id, dg_mcp_tool_call_arena(f->call));
-    rc = q ? dg_store_fetch(f->store, q, on_record, f, NULL, &err) : DG_ENOMEM;
+    const char *ids[] = {f->id};
+    rc = dg_store_read_records(f->store, f->model, ids, 1, on_record, f, &err);
   } else if (f->stage == STAGE_SUBMISSION) {
     dg_store_submission_get_t *g = dg_arena_calloc(dg_mcp_tool_call_arena(f->call), 1, sizeof(*g));
     if (g != NULL)

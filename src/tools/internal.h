@@ -387,19 +387,10 @@ int dg__tools_check_lines(const dg__tools_lines_req_t *req, dg_arena_t *arena,
 /* [{list, added, updated, removed}] for the answer; NULL out of memory. */
 json_t *dg__tools_lines_json(const dg__tools_lines_t *lines);
 
-/* {"<Property>": value} from an entity's "properties" (camelCased keys). */
-json_t *dg__tools_record_values(const dg_model_t *m, const json_t *properties);
 /* Every stored property of m (Inbound references hold no value). */
 int dg__tools_stored_select(const dg_model_t *m, dg_arena_t *arena, dg_store_select_t *out);
-/* A store answer as jansson values: the parsed text of a query's or
- * fetch's answer (written out as JSON text on the threadpool), or the
- * value itself; the caller releases it; NULL when it cannot be read. For
- * small answers: one record, a page of choices. */
-json_t *dg__tools_store_json(json_t *result);
 /* A copy of s in lower case (GUIDs), in arena. */
 char *dg__tools_lower(dg_arena_t *arena, const char *s);
-/* A fetch of one record with every stored property; NULL out of memory. */
-dg_store_fetch_t *dg__tools_record_fetch(const dg_model_t *m, const char *id, dg_arena_t *arena);
 
 /* ---- Confirming a submission (submit_confirm.c) ------------------------------ */
 

@@ -332,22 +332,14 @@ static void on_finished(int status, json_t *result, const dg_errctx_t *err, void
 /* ---- The save tree
  * ---------------------------------------------------------------------------------- */
 
-/* Answers up to this size are read on the loop; larger ones (long child
- * lists) on the threadpool. */
-#define INLINE_PARSE_BYTES (16u * 1024u)
-
 typedef struct load {
-  submission_t *s;
   dg_store_query_t q;
   dg_store_group_t group;
   dg_store_filter_t filter;
   dg_save_loaded_fn done;
   void *token;
   const dg_child_config_t *config;
-  json_t *answer;                     /* the store's answer while it is read on the threadpool */
-  json_t *records;                    /* [{id, values}] */
   const dg__tools_line_list_t *lines; /* what the call changed in this list, or NULL */
-  uv_work_t work;
 } load_t;
 
 /* A removed line as the tree sees it: its stored values with the child
@@ -380,60 +372,10 @@ static void mark_lines(const load_t *l, const dg_child_config_t *c, json_t *reco
   }
 }
 
-/* The store's answer as the records the save tree takes. Touches only the
- * answer and the immutable catalog, so it may run on a worker thread. */
-static json_t *records_of(const dg_model_t *m, json_t *answer) {
-  json_t *result = dg__tools_store_json(answer);
-  json_t *records = result ? json_array() : NULL;
-  size_t i;
-  json_t *e;
-  json_array_foreach(json_object_get(result, "entities"), i, e) {
-    json_array_append_new(records,
-                          json_pack("{s:O,s:o}", "id", json_object_get(e, "id"), "values",
-                                    dg__tools_record_values(m, json_object_get(e, "properties"))));
-  }
-  json_decref(result);
-  return records;
-}
-
-static void records_work(uv_work_t *w) {
-  load_t *l = w->data;
-  l->records = records_of(l->q.model, l->answer);
-}
-
-static void records_done(uv_work_t *w, int status) {
-  load_t *l = w->data;
-  json_decref(l->answer);
-  l->answer = NULL;
-  mark_lines(l, l->config, l->records);
-  dg_errctx_t err;
-  dg_errctx_clear(&err);
-  if (l->records == NULL)
-    dg_errctx_set(&err, DG_ENOMEM, "", "the list could not be read: out of memory");
-  l->done(l->token, l->records ? 0 : DG_ENOMEM, l->records, &err);
-}
-
-static void on_children(int status, json_t *answer, const dg_errctx_t *err, void *data) {
+static void on_children(int status, json_t *records, const dg_errctx_t *err, void *data) {
   load_t *l = data;
-  const json_t *text = status == 0 ? dg_json_raw_text(answer) : NULL;
-  if (text != NULL && json_string_length(text) > INLINE_PARSE_BYTES) {
-    l->answer = answer;
-    l->work.data = l;
-    if (uv_queue_work(dg_mcp_tool_call_loop(l->s->call), &l->work, records_work, records_done) == 0)
-      return;
-    l->answer = NULL;
-  }
-  json_t *records = status == 0 ? records_of(l->q.model, answer) : NULL;
-  json_decref(answer);
   mark_lines(l, l->config, records);
-  dg_errctx_t oom;
-  const dg_errctx_t *why = err;
-  dg_errctx_clear(&oom);
-  if (status == 0 && records == NULL) {
-    status = dg_errctx_set(&oom, DG_ENOMEM, "", "the list could not be read: out of memory");
-    why = &oom;
-  }
-  l->done(l->token, status, records, why);
+  l->done(l->token, status, records, err);
 }
 
 /* The records of a child list: those whose inverse reference names the parent. */
@@ -445,7 +387,6 @@ static int load_children(void *data, const dg_child_config_t *c, const char *par
   const dg_model_t *m = c->list->reference->target;
   if (l == NULL || dg__tools_stored_select(m, arena, &l->q.select) != 0)
     return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
-  l->s = s;
   l->done = done;
   l->token = token;
   l->config = c;
@@ -468,7 +409,7 @@ static int load_children(void *data, const dg_child_config_t *c, const char *par
   l->q.sort.prop = c->order_by;
   l->q.page_number = 1;
   l->q.page_size = (int64_t)max + 1;
-  return dg_store_query(s->store, &l->q, on_children, l, NULL, err);
+  return dg_store_query_records(s->store, &l->q, on_children, l, err);
 }
 
 /* The caller left (or the call timed out): the tree stops, and its
@@ -518,20 +459,16 @@ static void start_tree(submission_t *s, const json_t *values) {
     fail_early(s, s->endpoint->root->title, err.message);
 }
 
-static void on_fetched(int status, json_t *answer, const dg_errctx_t *err, void *data) {
+static void on_fetched(int status, json_t *records, const dg_errctx_t *err, void *data) {
   submission_t *s = data;
-  json_t *result = status == 0 ? dg__tools_store_json(answer) : NULL;
-  json_decref(answer);
-  json_t *e = json_array_get(json_object_get(result, "entities"), 0);
-  json_t *values = e ? dg__tools_record_values(s->model, json_object_get(e, "properties")) : NULL;
+  json_t *values = json_object_get(json_array_get(records, 0), "values");
   if (values != NULL)
     start_tree(s, values);
   else
     fail_early(s, s->endpoint->root->title,
                status != 0 && err ? err->message
                                   : "the record was deleted before its save actions could run");
-  json_decref(values);
-  json_decref(result);
+  json_decref(records);
 }
 
 static void on_submitted(int status, json_t *result, const dg_errctx_t *err, void *data) {
@@ -553,11 +490,11 @@ static void on_submitted(int status, json_t *result, const dg_errctx_t *err, voi
   dg_errctx_t e;
   dg_errctx_clear(&e);
   set_state(s, SUB_READING_BACK);
-  dg_store_fetch_t *f = dg__tools_record_fetch(
-      s->model, json_string_value(json_object_get(result, "id")), dg_mcp_tool_call_arena(s->call));
-  int rc = f ? dg_store_fetch(s->store, f, on_fetched, s, NULL, &e) : DG_ENOMEM;
+  const char *ids[] = {json_string_value(json_object_get(result, "id"))};
+  int rc =
+      ids[0] ? dg_store_read_records(s->store, s->model, ids, 1, on_fetched, s, &e) : DG_EINVAL;
   if (rc != 0)
-    on_fetched(rc, NULL, f ? &e : NULL, s);
+    on_fetched(rc, NULL, ids[0] ? &e : NULL, s);
 }
 
 /* ---- Checking the arguments
@@ -720,7 +657,7 @@ static int submit(submission_t *s, dg_errctx_t *err) {
   return rc;
 }
 
-static void on_removed(int status, json_t *answer, const dg_errctx_t *err, void *data);
+static void on_removed(int status, json_t *records, const dg_errctx_t *err, void *data);
 
 /* Reads the lines the call removes, list after list, before the write
  * deletes them: the tree still saves them. Then submits. */
@@ -732,24 +669,18 @@ static int read_removed(submission_t *s, dg_errctx_t *err) {
     return submit(s, err);
   const dg__tools_line_list_t *l = &s->lines.lists[s->reading];
   size_t n = json_array_size(l->removed);
-  dg_store_fetch_t *f = dg_arena_calloc(arena, 1, sizeof(*f));
   const char **ids = dg_arena_calloc(arena, n + 1, sizeof(*ids));
-  if (f == NULL || ids == NULL || dg__tools_stored_select(l->model, arena, &f->select) != 0)
+  if (ids == NULL)
     return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
   for (size_t i = 0; i < n; i++)
     ids[i] = json_string_value(json_array_get(l->removed, i));
-  f->model = l->model;
-  f->ids = ids;
-  f->nids = n;
   set_state(s, SUB_READING_REMOVED);
-  return dg_store_fetch(s->store, f, on_removed, s, NULL, err);
+  return dg_store_read_records(s->store, l->model, ids, n, on_removed, s, err);
 }
 
-static void on_removed(int status, json_t *answer, const dg_errctx_t *err, void *data) {
+static void on_removed(int status, json_t *records, const dg_errctx_t *err, void *data) {
   submission_t *s = data;
   dg__tools_line_list_t *l = &s->lines.lists[s->reading];
-  json_t *records = status == 0 ? records_of(l->model, answer) : NULL;
-  json_decref(answer);
   if (status != 0) {
     fail(s, err);
     return;

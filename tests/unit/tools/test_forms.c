@@ -91,7 +91,7 @@ static void test_values(void **state) {
   }
 }
 
-static void test_text_and_records(void **state) {
+static void test_text_and_lower(void **state) {
   fixture_t *fx = *state;
   char buf[64];
   json_t *v = parse(fx, "[117.61, 8, true, \"2024-02-11\", null]");
@@ -100,19 +100,6 @@ static void test_text_and_records(void **state) {
   assert_string_equal(dg__tools_form_text(json_array_get(v, 2), buf, sizeof(buf)), "true");
   assert_string_equal(dg__tools_form_text(json_array_get(v, 3), buf, sizeof(buf)), "2024-02-11");
   assert_null(dg__tools_form_text(json_array_get(v, 4), buf, sizeof(buf)));
-  const dg_model_t *o = dg_catalog_model_by_name(fx->cat, "Orders");
-  json_t *rec = dg__tools_record_values(
-      o, parse(fx, "{\"orderNumber\": \"SO-1\", \"amount\": 2.5, \"unknown\": 1}"));
-  assert_string_equal(json_string_value(json_object_get(rec, "OrderNumber")), "SO-1");
-  assert_true(json_real_value(json_object_get(rec, "Amount")) == 2.5);
-  assert_int_equal(json_object_size(rec), 2);
-  json_decref(rec);
-  /* A store answer written as JSON text reads back as values. */
-  json_t *raw = dg_json_raw("{\"entities\":[{\"id\":\"x\"}]}", 25);
-  json_t *back = dg__tools_store_json(raw);
-  assert_int_equal(json_array_size(json_object_get(back, "entities")), 1);
-  json_decref(back);
-  json_decref(raw);
   assert_string_equal(dg__tools_lower(fx->arena, "AB-Cd"), "ab-cd");
 }
 
@@ -177,7 +164,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_fields, ct_setup, ct_teardown),
       cmocka_unit_test_setup_teardown(test_values, ct_setup, ct_teardown),
-      cmocka_unit_test_setup_teardown(test_text_and_records, ct_setup, ct_teardown),
+      cmocka_unit_test_setup_teardown(test_text_and_lower, ct_setup, ct_teardown),
       cmocka_unit_test_setup_teardown(test_card, ct_setup, ct_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
