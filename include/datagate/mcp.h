@@ -163,9 +163,38 @@ int dg_mcp_schema_validate(const json_t *schema, json_t *value, dg_errctx_t *err
  * each other's ids), else random bytes from the kernel. */
 typedef struct dg_mcp_shared dg_mcp_shared_t;
 
-/* Sizes the table for `workers` processes of settings->max_sessions
- * sessions each. Returns 0, or DG_ENOMEM / DG_EIO with err set. */
-int dg_mcp_shared_new(const dg_server_settings_t *settings, unsigned workers, dg_mcp_shared_t **out,
+/* ---- Limits and settings ---------------------------------------------------
+ * What mcp needs of the configuration, as plain data: the owner fills it
+ * from each catalog snapshot (the server.* settings and OAuth) and hands it
+ * over with that snapshot, so an exchange keeps the limits of the snapshot
+ * it started on. Strings and arrays are borrowed from the snapshot. */
+typedef struct dg_mcp_limits {
+  const char *host;       /* listen address; NULL: 127.0.0.1 */
+  int port;               /* the configured port (when no HTTP server is attached) */
+  const char *public_url; /* advertised base URL, or NULL */
+  const char *const *allowed_origins;
+  size_t nallowed_origins;
+  const char *const *allowed_hosts; /* NULL: loopback names and the listen address */
+  size_t nallowed_hosts;
+  size_t max_body_bytes;
+  size_t max_write_buffer;
+  size_t max_result_bytes; /* 0: no limit */
+  unsigned max_sessions;
+  unsigned max_inflight_per_session;
+  uint64_t session_idle_timeout_ms;
+  uint64_t session_max_lifetime_ms;
+  uint64_t tool_timeout_ms;
+  const unsigned char *session_key; /* NULL: random bytes */
+  size_t session_key_len;
+  const char *stdio_user; /* NULL: none, or not a configured user */
+  bool oauth_enabled;
+  const char *oauth_issuer;
+} dg_mcp_limits_t;
+
+/* Sizes the table for `workers` processes of limits->max_sessions
+ * sessions each, keyed with limits->session_key. Returns 0, or DG_ENOMEM /
+ * DG_EIO with err set. */
+int dg_mcp_shared_new(const dg_mcp_limits_t *limits, unsigned workers, dg_mcp_shared_t **out,
                       dg_errctx_t *err);
 /* Drops this process's view of the table and wipes its copy of the key;
  * other processes keep theirs. NULL is ignored. */
@@ -217,11 +246,14 @@ typedef struct dg_mcp_config {
 typedef struct dg_mcp_server dg_mcp_server_t;
 
 /* Creates the server with the first catalog snapshot (a reference is
- * taken). Tool schemas are parsed here; a bad schema is DG_ECONFIG. */
+ * taken) and the limits filled from it (copied). Tool schemas are parsed
+ * here; a bad schema is DG_ECONFIG. */
 int dg_mcp_server_new(uv_loop_t *loop, const dg_mcp_config_t *config, dg_catalog_t *cat,
-                      dg_mcp_server_t **out, dg_errctx_t *err);
-/* Swaps the catalog used by calls that start from now on (SIGHUP). */
-void dg_mcp_server_set_catalog(dg_mcp_server_t *server, dg_catalog_t *cat);
+                      const dg_mcp_limits_t *limits, dg_mcp_server_t **out, dg_errctx_t *err);
+/* Swaps the catalog and its limits used by calls that start from now on
+ * (SIGHUP). */
+void dg_mcp_server_set_catalog(dg_mcp_server_t *server, dg_catalog_t *cat,
+                               const dg_mcp_limits_t *limits);
 /* Cancels calls in flight, ends sessions, frees the server. */
 void dg_mcp_server_free(dg_mcp_server_t *server);
 /* Number of tool calls running (for graceful drain). */

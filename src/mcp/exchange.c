@@ -66,7 +66,7 @@ json_t *dg__mcp_error(const json_t *id, int code, const char *fmt, ...) {
 #define RESULT_DEFAULT_MAX (64 * 1024 * 1024)
 
 size_t dg__mcp_reply_limit(const dg__mcp_exchange_t *ex) {
-  size_t max = ex->cat->server.max_result_bytes;
+  size_t max = ex->limits.max_result_bytes;
   return (max > 0 ? max : RESULT_DEFAULT_MAX) * 2 + REPLY_SLACK;
 }
 
@@ -141,6 +141,7 @@ dg__mcp_exchange_t *dg__mcp_exchange_new(dg_mcp_server_t *s) {
   }
   ex->server = s;
   ex->cat = dg_catalog_ref(s->cat);
+  ex->limits = s->limits;
   ex->refs = 1; /* the transport's, dropped when the reply is delivered */
   dg__mcp_server_ref(s);
   return ex;

@@ -250,7 +250,7 @@ static int http_can_notify(dg__mcp_exchange_t *ex) {
     return DG_ECLOSED;
   if (!hx->streaming)
     return DG_ENOTSUP;
-  size_t max = ex->cat->server.max_write_buffer;
+  size_t max = ex->limits.max_write_buffer;
   return dg_http_stream_pending(hx->req) > max / 2 ? DG_E2BIG : 0;
 }
 
@@ -520,7 +520,7 @@ static void http_delete(dg_mcp_server_t *s, dg_http_request_t *req) {
 }
 
 void dg__mcp_http_mcp(dg_mcp_server_t *s, dg_http_request_t *req) {
-  if (!dg__mcp_origin_allowed(s->cat, dg_http_request_header(req, "Origin"))) {
+  if (!dg__mcp_origin_allowed(&s->limits, dg_http_request_header(req, "Origin"))) {
     dg__mcp_http_error(req, 403, "Forbidden: this Origin is not in server.allowedOrigins");
     return;
   }

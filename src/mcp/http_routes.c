@@ -92,11 +92,11 @@ static bool origin_matches(const char *pattern, const char *origin) {
          (p.port < 0 || p.port == o.port);
 }
 
-bool dg__mcp_origin_allowed(const dg_catalog_t *cat, const char *origin) {
+bool dg__mcp_origin_allowed(const dg_mcp_limits_t *limits, const char *origin) {
   if (origin == NULL)
     return true;
-  for (size_t i = 0; i < cat->server.nallowed_origins; i++) {
-    if (origin_matches(cat->server.allowed_origins[i], origin))
+  for (size_t i = 0; i < limits->nallowed_origins; i++) {
+    if (origin_matches(limits->allowed_origins[i], origin))
       return true;
   }
   return false;
@@ -108,7 +108,7 @@ bool dg__mcp_origin_allowed(const dg_catalog_t *cat, const char *origin) {
 static const char *listen_host(const dg_mcp_server_t *s) {
   if (s->http != NULL)
     return dg_http_server_host(s->http);
-  return s->cat->server.host != NULL ? s->cat->server.host : "127.0.0.1";
+  return s->limits.host != NULL ? s->limits.host : "127.0.0.1";
 }
 
 static bool loopback_name(const char *h, size_t n) {
@@ -135,7 +135,7 @@ static bool host_in_list(const char *const *list, size_t n, const dg_authority_t
 
 /* Whether a is publicUrl's host ("https://mcp.example.com/x"). */
 static bool public_host_is(const dg_mcp_server_t *s, const dg_authority_t *a) {
-  const char *url = s->cat->server.public_url;
+  const char *url = s->limits.public_url;
   const char *sep = url != NULL ? strstr(url, "://") : NULL;
   dg_authority_t p;
   if (sep == NULL || !dg_authority_parse(sep + 3, strcspn(sep + 3, "/?#"), false, &p))
@@ -164,7 +164,7 @@ static bool host_allowed(const dg_mcp_server_t *s, const dg_http_request_t *req)
     return true;
   if (!dg_authority_parse(host, strlen(host), false, &a))
     return false;
-  const dg_server_settings_t *set = &s->cat->server;
+  const dg_mcp_limits_t *set = &s->limits;
   if (set->allowed_hosts != NULL)
     return host_in_list(set->allowed_hosts, set->nallowed_hosts, &a);
   return host_by_default(s, &a);
@@ -176,7 +176,7 @@ static bool host_allowed(const dg_mcp_server_t *s, const dg_http_request_t *req)
  * client chose (a wildcard address is named by its loopback). */
 const char *dg__mcp_base_url(const dg_mcp_server_t *s, dg_http_request_t *req) {
   dg_arena_t *arena = dg_http_request_arena(req);
-  const char *pub = s->cat->server.public_url;
+  const char *pub = s->limits.public_url;
   if (pub != NULL && *pub != '\0') {
     size_t n = strlen(pub);
     while (n > 0 && pub[n - 1] == '/')
@@ -188,7 +188,7 @@ const char *dg__mcp_base_url(const dg_mcp_server_t *s, dg_http_request_t *req) {
     host = "127.0.0.1";
   else if (strcmp(host, "::") == 0)
     host = "::1";
-  int port = s->http != NULL ? dg_http_server_port(s->http) : s->cat->server.port;
+  int port = s->http != NULL ? dg_http_server_port(s->http) : s->limits.port;
   bool v6 = strchr(host, ':') != NULL;
   return dg_arena_sprintf(arena, "%s://%s%s%s:%d", dg_http_request_is_tls(req) ? "https" : "http",
                           v6 ? "[" : "", host, v6 ? "]" : "", port);
@@ -210,7 +210,7 @@ void dg__mcp_http_unauthorized(dg_mcp_server_t *s, dg_http_request_t *req, bool 
   dg_arena_t *arena = dg_http_request_arena(req);
   const char *error = token_given ? ", error=\"invalid_token\"" : "";
   const char *challenge;
-  if (s->cat->oauth.enabled) {
+  if (s->limits.oauth_enabled) {
     const char *base = dg__mcp_base_url(s, req);
     challenge = dg_arena_sprintf(
         arena, "Bearer resource_metadata=\"%s/.well-known/oauth-protected-resource\"%s",
@@ -241,8 +241,9 @@ static bool is_mcp_path(const char *path) {
 }
 
 static bool is_metadata_path(const dg_mcp_server_t *s, const char *path) {
-  return s->cat->oauth.enabled && (strcmp(path, "/.well-known/oauth-protected-resource") == 0 ||
-                                   strcmp(path, "/.well-known/oauth-protected-resource/mcp") == 0);
+  return s->limits.oauth_enabled &&
+         (strcmp(path, "/.well-known/oauth-protected-resource") == 0 ||
+          strcmp(path, "/.well-known/oauth-protected-resource/mcp") == 0);
 }
 
 static const char *allowed_methods(const dg_mcp_server_t *s, const char *path) {
@@ -328,7 +329,7 @@ static void metrics(dg_mcp_server_t *s, dg_http_request_t *req) {
 
 static void oauth_metadata(dg_mcp_server_t *s, dg_http_request_t *req) {
   const char *base = dg__mcp_base_url(s, req);
-  const char *issuer = s->cat->oauth.issuer;
+  const char *issuer = s->limits.oauth_issuer;
   json_t *servers = json_array();
   if (issuer != NULL)
     json_array_append_new(servers, json_string(issuer));
@@ -375,7 +376,7 @@ bool dg_mcp_http_admit(dg_http_request_t *req) {
   bool mcp = strcmp(path, "/mcp") == 0;
   bool admin = strncmp(path, "/admin/api/", 11) == 0;
   if (s == NULL || s->closing || !(mcp || admin) ||
-      (mcp && !dg__mcp_origin_allowed(s->cat, dg_http_request_header(req, "Origin"))))
+      (mcp && !dg__mcp_origin_allowed(&s->limits, dg_http_request_header(req, "Origin"))))
     return false;
   const dg_principal_t *p;
   dg_errctx_t err;
@@ -401,7 +402,7 @@ void dg_mcp_http_handler(dg_http_request_t *req) {
     return;
   }
   const char *origin = dg_http_request_header(req, "Origin");
-  bool origin_ok = dg__mcp_origin_allowed(s->cat, origin);
+  bool origin_ok = dg__mcp_origin_allowed(&s->limits, origin);
   if (origin != NULL && origin_ok)
     cors_headers(req, origin);
   if (strcmp(dg_http_request_method(req), "OPTIONS") == 0) {

@@ -164,6 +164,7 @@ struct dg_mcp_server {
    * lives. */
   json_t *tool_list[3];     /* per tool_level (methods.c) */
   dg_catalog_t *cat;        /* the snapshot new exchanges use; one reference */
+  dg_mcp_limits_t limits;   /* filled from cat by the owner */
   dg_auth_tokens_t *tokens; /* static tokens already matched (auth.h) */
   dg_mcp_shared_t *shared;  /* config.shared, or the server's own */
   bool owns_shared;
@@ -264,7 +265,8 @@ struct dg__mcp_exchange {
   const dg__mcp_transport_t *transport; /* NULL once replied, aborted or gone */
   void *data;                           /* the transport's per-exchange state */
   dg_arena_t *arena;
-  dg_catalog_t *cat; /* the snapshot this message runs on; one reference */
+  dg_catalog_t *cat;      /* the snapshot this message runs on; one reference */
+  dg_mcp_limits_t limits; /* that snapshot's, borrowing from it */
   const dg_principal_t *principal;
   const char *request_id; /* the HTTP request id, or NULL */
   const char *trace_id;   /* a trace the HTTP request continues, or NULL */
@@ -383,7 +385,7 @@ void dg__mcp_ws_upgrade(dg_mcp_server_t *s, dg_http_request_t *req);
  * and case ignored), as Accept lists media types (http.c). */
 bool dg__mcp_lists_token(const char *header, const char *token);
 /* Checks the Origin header against server.allowed_origins. */
-bool dg__mcp_origin_allowed(const dg_catalog_t *cat, const char *origin);
+bool dg__mcp_origin_allowed(const dg_mcp_limits_t *limits, const char *origin);
 /* Answers 401 with WWW-Authenticate and {error: message}. */
 /* 401 with the RFC 6750 challenge; token_given: a bearer token was sent
  * and failed (error="invalid_token"). */

@@ -98,11 +98,11 @@ static int attach_shared(dg_mcp_server_t *s, dg_errctx_t *err) {
   if (s->shared != NULL)
     return 0;
   s->owns_shared = true;
-  return dg_mcp_shared_new(&s->cat->server, 1, &s->shared, err);
+  return dg_mcp_shared_new(&s->limits, 1, &s->shared, err);
 }
 
 static uint64_t sweep_interval(const dg_mcp_server_t *s) {
-  uint64_t ms = s->cat->server.session_idle_timeout_ms / 2;
+  uint64_t ms = s->limits.session_idle_timeout_ms / 2;
   return ms < SWEEP_MIN_MS ? SWEEP_MIN_MS : ms > SWEEP_MAX_MS ? SWEEP_MAX_MS : ms;
 }
 
@@ -154,7 +154,7 @@ static void start_handles(dg_mcp_server_t *s) {
 }
 
 int dg_mcp_server_new(uv_loop_t *loop, const dg_mcp_config_t *config, dg_catalog_t *cat,
-                      dg_mcp_server_t **out, dg_errctx_t *err) {
+                      const dg_mcp_limits_t *limits, dg_mcp_server_t **out, dg_errctx_t *err) {
   *out = NULL;
   dg_mcp_server_t *s = calloc(1, sizeof(*s));
   if (s == NULL)
@@ -162,6 +162,7 @@ int dg_mcp_server_new(uv_loop_t *loop, const dg_mcp_config_t *config, dg_catalog
   s->loop = loop;
   s->config = *config;
   s->cat = dg_catalog_ref(cat);
+  s->limits = *limits;
   s->tokens = dg_auth_tokens_new();
   if (s->tokens == NULL) {
     dg_catalog_unref(s->cat);
@@ -184,9 +185,11 @@ int dg_mcp_server_new(uv_loop_t *loop, const dg_mcp_config_t *config, dg_catalog
   return 0;
 }
 
-void dg_mcp_server_set_catalog(dg_mcp_server_t *server, dg_catalog_t *cat) {
+void dg_mcp_server_set_catalog(dg_mcp_server_t *server, dg_catalog_t *cat,
+                               const dg_mcp_limits_t *limits) {
   dg_catalog_t *old = server->cat;
   server->cat = dg_catalog_ref(cat);
+  server->limits = *limits;
   dg_catalog_unref(old);
 }
 

@@ -112,7 +112,7 @@ int dg__mcp_session_new(dg_mcp_server_t *s, const dg__mcp_transport_t *t, void *
 /* ---- HTTP sessions: the local table ---------------------------------------- */
 
 static bool over_limit(const dg_mcp_server_t *s) {
-  unsigned max = s->cat->server.max_sessions;
+  unsigned max = s->limits.max_sessions;
   return max > 0 && s->nhttp >= max;
 }
 
@@ -159,7 +159,7 @@ static dg__mcp_session_t *lookup(dg_mcp_server_t *s, const char *id) {
 /* ---- HTTP sessions: the rules shared by every worker ------------------------ */
 
 static uint64_t idle_limit(const dg_mcp_server_t *s) {
-  return s->cat->server.session_idle_timeout_ms;
+  return s->limits.session_idle_timeout_ms;
 }
 
 static uint64_t touch_every(const dg_mcp_server_t *s) {
@@ -172,7 +172,7 @@ static uint64_t age(uint64_t now, uint64_t then) {
 }
 
 static bool too_old(const dg_mcp_server_t *s, const dg__mcp_sid_t *sid) {
-  uint64_t lifetime = s->cat->server.session_max_lifetime_ms;
+  uint64_t lifetime = s->limits.session_max_lifetime_ms;
   return lifetime > 0 && age(dg__mcp_wall_ms(), sid->issued_ms) >= lifetime;
 }
 

@@ -175,7 +175,7 @@ static size_t table_buckets(unsigned max_sessions, unsigned workers) {
   return n;
 }
 
-static int set_key(dg_mcp_shared_t *sh, const dg_server_settings_t *st) {
+static int set_key(dg_mcp_shared_t *sh, const dg_mcp_limits_t *st) {
   if (st->session_key == NULL) {
     sh->key_len = 32;
     return dg_random_bytes(sh->key, sh->key_len);
@@ -205,7 +205,7 @@ static int map_table(dg_mcp_shared_t *sh, size_t nbuckets) {
   return 0;
 }
 
-int dg_mcp_shared_new(const dg_server_settings_t *settings, unsigned workers, dg_mcp_shared_t **out,
+int dg_mcp_shared_new(const dg_mcp_limits_t *settings, unsigned workers, dg_mcp_shared_t **out,
                       dg_errctx_t *err) {
   *out = NULL;
   dg_mcp_shared_t *sh = calloc(1, sizeof(*sh));

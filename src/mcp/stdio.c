@@ -118,7 +118,7 @@ static void call_ended(dg__mcp_session_t *ss) {
 /* ---- Output ------------------------------------------------------------------------ */
 
 static size_t max_pending(const stdio_conn_t *c) {
-  size_t max = c->session->server->cat->server.max_write_buffer;
+  size_t max = c->session->server->limits.max_write_buffer;
   return max > 0 ? max : DEFAULT_MAX_PENDING;
 }
 
@@ -252,7 +252,7 @@ static void run_line(stdio_conn_t *c, const char *text, size_t len, bool too_lon
     dg__mcp_exchange_fail(ex, DG__RPC_INVALID_REQUEST, msg);
     return;
   }
-  const char *user = ex->cat->server.stdio_user;
+  const char *user = ex->limits.stdio_user;
   if (user == NULL || dg_auth_principal_for_user(ex->cat, user, ex->arena, &ex->principal) != 0) {
     dg__mcp_exchange_refuse_text(ex, DG__RPC_UNAUTHORIZED,
                                  "the stdio user (server.stdioUser) is not a configured user", text,
@@ -391,8 +391,9 @@ static int conn_open(stdio_conn_t *c, uv_loop_t *loop) {
 
 int dg_mcp_stdio_start(dg_mcp_server_t *server, int in_fd, int out_fd, void (*on_eof)(void *data),
                        void *data) {
-  const char *user = server->cat->server.stdio_user;
-  if (user == NULL || dg_catalog_user(server->cat, user) == NULL)
+  const char *user = server->limits.stdio_user;
+  /* The owner leaves stdio_user NULL when it names no configured user. */
+  if (user == NULL)
     return DG_ECONFIG;
   if (in_fd == out_fd) /* one descriptor cannot be watched by two handles */
     return DG_EINVAL;
@@ -408,7 +409,7 @@ int dg_mcp_stdio_start(dg_mcp_server_t *server, int in_fd, int out_fd, void (*on
   c->out_fd = out_fd;
   c->on_eof = on_eof;
   c->data = data;
-  size_t max = server->cat->server.max_body_bytes;
+  size_t max = server->limits.max_body_bytes;
   dg_buf_init(&c->line, max > 0 ? max : 1024 * 1024);
   uv_timer_init(server->loop, &c->check);
   c->check.data = c;

@@ -140,7 +140,7 @@ static json_t *error_result(const char *text) {
 }
 
 size_t dg_mcp_tool_call_result_limit(const dg_mcp_tool_call_t *call) {
-  size_t max = call->ex->cat->server.max_result_bytes;
+  size_t max = call->ex->limits.max_result_bytes;
   return max > 0 ? max : SIZE_MAX - 1;
 }
 
@@ -547,7 +547,7 @@ static dg_mcp_tool_call_t *call_new(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot
   call->tool = tool;
   call->cat = dg_catalog_ref(ex->cat);
   call->start_ns = dg_now_ns();
-  call->timeout_ms = ex->cat->server.tool_timeout_ms;
+  call->timeout_ms = ex->limits.tool_timeout_ms;
   uv_timer_init(ex->server->loop, &call->timer);
   call->timer.data = call;
   return call;
@@ -563,7 +563,7 @@ static json_t *take_arguments(json_t *params) {
 }
 
 static bool over_limit(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot) {
-  unsigned max = ex->cat->server.max_inflight_per_session;
+  unsigned max = ex->limits.max_inflight_per_session;
   if (max == 0 || ex->session->ncalls < max)
     return false;
   dg__mcp_exchange_answer(ex, slot,

@@ -64,7 +64,7 @@ static int ws_can_notify(dg__mcp_exchange_t *ex) {
   ws_conn_t *conn = ex->data;
   if (conn->ws == NULL || conn->closing)
     return DG_ECLOSED;
-  return dg_ws_pending(conn->ws) > ex->cat->server.max_write_buffer / 2 ? DG_E2BIG : 0;
+  return dg_ws_pending(conn->ws) > ex->limits.max_write_buffer / 2 ? DG_E2BIG : 0;
 }
 
 static void ws_reply(dg__mcp_exchange_t *ex, json_t *reply) {

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "mcp/internal.h"
+#include "mcp/mcp_limits.h"
 
 #define MT_TOKEN_ALICE "alice-token-0123456789"
 #define MT_TOKEN_BOB "bob-token-0123456789"
@@ -254,7 +255,8 @@ static inline int mt_server_new_shared(uv_loop_t *loop, dg_catalog_t *cat, dg_mc
   };
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  return dg_mcp_server_new(loop, &config, cat, out, &err);
+  dg_mcp_limits_t limits = mt_limits_of(cat);
+  return dg_mcp_server_new(loop, &config, cat, &limits, out, &err);
 }
 
 static inline int mt_server_new(uv_loop_t *loop, dg_catalog_t *cat, dg_mcp_server_t **out) {

@@ -176,7 +176,9 @@ static int huge_setup(void **state) {
   dg_mcp_config_t config = {.server_name = "datagate", .tools = list, .ntools = 2};
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  assert_int_equal(dg_mcp_server_new(&env->loop, &config, env->cat, &env->server, &err), 0);
+  dg_mcp_limits_t limits = mt_limits_of(env->cat);
+  assert_int_equal(dg_mcp_server_new(&env->loop, &config, env->cat, &limits, &env->server, &err),
+                   0);
   assert_int_equal(dg__mcp_session_new(env->server, &mt_transport, NULL, &env->session), 0);
   mt_sink.replies = json_array();
   mt_sink.notes = json_array();
@@ -203,7 +205,8 @@ static void test_bad_schema_refused(void **state) {
   dg_mcp_server_t *s = NULL;
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  assert_int_equal(dg_mcp_server_new(&loop, &config, cat, &s, &err), DG_ECONFIG);
+  dg_mcp_limits_t limits = mt_limits_of(cat);
+  assert_int_equal(dg_mcp_server_new(&loop, &config, cat, &limits, &s, &err), DG_ECONFIG);
   assert_null(s);
   assert_non_null(strstr(err.message, "broken"));
   dg_catalog_unref(cat);

@@ -11,7 +11,7 @@
 #define IDLE 1000
 
 static dg_mcp_shared_t *new_shared(unsigned max_sessions, unsigned workers) {
-  dg_server_settings_t st = {.max_sessions = max_sessions};
+  dg_mcp_limits_t st = {.max_sessions = max_sessions};
   dg_mcp_shared_t *sh = NULL;
   dg_errctx_t err;
   dg_errctx_clear(&err);

@@ -8,7 +8,7 @@
 static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 static dg_mcp_shared_t *shared_with_key(const char *key) {
-  dg_server_settings_t st = {.max_sessions = 10};
+  dg_mcp_limits_t st = {.max_sessions = 10};
   if (key != NULL) {
     st.session_key = (const unsigned char *)key;
     st.session_key_len = strlen(key);

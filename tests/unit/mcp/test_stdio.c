@@ -133,7 +133,7 @@ static void test_eof_waits_for_running_call(void **state) {
 
 static void test_long_line_skipped(void **state) {
   st_env_t *env = *state;
-  env->cat->server.max_body_bytes = 2048;
+  env->server->limits.max_body_bytes = 2048;
   size_t big = 5000;
   char *input = malloc(big + 256);
   memset(input, 'x', big);
@@ -203,6 +203,7 @@ static void test_empty_input_eof_is_deferred(void **state) {
 static void test_unknown_stdio_user(void **state) {
   st_env_t *env = *state;
   env->cat->server.stdio_user = "nobody";
+  env->server->limits = mt_limits_of(env->cat);
   assert_int_equal(dg_mcp_stdio_start(env->server, 0, 1, on_eof, env), DG_ECONFIG);
 }
 

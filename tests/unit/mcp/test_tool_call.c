@@ -125,7 +125,7 @@ static void test_cancellation(void **state) {
 static void test_timeout(void **state) {
   mt_env_t *env = *state;
   dg_metrics_reset();
-  env->cat->server.tool_timeout_ms = 30;
+  env->server->limits.tool_timeout_ms = 30;
   mt_initialize(env, "2025-11-25");
   uint64_t start = dg_now_ms();
   json_t *result = json_object_get(call_tool(env, "slow", "{}"), "result");
@@ -197,7 +197,7 @@ static void test_progress_with_meta_needs_a_token(void **state) {
 
 static void test_result_too_large(void **state) {
   mt_env_t *env = *state;
-  env->cat->server.max_result_bytes = 4096;
+  env->server->limits.max_result_bytes = 4096;
   mt_initialize(env, "2025-11-25");
   json_t *result = json_object_get(call_tool(env, "big", "{}"), "result");
   assert_true(json_is_true(json_object_get(result, "isError")));
@@ -243,12 +243,35 @@ static void test_catalog_held_by_call(void **state) {
   const dg_catalog_t *old = dg_mcp_tool_call_catalog(mt_slow_call);
   assert_ptr_equal(old, env->cat);
   dg_catalog_t *next = mt_catalog();
-  dg_mcp_server_set_catalog(env->server, next);
+  dg_mcp_limits_t limits = mt_limits_of(next);
+  dg_mcp_server_set_catalog(env->server, next, &limits);
   int refs = env->cat->refs;
   assert_ptr_equal(dg_mcp_tool_call_catalog(mt_slow_call), old);
   dg_mcp_tool_call_failf(mt_slow_call, "done");
   mt_slow_call = NULL;
   assert_int_equal(env->cat->refs, refs - 1); /* released at the end */
+  dg_catalog_unref(env->cat);
+  env->cat = next; /* teardown releases the new one */
+  mt_wait_replies(env, 2);
+}
+
+/* A reload changes the limits of calls that start from then on; a call in
+ * flight keeps those of the snapshot it started on. */
+static void test_limits_held_by_call(void **state) {
+  mt_env_t *env = *state;
+  env->server->limits.max_result_bytes = 4096;
+  mt_initialize(env, "2025-11-25");
+  mt_post(env, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
+               "\"params\":{\"name\":\"slow\"}}");
+  assert_non_null(mt_slow_call);
+  dg_catalog_t *next = mt_catalog();
+  dg_mcp_limits_t limits = mt_limits_of(next);
+  limits.max_result_bytes = 8192;
+  dg_mcp_server_set_catalog(env->server, next, &limits);
+  assert_int_equal(dg_mcp_tool_call_result_limit(mt_slow_call), 4096);
+  assert_int_equal(env->server->limits.max_result_bytes, 8192);
+  dg_mcp_tool_call_failf(mt_slow_call, "done");
+  mt_slow_call = NULL;
   dg_catalog_unref(env->cat);
   env->cat = next; /* teardown releases the new one */
   mt_wait_replies(env, 2);
@@ -404,6 +427,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_inflight_limit, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_client_gone, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_catalog_held_by_call, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_limits_held_by_call, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_log_line, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_elicit_answers, mt_setup_more, mt_teardown),
       cmocka_unit_test(test_elicit_needs_the_capability),
