@@ -409,6 +409,26 @@ bool dg__store_owner_alive(const char *owner, const char *self);
  * dg__store_owner_alive can tell; others only a lease can tell. */
 bool dg__store_owner_same_machine(const char *owner, const char *self);
 
+/* ---- Submission statements (submission_sql.c) ----------------------------------------- *
+ * The SQL on "_dg_submissions" both backends share; lease adds
+ * PostgreSQL's lease_until column. */
+
+/* Binds text, or NULL when text is NULL. */
+void dg__sql_bind_text_or_null(dg__sql_t *sql, const char *text);
+/* INSERT of s's row up to its last value: the caller closes the list. */
+void dg__sql_submission_insert(dg__sql_t *sql, const dg_store_submit_t *s, const char *entity_id,
+                               const char *owner, const char *now, bool lease);
+/* SELECT of the submission with s's principal and idempotency key. */
+void dg__sql_submission_earlier(dg__sql_t *sql, const dg_store_submit_t *s);
+/* UPDATE recording f's outcome, finished at now. */
+void dg__sql_submission_outcome(dg__sql_t *sql, const dg_store_finish_t *f, const char *now,
+                                bool lease);
+/* UPDATE marking running rows interrupted, up to "... AND ": the caller
+ * names which. */
+void dg__sql_submission_interrupted(dg__sql_t *sql, const char *now, bool lease);
+/* SELECT of g's submission; newest is the column that orders an entity's. */
+void dg__sql_submission_get(dg__sql_t *sql, const dg_store_submission_get_t *g, const char *newest);
+
 /* ---- Sample data (sample.c) --------------------------------------------------------- *
  * Reads every *.json file of dir ({"model": name, "entities": [...]}) into
  * writes (DG_STORE_CREATE, allocated in arena), in file name order. A
