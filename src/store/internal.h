@@ -393,6 +393,13 @@ int dg__store_invalid(dg_errctx_t *err, const char *param, const char *fmt, ...)
 void dg__store_show(char *out, size_t size, const json_t *value);
 bool dg__store_is_stored(const dg_property_t *prop);
 bool dg__store_is_inbound(const dg_property_t *prop);
+/* Whether a stored property gets an index "_ix_<model>_<property>": it is
+ * sorted or filtered on, or an outbound reference that joins follow. */
+bool dg__store_wants_index(const dg_property_t *prop);
+/* "CREATE INDEX IF NOT EXISTS <name> ON <m> (<p>, id)", no terminator:
+ * the index of dg__store_wants_index, in either dialect. */
+void dg__sql_create_index(dg__sql_t *sql, const char *name, const dg_model_t *m,
+                          const dg_property_t *p);
 
 /* ---- Submissions (submissions.c) -------------------------------------------------------- *
  * A running submission names its owner: "boot/pid/start/instance", the

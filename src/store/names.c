@@ -69,6 +69,11 @@ bool dg__store_is_stored(const dg_property_t *prop) {
   return !dg__store_is_inbound(prop);
 }
 
+bool dg__store_wants_index(const dg_property_t *p) {
+  bool outbound = p->reference != NULL && p->reference->direction == DG_REF_OUTBOUND;
+  return dg__store_is_stored(p) && (p->sortable || p->filterable || outbound);
+}
+
 const dg_property_t *dg__store_visible(const dg_principal_t *p, const dg_model_t *model,
                                        const char *name, bool allow_id, bool *is_id) {
   if (is_id != NULL)
