@@ -377,6 +377,14 @@ typedef struct dg__path {
 const char *dg__path_key(dg__path_t *p, const char *base, const char *key);
 const char *dg__path_index(dg__path_t *p, const char *base, size_t i);
 
+/* What a Reference property is followed for: its messages say so. */
+typedef enum dg__store_ref_use { DG__STORE_REF_FILTER, DG__STORE_REF_EXPAND } dg__store_ref_use_t;
+/* The Reference property called name in m that p may see and whose target
+ * model p may read, in *out; else DG_EINVAL with err naming param and, for
+ * a wrong name, the Reference properties that lead to a model. */
+int dg__store_followed_reference(const dg_principal_t *p, const dg_model_t *m, const char *name,
+                                 const char *param, dg__store_ref_use_t use,
+                                 const dg_property_t **out, dg_errctx_t *err);
 /* Appends the names of model's properties that p may see and that pass
  * keep (NULL: all), comma-separated, cut to fit size. */
 void dg__store_names(char *out, size_t size, const dg_principal_t *p, const dg_model_t *model,
