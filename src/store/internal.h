@@ -385,6 +385,10 @@ typedef enum dg__store_ref_use { DG__STORE_REF_FILTER, DG__STORE_REF_EXPAND } dg
 int dg__store_followed_reference(const dg_principal_t *p, const dg_model_t *m, const char *name,
                                  const char *param, dg__store_ref_use_t use,
                                  const dg_property_t **out, dg_errctx_t *err);
+/* The "properties" and "expand" arguments of a query or a fetch: what each
+ * returned entity holds (parse_select.c). */
+int dg__store_parse_shape(const dg_store_parse_t *ps, const dg_model_t *model, const json_t *args,
+                          dg_store_select_t *select, dg_store_expand_t **expand, size_t *nexpand);
 /* Appends the names of model's properties that p may see and that pass
  * keep (NULL: all), comma-separated, cut to fit size. */
 void dg__store_names(char *out, size_t size, const dg_principal_t *p, const dg_model_t *model,

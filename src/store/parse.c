@@ -511,10 +511,6 @@ int dg_store_parse_query(const dg_store_parse_t *ps, const dg_model_t *model, co
   if (rc == 0)
     rc = parse_count_only(ps, json_object_get(args, "countOnly"), out);
   if (rc == 0)
-    rc = dg_store_parse_select(ps, model, json_object_get(args, "properties"), "properties",
-                               &out->select);
-  if (rc == 0)
-    rc = dg_store_parse_expand(ps, model, json_object_get(args, "expand"), "expand", &out->expand,
-                               &out->nexpand);
+    rc = dg__store_parse_shape(ps, model, args, &out->select, &out->expand, &out->nexpand);
   return rc;
 }

@@ -190,16 +190,22 @@ static int parse_ids(const dg_store_parse_t *ps, const json_t *ids, dg_store_fet
   return rc;
 }
 
+int dg__store_parse_shape(const dg_store_parse_t *ps, const dg_model_t *model, const json_t *args,
+                          dg_store_select_t *select, dg_store_expand_t **expand, size_t *nexpand) {
+  int rc =
+      dg_store_parse_select(ps, model, json_object_get(args, "properties"), "properties", select);
+  if (rc == 0)
+    rc = dg_store_parse_expand(ps, model, json_object_get(args, "expand"), "expand", expand,
+                               nexpand);
+  return rc;
+}
+
 int dg_store_parse_fetch(const dg_store_parse_t *ps, const dg_model_t *model, const json_t *args,
                          dg_store_fetch_t *out) {
   memset(out, 0, sizeof(*out));
   out->model = model;
   int rc = parse_ids(ps, json_object_get(args, "entityIds"), out);
   if (rc == 0)
-    rc = dg_store_parse_select(ps, model, json_object_get(args, "properties"), "properties",
-                               &out->select);
-  if (rc == 0)
-    rc = dg_store_parse_expand(ps, model, json_object_get(args, "expand"), "expand", &out->expand,
-                               &out->nexpand);
+    rc = dg__store_parse_shape(ps, model, args, &out->select, &out->expand, &out->nexpand);
   return rc;
 }
