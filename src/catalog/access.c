@@ -149,18 +149,10 @@ static const dg__cfg_field_t role_fields[] = {
 
 void dg__catalog_parse_roles(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_catalog_t *cat = obj;
-  if (v == NULL)
+  size_t n;
+  dg_role_t *roles = dg__cfg_array(cfg, v, path, "roles", sizeof(*roles), &n);
+  if (roles == NULL)
     return;
-  if (!json_is_array(v)) {
-    dg__cfg_error(cfg, path, "must be an array of roles");
-    return;
-  }
-  size_t n = json_array_size(v);
-  dg_role_t *roles = dg_arena_calloc(cfg->arena, n ? n : 1, sizeof(*roles));
-  if (roles == NULL) {
-    cfg->oom = true;
-    return;
-  }
   for (size_t i = 0; i < n; i++) {
     char at[DG__CFG_PATH_MAX];
     dg__cfg_path_index(at, path, i);
@@ -250,18 +242,10 @@ static void parse_user(dg__cfg_t *cfg, const json_t *v, dg_user_t *out, const ch
 
 void dg__catalog_parse_users(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_catalog_t *cat = obj;
-  if (v == NULL)
+  size_t n;
+  dg_user_t *users = dg__cfg_array(cfg, v, path, "users", sizeof(*users), &n);
+  if (users == NULL)
     return;
-  if (!json_is_array(v)) {
-    dg__cfg_error(cfg, path, "must be an array of users");
-    return;
-  }
-  size_t n = json_array_size(v);
-  dg_user_t *users = dg_arena_calloc(cfg->arena, n ? n : 1, sizeof(*users));
-  if (users == NULL) {
-    cfg->oom = true;
-    return;
-  }
   for (size_t i = 0; i < n; i++) {
     char at[DG__CFG_PATH_MAX];
     dg__cfg_path_index(at, path, i);

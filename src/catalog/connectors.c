@@ -369,36 +369,20 @@ static void check_connector(dg__cfg_t *cfg, const dg_connector_t *c, const char 
 
 static void check_unique_connectors(dg__cfg_t *cfg, const dg_connector_t *list, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    char at[DG__CFG_PATH_MAX];
     for (size_t j = 0; j < i; j++) {
-      if (list[i].id && list[j].id && strcasecmp(list[i].id, list[j].id) == 0) {
-        snprintf(at, sizeof(at), "/connectors/%zu/id", i);
-        dg__cfg_error(cfg, at, "duplicate connector id '%s' (same as /connectors/%zu)", list[i].id,
-                      j);
-      }
-      if (list[i].name && list[j].name && strcasecmp(list[i].name, list[j].name) == 0) {
-        snprintf(at, sizeof(at), "/connectors/%zu/name", i);
-        dg__cfg_error(cfg, at, "duplicate connector name '%s' (same as /connectors/%zu)",
-                      list[i].name, j);
-      }
+      dg__cfg_check_unique(cfg, "connectors", "id", "connector", i, j, list[i].id, list[j].id);
+      dg__cfg_check_unique(cfg, "connectors", "name", "connector", i, j, list[i].name,
+                           list[j].name);
     }
   }
 }
 
 static void parse_connector_list(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_catalog_t *cat = obj;
-  if (v == NULL)
+  size_t n;
+  dg_connector_t *list = dg__cfg_array(cfg, v, path, "connectors", sizeof(*list), &n);
+  if (list == NULL)
     return;
-  if (!json_is_array(v)) {
-    dg__cfg_error(cfg, path, "must be an array of connectors");
-    return;
-  }
-  size_t n = json_array_size(v);
-  dg_connector_t *list = dg_arena_calloc(cfg->arena, n ? n : 1, sizeof(*list));
-  if (list == NULL) {
-    cfg->oom = true;
-    return;
-  }
   for (size_t i = 0; i < n; i++) {
     char at[DG__CFG_PATH_MAX];
     dg__cfg_path_index(at, path, i);

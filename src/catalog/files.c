@@ -199,31 +199,17 @@ static void resolve_source(dg__cfg_t *cfg, source_raw_t *raw, const char *path) 
 
 static void check_unique_sources(dg__cfg_t *cfg, const dg_file_source_t *list, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    for (size_t j = 0; j < i; j++) {
-      if (list[i].name && list[j].name && strcasecmp(list[i].name, list[j].name) == 0) {
-        char at[DG__CFG_PATH_MAX];
-        snprintf(at, sizeof(at), "/sources/%zu/name", i);
-        dg__cfg_error(cfg, at, "duplicate source name '%s' (same as /sources/%zu)", list[i].name,
-                      j);
-      }
-    }
+    for (size_t j = 0; j < i; j++)
+      dg__cfg_check_unique(cfg, "sources", "name", "source", i, j, list[i].name, list[j].name);
   }
 }
 
 static void parse_sources(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_file_settings_t *f = obj;
-  if (v == NULL)
+  size_t n;
+  dg_file_source_t *list = dg__cfg_array(cfg, v, path, "sources", sizeof(*list), &n);
+  if (list == NULL)
     return;
-  if (!json_is_array(v)) {
-    dg__cfg_error(cfg, path, "must be an array of sources");
-    return;
-  }
-  size_t n = json_array_size(v);
-  dg_file_source_t *list = dg_arena_calloc(cfg->arena, n ? n : 1, sizeof(*list));
-  if (list == NULL) {
-    cfg->oom = true;
-    return;
-  }
   for (size_t i = 0; i < n; i++) {
     char at[DG__CFG_PATH_MAX];
     source_raw_t raw;

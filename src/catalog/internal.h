@@ -83,6 +83,14 @@ void dg__cfg_path_index(char *out, const char *base, size_t index);
  * unknown field. A non-object is reported and leaves the defaults. */
 void dg__cfg_parse_object(dg__cfg_t *cfg, const json_t *obj, const char *path,
                           const dg__cfg_field_t *fields, size_t nfields, void *dst);
+/* Allocates the arena list for the JSON array v of `what` items (count in
+ * *n). NULL when v is absent, not an array (reported) or memory ran out. */
+void *dg__cfg_array(dg__cfg_t *cfg, const json_t *v, const char *path, const char *what,
+                    size_t size, size_t *n);
+/* Reports /<list>/<i>/<field> when a and b are both set and equal ignoring
+ * case: the duplicate check every named configuration list makes. */
+void dg__cfg_check_unique(dg__cfg_t *cfg, const char *list, const char *field, const char *what,
+                          size_t i, size_t j, const char *a, const char *b);
 /* Reads an array of strings into an arena copy; reports non-strings. */
 bool dg__cfg_strings(dg__cfg_t *cfg, const json_t *arr, const char *path, const char ***out,
                      size_t *count);

@@ -431,35 +431,20 @@ static void resolve_model_references(dg__cfg_t *cfg, const dg_model_t *m, const 
 static void check_unique_models(dg__cfg_t *cfg, const dg_catalog_t *cat) {
   for (size_t i = 0; i < cat->nmodels; i++) {
     const dg_model_t *a = &cat->models[i];
-    char at[DG__CFG_PATH_MAX];
     for (size_t j = 0; j < i; j++) {
       const dg_model_t *b = &cat->models[j];
-      if (a->id && b->id && strcasecmp(a->id, b->id) == 0) {
-        snprintf(at, sizeof(at), "/models/%zu/id", i);
-        dg__cfg_error(cfg, at, "duplicate model id '%s' (same as /models/%zu)", a->id, j);
-      }
-      if (a->name && b->name && strcasecmp(a->name, b->name) == 0) {
-        snprintf(at, sizeof(at), "/models/%zu/name", i);
-        dg__cfg_error(cfg, at, "duplicate model name '%s' (same as /models/%zu)", a->name, j);
-      }
+      dg__cfg_check_unique(cfg, "models", "id", "model", i, j, a->id, b->id);
+      dg__cfg_check_unique(cfg, "models", "name", "model", i, j, a->name, b->name);
     }
   }
 }
 
 static void parse_model_list(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_catalog_t *cat = obj;
-  if (v == NULL)
+  size_t n;
+  dg_model_t *models = dg__cfg_array(cfg, v, path, "Data Models", sizeof(*models), &n);
+  if (models == NULL)
     return;
-  if (!json_is_array(v)) {
-    dg__cfg_error(cfg, path, "must be an array of Data Models");
-    return;
-  }
-  size_t n = json_array_size(v);
-  dg_model_t *models = dg_arena_calloc(cfg->arena, n ? n : 1, sizeof(*models));
-  if (models == NULL) {
-    cfg->oom = true;
-    return;
-  }
   for (size_t i = 0; i < n; i++) {
     char at[DG__CFG_PATH_MAX];
     dg__cfg_path_index(at, path, i);

@@ -684,36 +684,21 @@ static void parse_query(dg__cfg_t *cfg, const json_t *v, dg_saved_query_t *out, 
 
 static void check_unique_queries(dg__cfg_t *cfg, const dg_saved_query_t *list, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    char at[DG__CFG_PATH_MAX];
+    /* An empty name is reported as missing, not as a duplicate. */
+    const char *name = list[i].name[0] != '\0' ? list[i].name : NULL;
     for (size_t j = 0; j < i; j++) {
-      if (list[i].id && list[j].id && strcasecmp(list[i].id, list[j].id) == 0) {
-        snprintf(at, sizeof(at), "/savedQueries/%zu/id", i);
-        dg__cfg_error(cfg, at, "duplicate Saved Query id '%s' (same as /savedQueries/%zu)",
-                      list[i].id, j);
-      }
-      if (strcasecmp(list[i].name, list[j].name) == 0 && list[i].name[0] != '\0') {
-        snprintf(at, sizeof(at), "/savedQueries/%zu/name", i);
-        dg__cfg_error(cfg, at, "duplicate Saved Query name '%s' (same as /savedQueries/%zu)",
-                      list[i].name, j);
-      }
+      dg__cfg_check_unique(cfg, "savedQueries", "id", "Saved Query", i, j, list[i].id, list[j].id);
+      dg__cfg_check_unique(cfg, "savedQueries", "name", "Saved Query", i, j, name, list[j].name);
     }
   }
 }
 
 static void parse_query_list(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_catalog_t *cat = obj;
-  if (v == NULL)
+  size_t n;
+  dg_saved_query_t *list = dg__cfg_array(cfg, v, path, "Saved Queries", sizeof(*list), &n);
+  if (list == NULL)
     return;
-  if (!json_is_array(v)) {
-    dg__cfg_error(cfg, path, "must be an array of Saved Queries");
-    return;
-  }
-  size_t n = json_array_size(v);
-  dg_saved_query_t *list = dg_arena_calloc(cfg->arena, n ? n : 1, sizeof(*list));
-  if (list == NULL) {
-    cfg->oom = true;
-    return;
-  }
   for (size_t i = 0; i < n; i++) {
     char at[DG__CFG_PATH_MAX];
     dg__cfg_path_index(at, path, i);

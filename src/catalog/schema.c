@@ -89,6 +89,34 @@ void dg__cfg_path_index(char *out, const char *base, size_t index) {
   dg__cfg_path_key(out, base, key);
 }
 
+void *dg__cfg_array(dg__cfg_t *cfg, const json_t *v, const char *path, const char *what,
+                    size_t size, size_t *n) {
+  *n = 0;
+  if (v == NULL)
+    return NULL;
+  if (!json_is_array(v)) {
+    dg__cfg_error(cfg, path, "must be an array of %s", what);
+    return NULL;
+  }
+  size_t count = json_array_size(v);
+  void *list = dg_arena_calloc(cfg->arena, count ? count : 1, size);
+  if (list == NULL) {
+    cfg->oom = true;
+    return NULL;
+  }
+  *n = count;
+  return list;
+}
+
+void dg__cfg_check_unique(dg__cfg_t *cfg, const char *list, const char *field, const char *what,
+                          size_t i, size_t j, const char *a, const char *b) {
+  if (a == NULL || b == NULL || strcasecmp(a, b) != 0)
+    return;
+  char at[DG__CFG_PATH_MAX];
+  snprintf(at, sizeof(at), "/%s/%zu/%s", list, i, field);
+  dg__cfg_error(cfg, at, "duplicate %s %s '%s' (same as /%s/%zu)", what, field, a, list, j);
+}
+
 const char *dg__cfg_resolve_path(dg__cfg_t *cfg, const char *path) {
   /* A database URI (server.database) is no file: kept as written. */
   bool uri = path != NULL &&

@@ -377,6 +377,18 @@ typedef struct dg__path {
 const char *dg__path_key(dg__path_t *p, const char *base, const char *key);
 const char *dg__path_index(dg__path_t *p, const char *base, size_t i);
 
+/* What a Reference property is followed for: its messages say so. */
+typedef enum dg__store_ref_use { DG__STORE_REF_FILTER, DG__STORE_REF_EXPAND } dg__store_ref_use_t;
+/* The Reference property called name in m that p may see and whose target
+ * model p may read, in *out; else DG_EINVAL with err naming param and, for
+ * a wrong name, the Reference properties that lead to a model. */
+int dg__store_followed_reference(const dg_principal_t *p, const dg_model_t *m, const char *name,
+                                 const char *param, dg__store_ref_use_t use,
+                                 const dg_property_t **out, dg_errctx_t *err);
+/* The "properties" and "expand" arguments of a query or a fetch: what each
+ * returned entity holds (parse_select.c). */
+int dg__store_parse_shape(const dg_store_parse_t *ps, const dg_model_t *model, const json_t *args,
+                          dg_store_select_t *select, dg_store_expand_t **expand, size_t *nexpand);
 /* Appends the names of model's properties that p may see and that pass
  * keep (NULL: all), comma-separated, cut to fit size. */
 void dg__store_names(char *out, size_t size, const dg_principal_t *p, const dg_model_t *model,
@@ -393,6 +405,13 @@ int dg__store_invalid(dg_errctx_t *err, const char *param, const char *fmt, ...)
 void dg__store_show(char *out, size_t size, const json_t *value);
 bool dg__store_is_stored(const dg_property_t *prop);
 bool dg__store_is_inbound(const dg_property_t *prop);
+/* Whether a stored property gets an index "_ix_<model>_<property>": it is
+ * sorted or filtered on, or an outbound reference that joins follow. */
+bool dg__store_wants_index(const dg_property_t *prop);
+/* "CREATE INDEX IF NOT EXISTS <name> ON <m> (<p>, id)", no terminator:
+ * the index of dg__store_wants_index, in either dialect. */
+void dg__sql_create_index(dg__sql_t *sql, const char *name, const dg_model_t *m,
+                          const dg_property_t *p);
 
 /* ---- Submissions (submissions.c) -------------------------------------------------------- *
  * A running submission names its owner: "boot/pid/start/instance", the
@@ -408,6 +427,26 @@ bool dg__store_owner_alive(const char *owner, const char *self);
 /* Whether owner ran on this machine (the same boot id), where
  * dg__store_owner_alive can tell; others only a lease can tell. */
 bool dg__store_owner_same_machine(const char *owner, const char *self);
+
+/* ---- Submission statements (submission_sql.c) ----------------------------------------- *
+ * The SQL on "_dg_submissions" both backends share; lease adds
+ * PostgreSQL's lease_until column. */
+
+/* Binds text, or NULL when text is NULL. */
+void dg__sql_bind_text_or_null(dg__sql_t *sql, const char *text);
+/* INSERT of s's row up to its last value: the caller closes the list. */
+void dg__sql_submission_insert(dg__sql_t *sql, const dg_store_submit_t *s, const char *entity_id,
+                               const char *owner, const char *now, bool lease);
+/* SELECT of the submission with s's principal and idempotency key. */
+void dg__sql_submission_earlier(dg__sql_t *sql, const dg_store_submit_t *s);
+/* UPDATE recording f's outcome, finished at now. */
+void dg__sql_submission_outcome(dg__sql_t *sql, const dg_store_finish_t *f, const char *now,
+                                bool lease);
+/* UPDATE marking running rows interrupted, up to "... AND ": the caller
+ * names which. */
+void dg__sql_submission_interrupted(dg__sql_t *sql, const char *now, bool lease);
+/* SELECT of g's submission; newest is the column that orders an entity's. */
+void dg__sql_submission_get(dg__sql_t *sql, const dg_store_submission_get_t *g, const char *newest);
 
 /* ---- Sample data (sample.c) --------------------------------------------------------- *
  * Reads every *.json file of dir ({"model": name, "entities": [...]}) into

@@ -69,6 +69,11 @@ bool dg__store_is_stored(const dg_property_t *prop) {
   return !dg__store_is_inbound(prop);
 }
 
+bool dg__store_wants_index(const dg_property_t *p) {
+  bool outbound = p->reference != NULL && p->reference->direction == DG_REF_OUTBOUND;
+  return dg__store_is_stored(p) && (p->sortable || p->filterable || outbound);
+}
+
 const dg_property_t *dg__store_visible(const dg_principal_t *p, const dg_model_t *model,
                                        const char *name, bool allow_id, bool *is_id) {
   if (is_id != NULL)
@@ -154,4 +159,49 @@ void dg__store_show(char *out, size_t size, const json_t *value) {
   bool cut = i < d.len || d.len == sizeof(d.s) - 1;
   d.s[i] = '\0';
   snprintf(out, size, "%s%s", d.s, cut ? "..." : "");
+}
+
+static bool leads_to_model(const dg_property_t *prop) {
+  return prop->reference != NULL && prop->reference->target != NULL;
+}
+
+static int no_such_reference(const dg_principal_t *p, const dg_model_t *m, const char *name,
+                             const char *param, dg__store_ref_use_t use, dg_errctx_t *err) {
+  char names[640];
+  dg__store_names(names, sizeof(names), p, m, leads_to_model, false);
+  return dg__store_invalid(err, param,
+                           "%s has no Reference property '%.64s' that you can see; Reference "
+                           "properties%s: %s.",
+                           m->name, name, use == DG__STORE_REF_EXPAND ? " you can expand" : "",
+                           names);
+}
+
+static int no_model(const dg_property_t *ref, const char *param, dg__store_ref_use_t use,
+                    dg_errctx_t *err) {
+  if (use == DG__STORE_REF_EXPAND)
+    return dg__store_invalid(err, param,
+                             "'%s' points at %s entities, which have no Data Model, so it cannot "
+                             "be expanded; its value is the related entity's id.",
+                             ref->name, ref->reference->target_entity_type);
+  return dg__store_invalid(err, param,
+                           "'%s' points at %s entities, which have no Data Model to filter "
+                           "on; compare propertyName '%s' with the related entity's id instead.",
+                           ref->name, ref->reference->target_entity_type, ref->name);
+}
+
+int dg__store_followed_reference(const dg_principal_t *p, const dg_model_t *m, const char *name,
+                                 const char *param, dg__store_ref_use_t use,
+                                 const dg_property_t **out, dg_errctx_t *err) {
+  const dg_property_t *ref = dg__store_visible(p, m, name, false, NULL);
+  *out = ref;
+  if (ref == NULL || ref->reference == NULL)
+    return no_such_reference(p, m, name, param, use, err);
+  if (ref->reference->target == NULL)
+    return no_model(ref, param, use, err);
+  if (!dg_auth_can_read_model(p, ref->reference->target))
+    return dg__store_invalid(
+        err, param, "you may not read the entities that '%s' refers to, %s.", ref->name,
+        use == DG__STORE_REF_EXPAND ? "so it cannot be expanded (its expandable flag is false)"
+                                    : "so you cannot filter on them");
+  return 0;
 }

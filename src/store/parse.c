@@ -109,10 +109,6 @@ bool dg_store_can_filter(const dg_property_t *prop) {
   return prop->filterable && dg__store_is_stored(prop);
 }
 
-static bool ref_has_model(const dg_property_t *prop) {
-  return prop->reference != NULL && prop->reference->target != NULL;
-}
-
 static int unknown_property(const dg_store_parse_t *ps, const dg_model_t *m, const char *param,
                             const char *name, bool (*keep)(const dg_property_t *), bool with_id,
                             const char *what) {
@@ -154,27 +150,8 @@ static int filter_property(const dg_store_parse_t *ps, const dg_model_t *m, cons
 /* The model a filter's reference leads to, which the caller must read. */
 static int filter_reference(const dg_store_parse_t *ps, const dg_model_t *model, const char *name,
                             const char *param, const dg_property_t **out) {
-  const dg_property_t *ref = dg__store_visible(ps->principal, model, name, false, NULL);
-  char names[NAMES_MAX];
-  *out = ref;
-  if (ref == NULL || ref->reference == NULL) {
-    dg__store_names(names, sizeof(names), ps->principal, model, ref_has_model, false);
-    return dg__store_invalid(ps->err, param,
-                             "%s has no Reference property '%.64s' that you can see; Reference "
-                             "properties: %s.",
-                             model->name, name, names);
-  }
-  if (ref->reference->target == NULL)
-    return dg__store_invalid(ps->err, param,
-                             "'%s' points at %s entities, which have no Data Model to filter "
-                             "on; compare propertyName '%s' with the related entity's id instead.",
-                             ref->name, ref->reference->target_entity_type, ref->name);
-  if (!dg_auth_can_read_model(ps->principal, ref->reference->target))
-    return dg__store_invalid(ps->err, param,
-                             "you may not read the entities that '%s' refers to, so you cannot "
-                             "filter on them.",
-                             ref->name);
-  return 0;
+  return dg__store_followed_reference(ps->principal, model, name, param, DG__STORE_REF_FILTER, out,
+                                      ps->err);
 }
 
 /* ---- One filter parameter ------------------------------------------------------------------ */
@@ -534,10 +511,6 @@ int dg_store_parse_query(const dg_store_parse_t *ps, const dg_model_t *model, co
   if (rc == 0)
     rc = parse_count_only(ps, json_object_get(args, "countOnly"), out);
   if (rc == 0)
-    rc = dg_store_parse_select(ps, model, json_object_get(args, "properties"), "properties",
-                               &out->select);
-  if (rc == 0)
-    rc = dg_store_parse_expand(ps, model, json_object_get(args, "expand"), "expand", &out->expand,
-                               &out->nexpand);
+    rc = dg__store_parse_shape(ps, model, args, &out->select, &out->expand, &out->nexpand);
   return rc;
 }

@@ -88,31 +88,13 @@ int dg_store_parse_select(const dg_store_parse_t *ps, const dg_model_t *model,
 
 /* ---- expand ---------------------------------------------------------------------------- */
 
-static bool expandable(const dg_property_t *prop) {
-  return prop->reference != NULL && prop->reference->target != NULL;
-}
-
 static int expand_reference(const dg_store_parse_t *ps, const dg_model_t *m, const char *name,
                             const char *param, dg_store_expand_t *e) {
-  const dg_property_t *ref = dg__store_visible(ps->principal, m, name, false, NULL);
-  char names[NAMES_MAX];
-  if (ref == NULL || ref->reference == NULL) {
-    dg__store_names(names, sizeof(names), ps->principal, m, expandable, false);
-    return dg__store_invalid(ps->err, param,
-                             "%s has no Reference property '%.64s' that you can see; Reference "
-                             "properties you can expand: %s.",
-                             m->name, name, names);
-  }
-  if (ref->reference->target == NULL)
-    return dg__store_invalid(ps->err, param,
-                             "'%s' points at %s entities, which have no Data Model, so it cannot "
-                             "be expanded; its value is the related entity's id.",
-                             ref->name, ref->reference->target_entity_type);
-  if (!dg_auth_can_read_model(ps->principal, ref->reference->target))
-    return dg__store_invalid(ps->err, param,
-                             "you may not read the entities that '%s' refers to, so it cannot be "
-                             "expanded (its expandable flag is false).",
-                             ref->name);
+  const dg_property_t *ref = NULL;
+  int rc = dg__store_followed_reference(ps->principal, m, name, param, DG__STORE_REF_EXPAND, &ref,
+                                        ps->err);
+  if (rc != 0)
+    return rc;
   e->reference = ref;
   e->target = ref->reference->target;
   return 0;
@@ -208,16 +190,22 @@ static int parse_ids(const dg_store_parse_t *ps, const json_t *ids, dg_store_fet
   return rc;
 }
 
+int dg__store_parse_shape(const dg_store_parse_t *ps, const dg_model_t *model, const json_t *args,
+                          dg_store_select_t *select, dg_store_expand_t **expand, size_t *nexpand) {
+  int rc =
+      dg_store_parse_select(ps, model, json_object_get(args, "properties"), "properties", select);
+  if (rc == 0)
+    rc = dg_store_parse_expand(ps, model, json_object_get(args, "expand"), "expand", expand,
+                               nexpand);
+  return rc;
+}
+
 int dg_store_parse_fetch(const dg_store_parse_t *ps, const dg_model_t *model, const json_t *args,
                          dg_store_fetch_t *out) {
   memset(out, 0, sizeof(*out));
   out->model = model;
   int rc = parse_ids(ps, json_object_get(args, "entityIds"), out);
   if (rc == 0)
-    rc = dg_store_parse_select(ps, model, json_object_get(args, "properties"), "properties",
-                               &out->select);
-  if (rc == 0)
-    rc = dg_store_parse_expand(ps, model, json_object_get(args, "expand"), "expand", &out->expand,
-                               &out->nexpand);
+    rc = dg__store_parse_shape(ps, model, args, &out->select, &out->expand, &out->nexpand);
   return rc;
 }

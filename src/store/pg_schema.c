@@ -50,11 +50,6 @@ static const char *pg_type(const dg_property_t *p) {
   }
 }
 
-static bool wants_index(const dg_property_t *p) {
-  bool outbound = p->reference != NULL && p->reference->direction == DG_REF_OUTBOUND;
-  return dg__store_is_stored(p) && (p->sortable || p->filterable || outbound);
-}
-
 static void table(dg__sql_t *sql, const dg_model_t *m) {
   dg__sql_put(sql, "CREATE TABLE IF NOT EXISTS ");
   dg__sql_ident(sql, NULL, m->name);
@@ -76,16 +71,11 @@ static void indexes(dg__sql_t *sql, const dg_model_t *m) {
   char name[160];
   for (size_t i = 0; i < m->nproperties; i++) {
     const dg_property_t *p = &m->properties[i];
-    if (!wants_index(p))
+    if (!dg__store_wants_index(p))
       continue;
     snprintf(name, sizeof(name), "_ix_%s_%s", m->name, p->name);
-    dg__sql_put(sql, "CREATE INDEX IF NOT EXISTS ");
-    dg__sql_ident(sql, NULL, name);
-    dg__sql_put(sql, " ON ");
-    dg__sql_ident(sql, NULL, m->name);
-    dg__sql_put(sql, " (");
-    dg__sql_ident(sql, NULL, p->name);
-    dg__sql_put(sql, ", id);\n");
+    dg__sql_create_index(sql, name, m, p);
+    dg__sql_put(sql, ";\n");
   }
 }
 

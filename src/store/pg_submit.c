@@ -50,14 +50,6 @@ typedef struct submit {
 
 static void next(submit_t *st);
 
-static void bind_or_null(dg__sql_t *sql, const char *text) {
-  static const dg_store_value_t null_value = {.kind = DG_STORE_NULL};
-  if (text != NULL)
-    dg__sql_bind_text(sql, text);
-  else
-    dg__sql_bind(sql, &null_value);
-}
-
 static void done(submit_t *st) {
   st->cb(st->status, st->status == 0 ? st->result : NULL, &st->err, st->data);
   if (st->status != 0)
@@ -84,26 +76,7 @@ static void claim(dg__sql_t *sql, submit_t *st) {
   const char *now = st->now;
   dg_time_iso8601(st->now, sizeof(st->now));
   bool running = s->endpoint != NULL;
-  const char *values[] = {s->submission_id,
-                          s->write.model->name,
-                          st->id,
-                          s->write.mode == DG_STORE_CREATE ? "Create" : "Update",
-                          s->endpoint,
-                          s->system,
-                          s->principal,
-                          s->idempotency_key,
-                          s->fingerprint,
-                          running ? "running" : "succeeded",
-                          st->owner,
-                          now,
-                          running ? NULL : now};
-  dg__sql_put(sql, "INSERT INTO \"_dg_submissions\" (id, model, entity_id, operation, endpoint, "
-                   "system, principal, idempotency_key, fingerprint, status, owner, created_at, "
-                   "finished_at, lease_until) VALUES (");
-  for (size_t i = 0; i < DG_ARRAY_SIZE(values); i++) {
-    dg__sql_put(sql, i ? ", " : "");
-    bind_or_null(sql, values[i]);
-  }
+  dg__sql_submission_insert(sql, s, st->id, st->owner, now, true);
   dg__sql_put(sql, running ? ", now() + " : ", NULL");
   if (running) {
     dg__sql_bind_int(sql, (int64_t)st->lease_ms);
@@ -142,12 +115,7 @@ static void child_go(dg__sql_t *sql, const dg_store_child_change_t *c) {
 }
 
 static void earlier(dg__sql_t *sql, const dg_store_submit_t *s) {
-  dg__sql_put(sql, "SELECT id, entity_id, operation, status, outcome, fingerprint, model, "
-                   "created_at, failed_action, reason, endpoint, system FROM \"_dg_submissions\" "
-                   "WHERE principal = ");
-  dg__sql_bind_text(sql, s->principal);
-  dg__sql_put(sql, " AND idempotency_key = ");
-  dg__sql_bind_text(sql, s->idempotency_key);
+  dg__sql_submission_earlier(sql, s);
 }
 
 /* Skips to the next step that has something to do. */
@@ -410,11 +378,7 @@ int dg__pg_renew_leases(dg__pg_conn_t *conn, const char *owner, uint64_t lease_m
 }
 
 static void mark_interrupted(dg__sql_t *sql, const char *now) {
-  dg__sql_put(sql, "UPDATE \"_dg_submissions\" SET status = 'failed', reason = 'interrupted: the "
-                   "gateway process stopped before the save tree finished; the external system "
-                   "may hold part of the changes', finished_at = ");
-  dg__sql_bind_text(sql, now);
-  dg__sql_put(sql, ", lease_until = NULL WHERE status = 'running' AND ");
+  dg__sql_submission_interrupted(sql, now, true);
 }
 
 int dg__pg_interrupt(dg__pg_conn_t *conn, const char *const *ids, size_t n, dg__pg_query_cb cb,
@@ -494,18 +458,7 @@ static void finish_fail(finish_t *st, int status) {
 static void outcome(dg__sql_t *sql, finish_t *st) {
   const dg_store_finish_t *f = st->f;
   dg_time_iso8601(st->now, sizeof(st->now));
-  dg__sql_put(sql, "UPDATE \"_dg_submissions\" SET status = ");
-  dg__sql_bind_text(sql, dg_store_submission_status_name(f->status));
-  dg__sql_put(sql, ", failed_action = ");
-  bind_or_null(sql, f->failed_action);
-  dg__sql_put(sql, ", reason = ");
-  bind_or_null(sql, f->reason);
-  dg__sql_put(sql, ", outcome = ");
-  bind_or_null(sql, f->outcome);
-  dg__sql_put(sql, ", finished_at = ");
-  dg__sql_bind_text(sql, st->now);
-  dg__sql_put(sql, ", lease_until = NULL WHERE id = ");
-  dg__sql_bind_text(sql, f->submission_id);
+  dg__sql_submission_outcome(sql, f, st->now, true);
   dg__sql_put(sql, " RETURNING id");
 }
 
@@ -584,19 +537,7 @@ int dg__pg_submission(dg__pg_conn_t *conn, const dg_store_submission_get_t *g, d
                       void *data, dg_errctx_t *err) {
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_postgres);
-  dg__sql_put(&sql,
-              "SELECT id, model, entity_id, operation, endpoint, system, status, "
-              "failed_action, reason, created_at, finished_at FROM \"_dg_submissions\" WHERE ");
-  if (g->submission_id != NULL) {
-    dg__sql_put(&sql, "id = ");
-    dg__sql_bind_text(&sql, g->submission_id);
-  } else {
-    dg__sql_put(&sql, "model = ");
-    dg__sql_bind_text(&sql, g->model->name);
-    dg__sql_put(&sql, " AND entity_id = ");
-    dg__sql_bind_text(&sql, g->entity_id);
-    dg__sql_put(&sql, " ORDER BY \"_seq\" DESC LIMIT 1");
-  }
+  dg__sql_submission_get(&sql, g, "\"_seq\"");
   int rc = dg__pg_query(conn, &sql, cb, data, err);
   dg__sql_free(&sql);
   return rc;

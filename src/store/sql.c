@@ -512,3 +512,14 @@ void dg__sql_write(dg__sql_t *sql, const dg_store_write_t *w, const char *id) {
   else
     write_insert(sql, w, id);
 }
+
+void dg__sql_create_index(dg__sql_t *sql, const char *name, const dg_model_t *m,
+                          const dg_property_t *p) {
+  dg__sql_put(sql, "CREATE INDEX IF NOT EXISTS ");
+  dg__sql_ident(sql, NULL, name);
+  dg__sql_put(sql, " ON ");
+  dg__sql_ident(sql, NULL, m->name);
+  dg__sql_put(sql, " (");
+  dg__sql_ident(sql, NULL, p->name);
+  dg__sql_put(sql, ", id)");
+}

@@ -36,11 +36,6 @@ static const char *base_type(const dg_property_t *p) {
   }
 }
 
-static bool wants_index(const dg_property_t *p) {
-  bool outbound = p->reference != NULL && p->reference->direction == DG_REF_OUTBOUND;
-  return dg__store_is_stored(p) && (p->sortable || p->filterable || outbound);
-}
-
 /* Runs the DDL built in sql, then clears it for the next statement. */
 static int run_ddl(dg__sqlite_conn_t *conn, dg__sql_t *sql, dg_errctx_t *err) {
   int rc = sql->rc != 0 ? dg_errctx_set(err, sql->rc, "", "schema statement too large")
@@ -196,7 +191,7 @@ static bool index_wanted(const dg_model_t *m, const char *name) {
   char want[300];
   for (size_t i = 0; i < m->nproperties; i++) {
     index_name(want, sizeof(want), m, &m->properties[i]);
-    if (wants_index(&m->properties[i]) && strcasecmp(want, name) == 0)
+    if (dg__store_wants_index(&m->properties[i]) && strcasecmp(want, name) == 0)
       return true;
   }
   return false;
@@ -235,16 +230,10 @@ static int create_indexes(dg__sqlite_conn_t *conn, dg__sql_t *sql, const dg_mode
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < m->nproperties; i++) {
     const dg_property_t *p = &m->properties[i];
-    if (!wants_index(p))
+    if (!dg__store_wants_index(p))
       continue;
     index_name(name, sizeof(name), m, p);
-    dg__sql_put(sql, "CREATE INDEX IF NOT EXISTS ");
-    dg__sql_ident(sql, NULL, name);
-    dg__sql_put(sql, " ON ");
-    dg__sql_ident(sql, NULL, m->name);
-    dg__sql_put(sql, " (");
-    dg__sql_ident(sql, NULL, p->name);
-    dg__sql_put(sql, ", id)");
+    dg__sql_create_index(sql, name, m, p);
     rc = run_ddl(conn, sql, err);
   }
   return rc == 0 ? drop_stale_indexes(conn, sql, m, err) : rc;

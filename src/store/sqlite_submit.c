@@ -71,13 +71,7 @@ static int earlier_row(dg__sqlite_run_t *run, sqlite3_stmt *st, void *data) {
 static int find_earlier(dg__sqlite_run_t *run, const dg_store_submit_t *s, earlier_t *e) {
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_sqlite);
-  dg__sql_put(&sql,
-              "SELECT id, entity_id, operation, status, outcome, fingerprint, model, "
-              "created_at, failed_action, reason, endpoint, system FROM \"_dg_submissions\" WHERE "
-              "principal = ");
-  dg__sql_bind_text(&sql, s->principal);
-  dg__sql_put(&sql, " AND idempotency_key = ");
-  dg__sql_bind_text(&sql, s->idempotency_key);
+  dg__sql_submission_earlier(&sql, s);
   int rc = dg__sqlite_each_row(run, &sql, earlier_row, e);
   dg__sql_free(&sql);
   if (rc == DG_ENOMEM)
@@ -187,41 +181,13 @@ static int write_child(dg__sqlite_run_t *run, const dg_store_child_change_t *c,
   return rc;
 }
 
-static void bind_or_null(dg__sql_t *sql, const char *text) {
-  static const dg_store_value_t null_value = {.kind = DG_STORE_NULL};
-  if (text != NULL)
-    dg__sql_bind_text(sql, text);
-  else
-    dg__sql_bind(sql, &null_value);
-}
-
 static int insert_row(dg__sqlite_run_t *run, const char *id) {
   const dg_store_submit_t *s = run->r->in.submit;
   char now[32];
   dg_time_iso8601(now, sizeof(now));
-  bool running = s->endpoint != NULL;
-  const char *values[] = {s->submission_id,
-                          s->write.model->name,
-                          id,
-                          s->write.mode == DG_STORE_CREATE ? "Create" : "Update",
-                          s->endpoint,
-                          s->system,
-                          s->principal,
-                          s->idempotency_key,
-                          s->fingerprint,
-                          running ? "running" : "succeeded",
-                          run->r->store->owner,
-                          now,
-                          running ? NULL : now};
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_sqlite);
-  dg__sql_put(&sql, "INSERT INTO \"_dg_submissions\" (id, model, entity_id, operation, endpoint, "
-                    "system, principal, idempotency_key, fingerprint, status, owner, created_at, "
-                    "finished_at) VALUES (");
-  for (size_t i = 0; i < DG_ARRAY_SIZE(values); i++) {
-    dg__sql_put(&sql, i ? ", " : "");
-    bind_or_null(&sql, values[i]);
-  }
+  dg__sql_submission_insert(&sql, s, id, run->r->store->owner, now, false);
   dg__sql_put(&sql, ")");
   int rc = dg__sqlite_each_row(run, &sql, NULL, NULL);
   dg__sql_free(&sql);
@@ -276,18 +242,7 @@ static int write_outcome(dg__sqlite_run_t *run, const dg_store_finish_t *f, int 
   dg_time_iso8601(now, sizeof(now));
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_sqlite);
-  dg__sql_put(&sql, "UPDATE \"_dg_submissions\" SET status = ");
-  dg__sql_bind_text(&sql, dg_store_submission_status_name(f->status));
-  dg__sql_put(&sql, ", failed_action = ");
-  bind_or_null(&sql, f->failed_action);
-  dg__sql_put(&sql, ", reason = ");
-  bind_or_null(&sql, f->reason);
-  dg__sql_put(&sql, ", outcome = ");
-  bind_or_null(&sql, f->outcome);
-  dg__sql_put(&sql, ", finished_at = ");
-  dg__sql_bind_text(&sql, now);
-  dg__sql_put(&sql, " WHERE id = ");
-  dg__sql_bind_text(&sql, f->submission_id);
+  dg__sql_submission_outcome(&sql, f, now, false);
   int rc = dg__sqlite_each_row(run, &sql, NULL, NULL);
   *changes = sqlite3_changes(run->conn->db);
   dg__sql_free(&sql);
@@ -338,19 +293,7 @@ int dg__sqlite_submission(dg__sqlite_run_t *run) {
   const dg_store_submission_get_t *g = r->in.submission;
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_sqlite);
-  dg__sql_put(&sql,
-              "SELECT id, model, entity_id, operation, endpoint, system, status, "
-              "failed_action, reason, created_at, finished_at FROM \"_dg_submissions\" WHERE ");
-  if (g->submission_id != NULL) {
-    dg__sql_put(&sql, "id = ");
-    dg__sql_bind_text(&sql, g->submission_id);
-  } else {
-    dg__sql_put(&sql, "model = ");
-    dg__sql_bind_text(&sql, g->model->name);
-    dg__sql_put(&sql, " AND entity_id = ");
-    dg__sql_bind_text(&sql, g->entity_id);
-    dg__sql_put(&sql, " ORDER BY rowid DESC LIMIT 1");
-  }
+  dg__sql_submission_get(&sql, g, "rowid");
   json_t *found = NULL;
   int rc = dg__sqlite_each_row(run, &sql, submission_row, &found);
   dg__sql_free(&sql);
@@ -383,13 +326,9 @@ static int mark_interrupted(dg__sqlite_run_t *run, const char *id) {
   dg_time_iso8601(now, sizeof(now));
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_sqlite);
-  dg__sql_put(&sql, "UPDATE \"_dg_submissions\" SET status = 'failed', reason = 'interrupted: the "
-                    "gateway process stopped before the save tree finished; the external system "
-                    "may hold part of the changes', finished_at = ");
-  dg__sql_bind_text(&sql, now);
-  dg__sql_put(&sql, " WHERE id = ");
+  dg__sql_submission_interrupted(&sql, now, false);
+  dg__sql_put(&sql, "id = ");
   dg__sql_bind_text(&sql, id);
-  dg__sql_put(&sql, " AND status = 'running'");
   int rc = dg__sqlite_each_row(run, &sql, NULL, NULL);
   dg__sql_free(&sql);
   return rc;

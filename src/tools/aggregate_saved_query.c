@@ -14,10 +14,6 @@
 #include "datagate/tools.h"
 #include "tools/internal.h"
 
-/* Answers up to this size are aggregated on the loop thread; larger ones
- * on the threadpool, so that parsing never holds up other connections. */
-#define INLINE_BYTES (64u * 1024u)
-
 /* The arguments. The accepted schema leaves the clause and key objects
  * open (OPEN empty), so that a joinFilter or reference copied from
  * aggregate_entities gets a message saying why it is refused. */
@@ -67,99 +63,14 @@ static const char output_schema[] =
 
 /* One aggregation, in the call's arena. */
 typedef struct agg {
-  dg_mcp_tool_call_t *call;
+  dg__tools_saved_run_t run;
   dg__tools_saved_agg_t a;
-  dg_connector_call_t *upstream; /* while the API call runs */
-  uv_work_t work;
-  char *body; /* copy of a large answer, aggregated on the threadpool */
-  size_t len;
-  json_t *result;
-  dg_errctx_t err;
-  const char *where; /* "GET https://host/path" for errors about the answer */
 } agg_t;
 
-/* ---- Ending ------------------------------------------------------------------------ */
-
-static void fail_upstream(agg_t *x, const char *why, int rc) {
-  const dg_saved_query_t *q = x->a.q;
-  dg_log_json(rc == DG_ECANCELED ? DG_LOG_INFO : DG_LOG_WARN, "saved_query_failed",
-              json_pack("{s:s,s:s,s:s,s:s}", "request_id", dg_mcp_tool_call_request_id(x->call),
-                        "saved_query", q->name, "connector", q->connector->name, "error", why));
-  dg_mcp_tool_call_failf(x->call, "Saved Query '%s' failed: %s", q->name, why);
-}
-
-static void finish(agg_t *x) {
-  if (x->result != NULL) {
-    dg_mcp_tool_call_succeed(x->call, x->result);
-    x->result = NULL;
-    return;
-  }
-  const dg_saved_query_t *q = x->a.q;
-  char why[1200];
-  if (x->err.code == DG_ENOMEM || x->err.code == DG_E2BIG) {
-    dg_mcp_tool_call_failf(x->call, "Saved Query '%s' could not be aggregated: %s", q->name,
-                           x->err.message);
-    return;
-  }
-  snprintf(why, sizeof(why), "upstream '%s' %s answered, but %s", q->connector->name, x->where,
-           x->err.message);
-  fail_upstream(x, why, x->err.code);
-}
-
-/* ---- Aggregating ------------------------------------------------------------------- */
-
-static void work(uv_work_t *req) {
-  agg_t *x = req->data;
-  x->result = dg__tools_saved_agg_run(&x->a, x->body, x->len, &x->err);
-}
-
-static void work_done(uv_work_t *req, int status) {
-  agg_t *x = req->data;
-  free(x->body);
-  x->body = NULL;
-  finish(x);
-}
-
-/* "GET http://host/path" of the answering URL, without its query (which
- * may hold an API key). */
-static const char *where(agg_t *x, const dg_http_response_t *res) {
-  const char *url = res && res->url ? res->url : x->a.q->connector->base_url;
-  size_t n = strcspn(url, "?#");
-  return dg_arena_sprintf(dg_mcp_tool_call_arena(x->call), "%s %.*s", x->a.q->request.method,
-                          (int)n, url);
-}
-
-static void on_upstream(dg_connector_call_t *call, const dg_connector_result_t *result,
-                        void *user) {
-  agg_t *x = user;
-  x->upstream = NULL;
-  if (result->rc != 0) {
-    fail_upstream(x, result->err->message, result->rc);
-    return;
-  }
-  const dg_http_response_t *res = result->response;
-  x->where = where(x, res);
-  if (res->body_len <= INLINE_BYTES) {
-    x->result = dg__tools_saved_agg_run(&x->a, res->body, res->body_len, &x->err);
-    finish(x);
-    return;
-  }
-  x->body = malloc(res->body_len);
-  x->len = res->body_len;
-  x->work.data = x;
-  if (x->body != NULL)
-    memcpy(x->body, res->body, res->body_len);
-  if (x->body == NULL || uv_queue_work(dg_mcp_tool_call_loop(x->call), &x->work, work, work_done)) {
-    free(x->body);
-    x->body = NULL;
-    dg_mcp_tool_call_failf(x->call, "Saved Query '%s' failed: out of memory.", x->a.q->name);
-  }
-}
-
-static void on_cancel(dg_mcp_tool_call_t *call, void *data) {
-  agg_t *x = data;
-  if (x->upstream != NULL)
-    dg_connector_call_cancel(x->upstream);
+/* Aggregates every item of the answer (on a worker thread when large). */
+static json_t *aggregate(dg__tools_saved_run_t *r, const char *body, size_t len, dg_errctx_t *err) {
+  agg_t *x = r->user;
+  return dg__tools_saved_agg_run(&x->a, body, len, err);
 }
 
 /* ---- Stages ------------------------------------------------------------------------ */
@@ -171,10 +82,10 @@ static size_t grouped_cap(const dg_catalog_t *cat) {
 
 /* Checks the arguments; on success x->a is the checked request. */
 static int check_args(agg_t *x, const char ***values, dg_errctx_t *err) {
-  json_t *args = dg_mcp_tool_call_args(x->call);
-  const dg_principal_t *p = dg_mcp_tool_call_principal(x->call);
-  const dg_catalog_t *cat = dg_mcp_tool_call_catalog(x->call);
-  dg_arena_t *arena = dg_mcp_tool_call_arena(x->call);
+  json_t *args = dg_mcp_tool_call_args(x->run.call);
+  const dg_principal_t *p = dg_mcp_tool_call_principal(x->run.call);
+  const dg_catalog_t *cat = dg_mcp_tool_call_catalog(x->run.call);
+  dg_arena_t *arena = dg_mcp_tool_call_arena(x->run.call);
   const char *id = json_string_value(json_object_get(args, "savedQueryId"));
   const dg_saved_query_t *q = dg__tools_find_saved_query(cat, p, "savedQueryId", id, err);
   if (q == NULL)
@@ -188,11 +99,14 @@ static int check_args(agg_t *x, const char ***values, dg_errctx_t *err) {
 static int start(agg_t *x, dg_errctx_t *err) {
   const char **values = NULL;
   int rc = check_args(x, &values, err);
-  if (rc == 0)
-    rc = dg__tools_saved_call(x->call, x->a.q, values, on_upstream, x, &x->upstream, err);
-  if (rc == 0)
-    dg_mcp_tool_call_on_cancel(x->call, on_cancel, x);
-  return rc;
+  if (rc != 0)
+    return rc;
+  x->run.q = x->a.q;
+  x->run.answer = aggregate;
+  x->run.user = x;
+  x->run.local_failure = "could not be aggregated";
+  x->run.too_big_is_local = true;
+  return dg__tools_saved_run_start(&x->run, values, err);
 }
 
 static void run(dg_mcp_tool_call_t *call) {
@@ -201,7 +115,7 @@ static void run(dg_mcp_tool_call_t *call) {
   agg_t *x = dg__tools_call_state(call, sizeof(*x), "The Saved Query could not be aggregated");
   if (x == NULL)
     return;
-  x->call = call;
+  x->run.call = call;
   if (start(x, &err) != 0)
     dg_mcp_tool_call_fail(call, &err);
 }

@@ -14,10 +14,6 @@
 #include "datagate/tools.h"
 #include "tools/internal.h"
 
-/* Responses up to this size are mapped on the loop thread; larger ones on
- * the threadpool, so that parsing never holds up other connections. */
-#define INLINE_MAP_BYTES (64u * 1024u)
-
 static const char input_schema[] =
     "{\"type\":\"object\",\"required\":[\"savedQueryId\"],\"properties\":{"
     "\"savedQueryId\":{\"type\":\"string\",\"format\":\"uuid\","
@@ -50,45 +46,11 @@ static const char output_schema[] =
 
 /* One execution, in the call's arena. */
 typedef struct exec {
-  dg_mcp_tool_call_t *call;
-  const dg_saved_query_t *q;
+  dg__tools_saved_run_t run;
   const bool *selected;
-  dg_connector_call_t *upstream; /* while the API call runs */
-  uv_work_t work;
-  char *body; /* copy of a large response, mapped on the threadpool */
-  size_t len;
   size_t max_bytes;
   size_t result_limit; /* for the worker thread: dg_mcp_tool_call_result_limit */
-  json_t *result;
-  dg_errctx_t err;
-  const char *where; /* "GET https://host/path" for mapping errors */
 } exec_t;
-
-/* ---- Ending --------------------------------------------------------------- */
-
-static void fail_upstream(exec_t *x, const char *why, int rc) {
-  /* A cancellation is the caller's doing, not a problem upstream. */
-  dg_log_json(rc == DG_ECANCELED ? DG_LOG_INFO : DG_LOG_WARN, "saved_query_failed",
-              json_pack("{s:s,s:s,s:s,s:s}", "request_id", dg_mcp_tool_call_request_id(x->call),
-                        "saved_query", x->q->name, "connector", x->q->connector->name, "error",
-                        why));
-  dg_mcp_tool_call_failf(x->call, "Saved Query '%s' failed: %s", x->q->name, why);
-}
-
-static void finish(exec_t *x) {
-  if (x->result != NULL) {
-    dg_mcp_tool_call_succeed(x->call, x->result);
-    x->result = NULL;
-    return;
-  }
-  char why[1200];
-  snprintf(why, sizeof(why), "upstream '%s' %s answered, but %s", x->q->connector->name, x->where,
-           x->err.message);
-  if (x->err.code == DG_ENOMEM)
-    dg_mcp_tool_call_failf(x->call, "Saved Query '%s' failed: %s", x->q->name, x->err.message);
-  else
-    fail_upstream(x, why, x->err.code);
-}
 
 /* ---- Mapping -------------------------------------------------------------- */
 
@@ -118,86 +80,36 @@ static json_t *with_provenance(exec_t *x, json_t *result) {
   if (result != NULL)
     json_object_set_new(result, "provenance",
                         json_pack("{s:s,s:s,s:s,s:s,s:b}", "kind", "externalApi", "connector",
-                                  x->q->connector->name, "request", x->where, "savedQueryId",
-                                  x->q->id, "untrusted", 1));
+                                  x->run.q->connector->name, "request", x->run.where,
+                                  "savedQueryId", x->run.q->id, "untrusted", 1));
   return result;
 }
 
-static void map_work(uv_work_t *req) {
-  exec_t *x = req->data;
-  x->result = written(with_provenance(x, dg_save_query_map(x->q, x->selected, x->body, x->len,
-                                                           x->max_bytes, &x->err)),
-                      x->result_limit);
-}
-
-static void map_done(uv_work_t *req, int status) {
-  exec_t *x = req->data;
-  free(x->body);
-  x->body = NULL;
-  finish(x);
-}
-
-/* "GET http://host/path" of the answering URL, without its query (which
- * may hold an API key). */
-static const char *where(exec_t *x, const dg_http_response_t *res) {
-  const char *url = res && res->url ? res->url : x->q->connector->base_url;
-  size_t n = strcspn(url, "?#");
-  return dg_arena_sprintf(dg_mcp_tool_call_arena(x->call), "%s %.*s", x->q->request.method, (int)n,
-                          url);
-}
-
-static void on_upstream(dg_connector_call_t *call, const dg_connector_result_t *result,
-                        void *user) {
-  exec_t *x = user;
-  x->upstream = NULL;
-  if (result->rc != 0) {
-    fail_upstream(x, result->err->message, result->rc);
-    return;
-  }
-  const dg_http_response_t *res = result->response;
-  x->where = where(x, res);
-  if (res->body_len <= INLINE_MAP_BYTES) {
-    x->result = written(with_provenance(x, dg_save_query_map(x->q, x->selected, res->body,
-                                                             res->body_len, x->max_bytes, &x->err)),
-                        x->result_limit);
-    finish(x);
-    return;
-  }
-  x->body = malloc(res->body_len);
-  x->len = res->body_len;
-  x->work.data = x;
-  if (x->body != NULL)
-    memcpy(x->body, res->body, res->body_len);
-  if (x->body == NULL ||
-      uv_queue_work(dg_mcp_tool_call_loop(x->call), &x->work, map_work, map_done) != 0) {
-    free(x->body);
-    x->body = NULL;
-    dg_mcp_tool_call_failf(x->call, "Saved Query '%s' failed: out of memory.", x->q->name);
-  }
-}
-
-static void on_cancel(dg_mcp_tool_call_t *call, void *data) {
-  exec_t *x = data;
-  if (x->upstream != NULL)
-    dg_connector_call_cancel(x->upstream);
+/* Maps the answer onto entities (on a worker thread when large). */
+static json_t *map(dg__tools_saved_run_t *r, const char *body, size_t len, dg_errctx_t *err) {
+  exec_t *x = r->user;
+  return written(
+      with_provenance(x, dg_save_query_map(r->q, x->selected, body, len, x->max_bytes, err)),
+      x->result_limit);
 }
 
 /* ---- Stages ------------------------------------------------------------------ */
 
 /* Checks the arguments; on success x has the query and the selection. */
 static int check_args(exec_t *x, const char ***values, dg_errctx_t *err) {
-  json_t *args = dg_mcp_tool_call_args(x->call);
-  const dg_principal_t *p = dg_mcp_tool_call_principal(x->call);
-  dg_arena_t *arena = dg_mcp_tool_call_arena(x->call);
+  json_t *args = dg_mcp_tool_call_args(x->run.call);
+  const dg_principal_t *p = dg_mcp_tool_call_principal(x->run.call);
+  dg_arena_t *arena = dg_mcp_tool_call_arena(x->run.call);
   const char *id = json_string_value(json_object_get(args, "savedQueryId"));
-  x->q = dg__tools_find_saved_query(dg_mcp_tool_call_catalog(x->call), p, "savedQueryId", id, err);
-  if (x->q == NULL)
+  x->run.q =
+      dg__tools_find_saved_query(dg_mcp_tool_call_catalog(x->run.call), p, "savedQueryId", id, err);
+  if (x->run.q == NULL)
     return err->code;
-  int rc = dg__tools_saved_inputs(x->q, json_object_get(args, "inputs"), arena, values, err);
+  int rc = dg__tools_saved_inputs(x->run.q, json_object_get(args, "inputs"), arena, values, err);
   bool *selected = NULL;
   if (rc == 0)
-    rc = dg__tools_saved_selection(x->q, p, json_object_get(args, "properties"), arena, &selected,
-                                   err);
+    rc = dg__tools_saved_selection(x->run.q, p, json_object_get(args, "properties"), arena,
+                                   &selected, err);
   x->selected = selected;
   return rc;
 }
@@ -213,12 +125,12 @@ static int start(exec_t *x, dg_errctx_t *err) {
   int rc = check_args(x, &values, err);
   if (rc != 0)
     return rc;
-  x->max_bytes = entity_budget(dg_mcp_tool_call_catalog(x->call));
-  x->result_limit = dg_mcp_tool_call_result_limit(x->call);
-  rc = dg__tools_saved_call(x->call, x->q, values, on_upstream, x, &x->upstream, err);
-  if (rc == 0)
-    dg_mcp_tool_call_on_cancel(x->call, on_cancel, x);
-  return rc;
+  x->max_bytes = entity_budget(dg_mcp_tool_call_catalog(x->run.call));
+  x->result_limit = dg_mcp_tool_call_result_limit(x->run.call);
+  x->run.answer = map;
+  x->run.user = x;
+  x->run.local_failure = "failed";
+  return dg__tools_saved_run_start(&x->run, values, err);
 }
 
 static void run(dg_mcp_tool_call_t *call) {
@@ -227,7 +139,7 @@ static void run(dg_mcp_tool_call_t *call) {
   exec_t *x = dg__tools_call_state(call, sizeof(*x), "The Saved Query could not be run");
   if (x == NULL)
     return;
-  x->call = call;
+  x->run.call = call;
   if (start(x, &err) != 0)
     dg_mcp_tool_call_fail(call, &err);
 }

@@ -250,6 +250,35 @@ int dg__tools_saved_selection(const dg_saved_query_t *q, const dg_principal_t *p
 int dg__tools_saved_call(dg_mcp_tool_call_t *call, const dg_saved_query_t *q,
                          const char *const *values, dg_connector_done_fn done, void *user,
                          dg_connector_call_t **out, dg_errctx_t *err);
+
+/* One Saved Query API call of a tool (execute_saved_query and
+ * aggregate_saved_query), in the call's arena: answer turns the response
+ * body into the result, on the loop thread for a small body and on the
+ * threadpool for a large one; the result, or an error naming the
+ * connector and the call, ends the tool call. */
+typedef struct dg__tools_saved_run dg__tools_saved_run_t;
+typedef json_t *(*dg__tools_saved_answer_fn)(dg__tools_saved_run_t *r, const char *body, size_t len,
+                                             dg_errctx_t *err);
+struct dg__tools_saved_run {
+  dg_mcp_tool_call_t *call;
+  const dg_saved_query_t *q;
+  dg__tools_saved_answer_fn answer; /* may run on a worker thread */
+  void *user;                       /* the tool's own state, for answer */
+  const char *local_failure;        /* "failed", "could not be aggregated" */
+  bool too_big_is_local;            /* DG_E2BIG from answer is no upstream fault */
+  dg_connector_call_t *upstream;    /* while the API call runs */
+  uv_work_t work;
+  char *body; /* copy of a large answer, for the threadpool */
+  size_t len;
+  json_t *result;
+  dg_errctx_t err;
+  const char *where; /* "GET https://host/path" for errors about the answer */
+};
+/* Starts r's API call (r->call, r->q and r->answer set) with the values of
+ * dg__tools_saved_inputs: 0, or a DG_E* code with err. */
+int dg__tools_saved_run_start(dg__tools_saved_run_t *r, const char *const *values,
+                              dg_errctx_t *err);
+
 /* ---- aggregate_saved_query (saved_aggregate.c) ------------------------- */
 
 /* One clause: fn over the field at index field of the query (Count: none). */

@@ -4,6 +4,7 @@
  * arguments (the query id, inputs against DeclaredInputs, the properties
  * selection), all filtered by the caller's permissions. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -298,4 +299,99 @@ int dg__tools_saved_call(dg_mcp_tool_call_t *call, const dg_saved_query_t *q,
   req.request_id = dg_mcp_tool_call_request_id(call);
   req.trace_id = dg_mcp_tool_call_trace_id(call);
   return dg_connectors_call(env->connectors, q->connector, &req, done, user, out, err);
+}
+
+/* ---- Running a Saved Query for a tool ------------------------------------------------ */
+
+/* Answers up to this size are handled on the loop thread; larger ones on
+ * the threadpool, so that parsing never holds up other connections. */
+#define SAVED_INLINE_BYTES (64u * 1024u)
+
+static void saved_fail_upstream(dg__tools_saved_run_t *r, const char *why, int rc) {
+  /* A cancellation is the caller's doing, not a problem upstream. */
+  dg_log_json(rc == DG_ECANCELED ? DG_LOG_INFO : DG_LOG_WARN, "saved_query_failed",
+              json_pack("{s:s,s:s,s:s,s:s}", "request_id", dg_mcp_tool_call_request_id(r->call),
+                        "saved_query", r->q->name, "connector", r->q->connector->name, "error",
+                        why));
+  dg_mcp_tool_call_failf(r->call, "Saved Query '%s' failed: %s", r->q->name, why);
+}
+
+static void saved_finish(dg__tools_saved_run_t *r) {
+  if (r->result != NULL) {
+    dg_mcp_tool_call_succeed(r->call, r->result);
+    r->result = NULL;
+    return;
+  }
+  if (r->err.code == DG_ENOMEM || (r->too_big_is_local && r->err.code == DG_E2BIG)) {
+    dg_mcp_tool_call_failf(r->call, "Saved Query '%s' %s: %s", r->q->name, r->local_failure,
+                           r->err.message);
+    return;
+  }
+  char why[1200];
+  snprintf(why, sizeof(why), "upstream '%s' %s answered, but %s", r->q->connector->name, r->where,
+           r->err.message);
+  saved_fail_upstream(r, why, r->err.code);
+}
+
+static void saved_work(uv_work_t *req) {
+  dg__tools_saved_run_t *r = req->data;
+  r->result = r->answer(r, r->body, r->len, &r->err);
+}
+
+static void saved_work_done(uv_work_t *req, int status) {
+  dg__tools_saved_run_t *r = req->data;
+  free(r->body);
+  r->body = NULL;
+  saved_finish(r);
+}
+
+/* "GET http://host/path" of the answering URL, without its query (which
+ * may hold an API key). */
+static const char *saved_where(dg__tools_saved_run_t *r, const dg_http_response_t *res) {
+  const char *url = res && res->url ? res->url : r->q->connector->base_url;
+  size_t n = strcspn(url, "?#");
+  return dg_arena_sprintf(dg_mcp_tool_call_arena(r->call), "%s %.*s", r->q->request.method, (int)n,
+                          url);
+}
+
+static void saved_on_upstream(dg_connector_call_t *call, const dg_connector_result_t *result,
+                              void *user) {
+  dg__tools_saved_run_t *r = user;
+  r->upstream = NULL;
+  if (result->rc != 0) {
+    saved_fail_upstream(r, result->err->message, result->rc);
+    return;
+  }
+  const dg_http_response_t *res = result->response;
+  r->where = saved_where(r, res);
+  if (res->body_len <= SAVED_INLINE_BYTES) {
+    r->result = r->answer(r, res->body, res->body_len, &r->err);
+    saved_finish(r);
+    return;
+  }
+  r->body = malloc(res->body_len);
+  r->len = res->body_len;
+  r->work.data = r;
+  if (r->body != NULL)
+    memcpy(r->body, res->body, res->body_len);
+  if (r->body == NULL ||
+      uv_queue_work(dg_mcp_tool_call_loop(r->call), &r->work, saved_work, saved_work_done) != 0) {
+    free(r->body);
+    r->body = NULL;
+    dg_mcp_tool_call_failf(r->call, "Saved Query '%s' failed: out of memory.", r->q->name);
+  }
+}
+
+static void saved_on_cancel(dg_mcp_tool_call_t *call, void *data) {
+  dg__tools_saved_run_t *r = data;
+  if (r->upstream != NULL)
+    dg_connector_call_cancel(r->upstream);
+}
+
+int dg__tools_saved_run_start(dg__tools_saved_run_t *r, const char *const *values,
+                              dg_errctx_t *err) {
+  int rc = dg__tools_saved_call(r->call, r->q, values, saved_on_upstream, r, &r->upstream, err);
+  if (rc == 0)
+    dg_mcp_tool_call_on_cancel(r->call, saved_on_cancel, r);
+  return rc;
 }
