@@ -139,11 +139,15 @@ static void test_same_key_once_across_gateways(void **state) {
   uv_loop_init(&loop);
   dg__pg_pool_t *pools[2] = {pool_new(&loop, g_uri, 4, 0), pool_new(&loop, g_uri, 4, 0)};
   migrate(&loop, pools[0]);
-  dg_store_submit_t s = customer("Once Ltd", "once-key", "fp-1", NULL);
+  /* Each gateway names its own submission, as every call does: only the
+   * idempotency key is shared. */
+  static dg_store_submit_t subs[SENDS];
   static send_t xs[SENDS];
   memset(xs, 0, sizeof(xs));
-  for (size_t i = 0; i < SENDS; i++)
-    xs[i].s = &s;
+  for (size_t i = 0; i < SENDS; i++) {
+    subs[i] = customer("Once Ltd", "once-key", "fp-1", NULL);
+    xs[i].s = &subs[i];
+  }
   send_all(&loop, pools, 2, xs, SENDS);
   int fresh = 0, replayed = 0;
   const char *first_id = NULL;
