@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../tests/unit/mcp/mcp_limits.h"
+#include "datagate/tools.h"
 #include "mcp/internal.h"
 
 static const char config[] = "{\"server\":{\"stdioUser\":\"fuzz\",\"maxResultBytes\":65536},"
@@ -101,7 +101,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   dg_mcp_config_t cfg = {.server_name = "datagate", .tools = tools, .ntools = 1};
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  dg_mcp_limits_t limits = mt_limits_of(cat);
+  dg_mcp_limits_t limits = dg_tools_mcp_limits(cat);
   if (dg_mcp_server_new(&loop, &cfg, cat, &limits, &server, &err) != 0)
     abort();
   return 0;

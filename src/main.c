@@ -552,35 +552,6 @@ static void reopen_access_log(app_t *app) {
                 json_pack("{s:s,s:s}", "param", err.param, "msg", err.message));
 }
 
-/* What mcp needs of a catalog snapshot: handed over with the snapshot. The
- * stdio user is left out when it names no configured user. */
-static dg_mcp_limits_t mcp_limits_of(const dg_catalog_t *cat) {
-  const dg_server_settings_t *s = &cat->server;
-  const char *user = s->stdio_user;
-  return (dg_mcp_limits_t){
-      .host = s->host,
-      .port = s->port,
-      .public_url = s->public_url,
-      .allowed_origins = s->allowed_origins,
-      .nallowed_origins = s->nallowed_origins,
-      .allowed_hosts = s->allowed_hosts,
-      .nallowed_hosts = s->nallowed_hosts,
-      .max_body_bytes = s->max_body_bytes,
-      .max_write_buffer = s->max_write_buffer,
-      .max_result_bytes = s->max_result_bytes,
-      .max_sessions = s->max_sessions,
-      .max_inflight_per_session = s->max_inflight_per_session,
-      .session_idle_timeout_ms = s->session_idle_timeout_ms,
-      .session_max_lifetime_ms = s->session_max_lifetime_ms,
-      .tool_timeout_ms = s->tool_timeout_ms,
-      .session_key = s->session_key,
-      .session_key_len = s->session_key_len,
-      .stdio_user = user != NULL && dg_catalog_user(cat, user) != NULL ? user : NULL,
-      .oauth_enabled = cat->oauth.enabled,
-      .oauth_issuer = cat->oauth.issuer,
-  };
-}
-
 /* A bad configuration never replaces a good one: the old snapshot stays. */
 static void app_reload(app_t *app) {
   dg_config_errors_t errors = {0};
@@ -594,7 +565,7 @@ static void app_reload(app_t *app) {
   }
   dg_config_errors_free(&errors);
   check_restart_settings(app->opt, &app->boot->server, &next->server);
-  dg_mcp_limits_t mcp_limits = mcp_limits_of(next);
+  dg_mcp_limits_t mcp_limits = dg_tools_mcp_limits(next);
   dg_mcp_server_set_catalog(app->mcp, next, &mcp_limits);
   if (app->admin != NULL)
     dg_admin_set_catalog(app->admin, next);
@@ -755,7 +726,7 @@ static int start_mcp(app_t *app, dg_errctx_t *err) {
       .resources = &dg_tools_resources,
       .shared = app->shared,
   };
-  dg_mcp_limits_t limits = mcp_limits_of(app->cat);
+  dg_mcp_limits_t limits = dg_tools_mcp_limits(app->cat);
   return dg_mcp_server_new(&app->loop, &config, app->cat, &limits, &app->mcp, err);
 }
 
@@ -1191,7 +1162,7 @@ static int serve(const options_t *o, dg_catalog_t *cat) {
   dg_mcp_shared_t *shared = NULL;
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  dg_mcp_limits_t mcp_limits = mcp_limits_of(cat);
+  dg_mcp_limits_t mcp_limits = dg_tools_mcp_limits(cat);
   if (dg_mcp_shared_new(&mcp_limits, forks ? (unsigned)workers : 1, &shared, &err) != 0) {
     dg_log_json(DG_LOG_ERROR, "start_failed",
                 json_pack("{s:s,s:s}", "param", err.param, "msg", err.message));

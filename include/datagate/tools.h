@@ -33,6 +33,11 @@ typedef struct dg_tools_env {
   dg_tools_answers_t *answers; /* NULL: every answer is built anew */
 } dg_tools_env_t;
 
+/* What mcp needs of a catalog snapshot (dg_mcp_limits_t), handed to mcp with
+ * the snapshot; its strings are borrowed from cat. The stdio user is left
+ * out when it names no configured user. */
+dg_mcp_limits_t dg_tools_mcp_limits(const dg_catalog_t *cat);
+
 /* An empty table of answers, or NULL when out of memory; freeing it drops
  * its answers and the catalog reference they were made for. */
 dg_tools_answers_t *dg_tools_answers_new(void);

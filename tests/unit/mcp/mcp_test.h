@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
+#include "datagate/tools.h"
 #include "mcp/internal.h"
-#include "mcp/mcp_limits.h"
 
 #define MT_TOKEN_ALICE "alice-token-0123456789"
 #define MT_TOKEN_BOB "bob-token-0123456789"
@@ -255,7 +255,7 @@ static inline int mt_server_new_shared(uv_loop_t *loop, dg_catalog_t *cat, dg_mc
   };
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  dg_mcp_limits_t limits = mt_limits_of(cat);
+  dg_mcp_limits_t limits = dg_tools_mcp_limits(cat);
   return dg_mcp_server_new(loop, &config, cat, &limits, out, &err);
 }
 

@@ -176,7 +176,7 @@ static int huge_setup(void **state) {
   dg_mcp_config_t config = {.server_name = "datagate", .tools = list, .ntools = 2};
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  dg_mcp_limits_t limits = mt_limits_of(env->cat);
+  dg_mcp_limits_t limits = dg_tools_mcp_limits(env->cat);
   assert_int_equal(dg_mcp_server_new(&env->loop, &config, env->cat, &limits, &env->server, &err),
                    0);
   assert_int_equal(dg__mcp_session_new(env->server, &mt_transport, NULL, &env->session), 0);
@@ -205,7 +205,7 @@ static void test_bad_schema_refused(void **state) {
   dg_mcp_server_t *s = NULL;
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  dg_mcp_limits_t limits = mt_limits_of(cat);
+  dg_mcp_limits_t limits = dg_tools_mcp_limits(cat);
   assert_int_equal(dg_mcp_server_new(&loop, &config, cat, &limits, &s, &err), DG_ECONFIG);
   assert_null(s);
   assert_non_null(strstr(err.message, "broken"));

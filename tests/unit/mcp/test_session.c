@@ -150,7 +150,7 @@ static pair_t *pair_new(uint64_t idle_ms, uint64_t lifetime_ms) {
   p->b = ht_new();
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  dg_mcp_limits_t limits = mt_limits_of(p->a->cat);
+  dg_mcp_limits_t limits = dg_tools_mcp_limits(p->a->cat);
   assert_int_equal(dg_mcp_shared_new(&limits, 2, &p->shared, &err), 0);
   ht_t *both[] = {p->a, p->b};
   for (int i = 0; i < 2; i++) {
@@ -308,7 +308,7 @@ static void test_forged_across(void **state) {
   dg_mcp_shared_t *other = NULL;
   dg_errctx_t err;
   dg__mcp_sid_t info;
-  dg_mcp_limits_t limits = mt_limits_of(p->a->cat);
+  dg_mcp_limits_t limits = dg_tools_mcp_limits(p->a->cat);
   assert_int_equal(dg_mcp_shared_new(&limits, 1, &other, &err), 0);
   assert_int_equal(dg__mcp_sid_make(other, "alice", sid, &info), 0);
   assert_int_equal(sid_request(p->b->port, "POST", HC_ALICE, sid, NULL, ping, &r), 404);
@@ -358,7 +358,7 @@ static void test_other_instance(void **state) {
   for (int i = 0; i < 2; i++) {
     both[i]->cat->server.session_key = (const unsigned char *)key;
     both[i]->cat->server.session_key_len = strlen(key);
-    dg_mcp_limits_t limits = mt_limits_of(both[i]->cat);
+    dg_mcp_limits_t limits = dg_tools_mcp_limits(both[i]->cat);
     assert_int_equal(dg_mcp_shared_new(&limits, 1, shared[i], &err), 0);
     both[i]->shared = *shared[i];
     ht_run(both[i]);

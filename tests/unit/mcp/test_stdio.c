@@ -203,7 +203,7 @@ static void test_empty_input_eof_is_deferred(void **state) {
 static void test_unknown_stdio_user(void **state) {
   st_env_t *env = *state;
   env->cat->server.stdio_user = "nobody";
-  env->server->limits = mt_limits_of(env->cat);
+  env->server->limits = dg_tools_mcp_limits(env->cat);
   assert_int_equal(dg_mcp_stdio_start(env->server, 0, 1, on_eof, env), DG_ECONFIG);
 }
 

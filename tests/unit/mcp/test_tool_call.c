@@ -243,7 +243,7 @@ static void test_catalog_held_by_call(void **state) {
   const dg_catalog_t *old = dg_mcp_tool_call_catalog(mt_slow_call);
   assert_ptr_equal(old, env->cat);
   dg_catalog_t *next = mt_catalog();
-  dg_mcp_limits_t limits = mt_limits_of(next);
+  dg_mcp_limits_t limits = dg_tools_mcp_limits(next);
   dg_mcp_server_set_catalog(env->server, next, &limits);
   int refs = env->cat->refs;
   assert_ptr_equal(dg_mcp_tool_call_catalog(mt_slow_call), old);
@@ -265,7 +265,7 @@ static void test_limits_held_by_call(void **state) {
                "\"params\":{\"name\":\"slow\"}}");
   assert_non_null(mt_slow_call);
   dg_catalog_t *next = mt_catalog();
-  dg_mcp_limits_t limits = mt_limits_of(next);
+  dg_mcp_limits_t limits = dg_tools_mcp_limits(next);
   limits.max_result_bytes = 8192;
   dg_mcp_server_set_catalog(env->server, next, &limits);
   assert_int_equal(dg_mcp_tool_call_result_limit(mt_slow_call), 4096);

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "mcp/mcp_limits.h"
+#include "datagate/tools.h"
 
 #include "datagate/store.h"
 #include "datagate/tools.h"
@@ -90,7 +90,7 @@ static inline int et_setup(void **state) {
                             .ntools = dg_tools_count,
                             .tool_context = &fx->env};
   dg_errctx_t err;
-  dg_mcp_limits_t limits = mt_limits_of(fx->cat);
+  dg_mcp_limits_t limits = dg_tools_mcp_limits(fx->cat);
   assert_int_equal(dg_mcp_server_new(&fx->loop, &config, fx->cat, &limits, &fx->server, &err), 0);
   assert_int_equal(dg__mcp_session_new(fx->server, &et_transport, NULL, &fx->session), 0);
   fx->replies = json_array();

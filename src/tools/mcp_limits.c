@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: AGPL-3.0-or-later */
-/* The mcp limits of a catalog snapshot, filled as the gateway's main.c
- * fills them, for the tests and fuzzers that start a server. */
-#ifndef DATAGATE_TEST_MCP_LIMITS_H
-#define DATAGATE_TEST_MCP_LIMITS_H
-
+/* What mcp needs of a catalog snapshot, filled in one place for the
+ * gateway, its tests and its fuzzers: tools is the lowest module that
+ * knows both the catalog and mcp. */
 #include "datagate/catalog.h"
-#include "datagate/mcp.h"
+#include "datagate/tools.h"
 
-static inline dg_mcp_limits_t mt_limits_of(const dg_catalog_t *cat) {
+dg_mcp_limits_t dg_tools_mcp_limits(const dg_catalog_t *cat) {
   const dg_server_settings_t *s = &cat->server;
   const char *user = s->stdio_user;
   return (dg_mcp_limits_t){
@@ -33,5 +31,3 @@ static inline dg_mcp_limits_t mt_limits_of(const dg_catalog_t *cat) {
       .oauth_issuer = cat->oauth.issuer,
   };
 }
-
-#endif
