@@ -646,7 +646,7 @@ static int start_admin(app_t *app, dg_errctx_t *err) {
   };
   if (dg_admin_new(&app->loop, &config, app->cat, &app->admin) != 0)
     return dg_errctx_set(err, DG_ENOMEM, "admin", "out of memory");
-  dg_mcp_server_set_route(app->mcp, dg_admin_route, app->admin);
+  dg_mcp_server_set_route(app->mcp, dg_admin_route, app->admin, DG_ADMIN_API_PREFIX);
   return 0;
 }
 

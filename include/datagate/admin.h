@@ -39,6 +39,9 @@ void dg_admin_set_catalog(dg_admin_t *admin, dg_catalog_t *cat);
 /* Frees the module once the file work still running has ended. */
 void dg_admin_free(dg_admin_t *admin);
 
+/* The administration API's paths: its requests carry JSON bodies. */
+#define DG_ADMIN_API_PREFIX "/admin/api/"
+
 /* Answers req when its path is /admin or below it and returns true;
  * returns false (req untouched) for every other path. */
 bool dg_admin_route(dg_http_request_t *req, void *admin);

@@ -269,9 +269,12 @@ void dg_mcp_server_attach_http(dg_mcp_server_t *server, dg_http_server_t *http);
 void dg_mcp_server_set_ready(dg_mcp_server_t *server, bool ready);
 /* Routes of another module on the same HTTP server: route answers a
  * request it owns and returns true, or returns false to leave it alone.
- * Asked before the 404 of an unknown path. */
+ * Asked before the 404 of an unknown path. Requests whose path starts with
+ * body_prefix (may be NULL: none) may send a body, read only once their
+ * bearer token is valid; route checks everything else (role, Origin). */
 typedef bool (*dg_mcp_route_fn)(dg_http_request_t *req, void *data);
-void dg_mcp_server_set_route(dg_mcp_server_t *server, dg_mcp_route_fn route, void *data);
+void dg_mcp_server_set_route(dg_mcp_server_t *server, dg_mcp_route_fn route, void *data,
+                             const char *body_prefix);
 
 /* The HTTP handler for a dg_http_server whose data is the dg_mcp_server_t:
  * /mcp (POST, GET, DELETE, WebSocket upgrade), /healthz, /readyz,

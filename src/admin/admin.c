@@ -434,7 +434,7 @@ bool dg_admin_route(dg_http_request_t *req, void *data) {
   const char *path = dg_http_request_path(req);
   if (strncmp(path, "/admin", 6) != 0 || (path[6] != '\0' && path[6] != '/'))
     return false;
-  if (strncmp(path, "/admin/api/", 11) == 0) {
+  if (strncmp(path, DG_ADMIN_API_PREFIX, strlen(DG_ADMIN_API_PREFIX)) == 0) {
     api(a, req, path + 11);
     return true;
   }

@@ -367,15 +367,16 @@ bool dg__mcp_http_route(dg_mcp_server_t *s, dg_http_request_t *req) {
   return true;
 }
 
-/* Only /mcp and the administration API take bodies. The page's API checks
- * its own Origin (the page's, or a configured one) and the caller's role
- * once the body is in; both need a valid token before a byte of it. */
+/* Only /mcp and the paths the other routes' owner named take bodies, and
+ * only with a valid token. That owner checks its own Origin and role once
+ * the body is in. */
 bool dg_mcp_http_admit(dg_http_request_t *req) {
   dg_mcp_server_t *s = dg_http_request_server_data(req);
   const char *path = dg_http_request_path(req);
   bool mcp = strcmp(path, "/mcp") == 0;
-  bool admin = strncmp(path, "/admin/api/", 11) == 0;
-  if (s == NULL || s->closing || !(mcp || admin) ||
+  const char *prefix = s != NULL ? s->route_body_prefix : NULL;
+  bool routed = prefix != NULL && strncmp(path, prefix, strlen(prefix)) == 0;
+  if (s == NULL || s->closing || !(mcp || routed) ||
       (mcp && !dg__mcp_origin_allowed(&s->limits, dg_http_request_header(req, "Origin"))))
     return false;
   const dg_principal_t *p;

@@ -186,6 +186,7 @@ struct dg_mcp_server {
   uint64_t start_ms;
   dg_mcp_route_fn route; /* other routes of the same HTTP server, or NULL */
   void *route_data;
+  const char *route_body_prefix; /* paths of route that take bodies, or NULL */
 };
 
 void dg__mcp_server_ref(dg_mcp_server_t *s);

@@ -197,9 +197,11 @@ void dg_mcp_server_attach_http(dg_mcp_server_t *server, dg_http_server_t *http) 
   server->http = http;
 }
 
-void dg_mcp_server_set_route(dg_mcp_server_t *server, dg_mcp_route_fn route, void *data) {
+void dg_mcp_server_set_route(dg_mcp_server_t *server, dg_mcp_route_fn route, void *data,
+                             const char *body_prefix) {
   server->route = route;
   server->route_data = data;
+  server->route_body_prefix = body_prefix;
 }
 
 unsigned dg_mcp_server_inflight(const dg_mcp_server_t *server) {
