@@ -8,25 +8,7 @@
  * every word required, best first, through the GIN index; writes create,
  * update and upsert saying whether they created; a second submission with the same
  * idempotency key is refused by the database itself. */
-#include "store/pg_test.h"
-#include "store/store_test.h"
-
-static st_fixture_t *g_st;
-
-static int setup(void **state) {
-  if (server_start(state) != 0)
-    return -1;
-  void *st = NULL;
-  st_setup(&st);
-  g_st = st;
-  return 0;
-}
-
-static int teardown(void **state) {
-  void *st = g_st;
-  st_teardown(&st);
-  return server_stop(state);
-}
+#include "store/pg_store_test.h"
 
 typedef struct pg_plan {
   bool done;

@@ -7,27 +7,9 @@
  * interrupted by any gateway, one whose lease was renewed is not; a
  * finished submission's outcome and values land together and a retry of
  * its key replays that outcome. */
-#include "store/pg_test.h"
-#include "store/store_test.h"
+#include "store/pg_store_test.h"
 
 #define SENDS 100
-
-static st_fixture_t *g_st;
-
-static int setup(void **state) {
-  if (server_start(state) != 0)
-    return -1;
-  void *st = NULL;
-  st_setup(&st);
-  g_st = st;
-  return 0;
-}
-
-static int teardown(void **state) {
-  void *st = g_st;
-  st_teardown(&st);
-  return server_stop(state);
-}
 
 typedef struct send {
   const dg_store_submit_t *s;
