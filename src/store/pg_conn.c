@@ -851,7 +851,8 @@ int dg__pg_uri_check(const char *uri, const char *param, dg_errctx_t *err) {
     if (secret && o->val != NULL && o->val[0] != '\0')
       rc = dg_errctx_set(err, DG_ECONFIG, param,
                          "%s: the URI names a %s; give the password in the environment "
-                         "(PGPASSWORD) instead, never in a file",
+                         "(the variable server.databasePasswordEnv names, PGPASSWORD by "
+                         "default) instead, never in a file",
                          param, o->keyword);
   }
   PQconninfoFree(opts);
