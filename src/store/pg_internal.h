@@ -218,7 +218,8 @@ typedef struct dg__pg_replica {
   uint64_t sample_ns;
   char lsn[32]; /* the primary's position sampled at sample_ns */
   bool checking;
-  uint64_t checks, stale;          /* checks ended, of which found the standby behind or gone */
+  bool stopped;           /* the pools may be closing: a running check ends without the standby */
+  uint64_t checks, stale; /* checks ended, of which found the standby behind or gone */
   uint64_t on_standby, on_primary; /* reads sent to each (a retry counts again) */
 } dg__pg_replica_t;
 

@@ -103,8 +103,9 @@ static void on_sampled(dg__pg_conn_t *conn, int status, PGresult *res, const dg_
   if (ok)
     snprintf(r->lsn, sizeof(r->lsn), "%s", PQgetvalue(res, 0, 0));
   dg__pg_release(conn);
-  /* The primary cannot say where it is: nothing is learnt this time. */
-  if (!ok || dg__pg_acquire(r->standby, on_standby_conn, r) != 0)
+  /* The primary cannot say where it is: nothing is learnt this time. After
+   * a stop the standby's pool may be gone. */
+  if (!ok || r->stopped || dg__pg_acquire(r->standby, on_standby_conn, r) != 0)
     check_end(r, NULL, false);
 }
 
@@ -139,6 +140,7 @@ void dg__pg_replica_start(dg__pg_replica_t *r, uv_loop_t *loop, dg__pg_pool_t *p
 }
 
 void dg__pg_replica_stop(dg__pg_replica_t *r, uv_close_cb cb) {
+  r->stopped = true;
   uv_timer_stop(&r->timer);
   uv_close((uv_handle_t *)&r->timer, cb);
 }

@@ -122,6 +122,28 @@ static void test_check_unreachable(void **state) {
   pool_close(&loop, primary);
 }
 
+/* Stopped while the primary answers a check, with the standby's pool
+ * closed at once (as a store closes): the check ends without it. */
+static void test_stop_during_check(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *primary = pool_new(&loop, g_uri, 2, 0);
+  dg__pg_pool_t *standby = pool_new(&loop, g_uri, 2, 0);
+  dg__pg_replica_t r = {0};
+  dg__pg_replica_start(&r, &loop, primary, standby, 60000);
+  dg__pg_stats_t st = {0};
+  while (!(r.checking && st.connects == 1 && st.idle == 0)) {
+    uv_run(&loop, UV_RUN_ONCE);
+    dg__pg_pool_stats(primary, &st);
+  }
+  replica_stop(&loop, &r);
+  close_pool(&loop, standby);
+  pool_close(&loop, primary);
+  assert_false(r.checking);
+  assert_int_equal(r.fresh_ns, 0);
+}
+
 /* ---- The store ----------------------------------------------------------------------------- */
 
 typedef struct opened {
@@ -423,6 +445,7 @@ int main(void) {
       cmocka_unit_test(test_interval),
       cmocka_unit_test(test_check_fresh),
       cmocka_unit_test(test_check_unreachable),
+      cmocka_unit_test(test_stop_during_check),
       cmocka_unit_test(test_store_routes_reads),
       cmocka_unit_test(test_store_standby_down),
       cmocka_unit_test(test_store_without_read_database),
