@@ -68,12 +68,20 @@ typedef struct options {
   const char *explain_endpoint; /* --explain-endpoint NAME */
   bool has_log_level;
   dg_log_level_t log_level;
-  const char *database; /* --database; NULL when not given */
+  const char *database;      /* --database; NULL when not given */
+  const char *read_database; /* --read-database; NULL when not given */
 } options_t;
 
 typedef enum args_result { ARGS_RUN, ARGS_EXIT_OK, ARGS_EXIT_USAGE } args_result_t;
 
-enum { OPT_STDIO = 256, OPT_CHECK_CONFIG, OPT_LOG_LEVEL, OPT_DATABASE, OPT_EXPLAIN_ENDPOINT };
+enum {
+  OPT_STDIO = 256,
+  OPT_CHECK_CONFIG,
+  OPT_LOG_LEVEL,
+  OPT_DATABASE,
+  OPT_EXPLAIN_ENDPOINT,
+  OPT_READ_DATABASE
+};
 
 static const struct option long_options[] = {
     {"config", required_argument, NULL, 'c'},
@@ -84,6 +92,7 @@ static const struct option long_options[] = {
     {"explain-endpoint", required_argument, NULL, OPT_EXPLAIN_ENDPOINT},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"database", required_argument, NULL, OPT_DATABASE},
+    {"read-database", required_argument, NULL, OPT_READ_DATABASE},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -106,6 +115,8 @@ static void print_usage(FILE *out) {
         "      --log-level LEVEL  debug, info, warn or error (overrides server.logLevel)\n"
         "      --database FILE|URI  SQLite database file, or a postgresql:// URI\n"
         "                         (overrides server.database)\n"
+        "      --read-database URI  postgresql:// URI of hot standbys for the read tools\n"
+        "                         (overrides server.readDatabase)\n"
         "      --extract FILE [--content-type T] [--offset N] [--chunk-chars N] [--json]\n"
         "                         print the text of a document (or its chunks as JSON)\n"
         "  -V, --version          print the version and exit\n"
@@ -179,6 +190,9 @@ static args_result_t apply_option(int c, const char *arg, options_t *o) {
     return ARGS_RUN;
   case OPT_DATABASE:
     o->database = arg;
+    return ARGS_RUN;
+  case OPT_READ_DATABASE:
+    o->read_database = arg;
     return ARGS_RUN;
   case OPT_LOG_LEVEL:
     o->log_level = dg_log_level_parse(arg, &ok);
@@ -527,6 +541,14 @@ static void check_restart_settings(const options_t *o, const dg_server_settings_
     log_restart_required("server.upstreamDnsServers");
   if (o->database == NULL && str_changed(old->database, cur->database))
     log_restart_required("server.database");
+  if (o->read_database == NULL && str_changed(old->read_database, cur->read_database))
+    log_restart_required("server.readDatabase");
+  if (old->read_max_lag_ms != cur->read_max_lag_ms)
+    log_restart_required("server.readMaxLagMs");
+  if (old->database_pool != cur->database_pool)
+    log_restart_required("server.databasePool");
+  if (str_changed(old->database_password_env, cur->database_password_env))
+    log_restart_required("server.databasePasswordEnv");
   if (str_changed(old->session_key_env, cur->session_key_env))
     log_restart_required("server.sessionKeyEnv");
 }
@@ -768,7 +790,7 @@ static void on_store_open(dg_store_t *store, int status, const dg_errctx_t *err,
 }
 
 static int app_open_store(app_t *app) {
-  dg_store_options_t options = {.path = app->opt->database};
+  dg_store_options_t options = {.path = app->opt->database, .read_path = app->opt->read_database};
   int rc = dg_store_open(&app->loop, app->boot, &options, on_store_open, app);
   if (rc != 0)
     dg_logf(DG_LOG_ERROR, "start_failed", "cannot open the entity store: %s", dg_strerror(rc));

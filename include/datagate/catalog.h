@@ -206,9 +206,17 @@ typedef struct dg_server_settings {
    * refused), "when-supported" (the default) or "never". */
   const char *submit_confirmation;
   const char *log_level;
-  const char *access_log;    /* path, "-" for stderr, NULL for off */
-  const char *stdio_user;    /* principal used by --stdio */
-  const char *database;      /* SQLite file path (relative to the config dir) */
+  const char *access_log; /* path, "-" for stderr, NULL for off */
+  const char *stdio_user; /* principal used by --stdio */
+  const char *database;   /* SQLite file path (relative to the config dir) or URI */
+  /* PostgreSQL: connections per pool of each worker, and the variable
+   * holding the password (never a file, never the URI). */
+  unsigned database_pool;
+  const char *database_password_env;
+  /* PostgreSQL: a URI of hot standbys for the read tools (NULL: none), and
+   * how far behind the primary a read served there may be. */
+  const char *read_database;
+  uint64_t read_max_lag_ms;
   const char *admin_web_dir; /* the built /admin page (relative to the config dir) */
 } dg_server_settings_t;
 

@@ -341,7 +341,9 @@ typedef struct dg_store dg_store_t;
 typedef struct dg_store_req dg_store_req_t;
 
 typedef struct dg_store_options {
-  const char *path;        /* database file; NULL: cat->server.database */
+  const char *path; /* database file; NULL: cat->server.database */
+  /* PostgreSQL hot standbys for the read tools; NULL: cat->server.read_database. */
+  const char *read_path;
   const char *sample_dir;  /* sample data; NULL: "<cat->dir>/data"; "": none */
   size_t max_result_bytes; /* result budget; 0: cat->server.max_result_bytes */
 } dg_store_options_t;

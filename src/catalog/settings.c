@@ -39,6 +39,16 @@ static void check_confirmation(dg__cfg_t *cfg, const json_t *v, void *obj, const
     dg__cfg_error(cfg, path, "unknown value '%s' (allowed: always, when-supported, never)", s);
 }
 
+/* Reads from hot standbys need a PostgreSQL URI; the password rules are
+ * checked when the store opens (libpq reads the URI). */
+static void check_read_database(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
+  const char *s = json_string_value(v);
+  if (s != NULL && strncmp(s, "postgresql://", 13) != 0 && strncmp(s, "postgres://", 11) != 0)
+    dg__cfg_error(cfg, path,
+                  "not a PostgreSQL URI (postgresql://...): reads from standbys need a "
+                  "PostgreSQL server.database");
+}
+
 static void check_origins(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   const dg_server_settings_t *s = obj;
   for (size_t i = 0; i < s->nallowed_origins; i++) {
@@ -172,6 +182,13 @@ static const dg__cfg_field_t server_fields[] = {
     {"accessLog", DG__CFG_PATH, false, "-", 0, 1, 4096, NULL, S(access_log), 0, NULL},
     {"stdioUser", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, S(stdio_user), 0, NULL},
     {"database", DG__CFG_PATH, false, "var/datagate.db", 0, 1, 4096, NULL, S(database), 0, NULL},
+    {"databasePool", DG__CFG_UINT, false, NULL, 8, 1, 256, NULL, S(database_pool), 0, NULL},
+    {"databasePasswordEnv", DG__CFG_STRING, false, "PGPASSWORD", 0, 1, 128, NULL,
+     S(database_password_env), 0, dg__cfg_check_env_name},
+    {"readDatabase", DG__CFG_STRING, false, NULL, 0, 1, 4096, NULL, S(read_database), 0,
+     check_read_database},
+    {"readMaxLagMs", DG__CFG_U64, false, NULL, 1000, 10, HOUR_MS, NULL, S(read_max_lag_ms), 0,
+     NULL},
     {"adminWebDir", DG__CFG_PATH, false, "../web/dist", 0, 1, 4096, NULL, S(admin_web_dir), 0,
      NULL},
 };

@@ -39,6 +39,7 @@ struct dg_store_req {
   void *data;
   atomic_bool canceled; /* read by the thread running the request */
   bool started;         /* the driver began running it (loop thread) */
+  bool primary;         /* must see this gateway's writes: never a hot standby */
   int status;
   json_t *result;
   dg_errctx_t err;
@@ -65,6 +66,7 @@ struct dg_store {
   const dg__store_driver_t *driver;
   void *drv; /* driver state, driver->state_size bytes */
   char *path;
+  char *read_path;  /* hot standbys for the read tools; NULL: none */
   char *sample_dir; /* NULL: no sample data */
   size_t max_result_bytes;
   dg__store_state_t state;
@@ -102,6 +104,13 @@ struct dg__store_driver {
 
 extern const dg__store_driver_t dg__store_sqlite;
 extern const dg__store_driver_t dg__store_postgres;
+
+/* As dg_store_query and dg_store_fetch for the form tools' reads (records.c),
+ * which must see this gateway's own writes: never served by a hot standby. */
+int dg__store_query_primary(dg_store_t *s, const dg_store_query_t *q, dg_store_cb cb, void *data,
+                            dg_errctx_t *err);
+int dg__store_fetch_primary(dg_store_t *s, const dg_store_fetch_t *f, dg_store_cb cb, void *data,
+                            dg_errctx_t *err);
 
 void dg__store_opened(dg_store_t *store, int status);
 void dg__store_done(dg_store_req_t *req);

@@ -10,13 +10,17 @@
  * (also under an advisory lock, so that gateways starting together load
  * it once), and submissions whose lease expired marked interrupted. While
  * open, a timer renews the leases of this store's running submissions and
- * recovers expired ones of any gateway. */
+ * recovers expired ones of any gateway.
+ *
+ * With server.readDatabase, a second pool on hot standbys serves the read
+ * tools while pg_replica.c finds the standby fresh enough; every write,
+ * submission, migration and the form tools' reads use the primary. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "store/pg_internal.h"
 
-#define POOL_CONNS 8         /* connections per store (per worker) */
+#define POOL_CONNS 8         /* connections per store (per worker), without server.databasePool */
 #define LEASE_MS 30000       /* a running submission's lease */
 #define LEASE_RENEW_MS 10000 /* how often leases are renewed and expired ones recovered */
 #define SAMPLE_LOCK 0x64617461676175LL
@@ -24,6 +28,9 @@
 typedef struct dg__pg {
   dg_store_t *store;
   dg__pg_pool_t *pool;
+  dg__pg_pool_t *read_pool; /* hot standbys (server.readDatabase), or NULL */
+  dg__pg_replica_t replica;
+  bool replica_started;
   uv_timer_t timer; /* open failures on a later turn, then the leases */
   int open_status;
   /* Opening: the connection and the sample data being loaded. */
@@ -58,6 +65,17 @@ static void on_pool_closed_after_failure(void *data) {
   uv_close((uv_handle_t *)&pg->timer, on_failed_timer_closed);
 }
 
+static void close_primary_after_failure(void *data) {
+  dg__pg_t *pg = data;
+  if (pg->pool == NULL) {
+    on_pool_closed_after_failure(pg);
+    return;
+  }
+  dg__pg_pool_t *pool = pg->pool;
+  pg->pool = NULL;
+  dg__pg_pool_close(pool, on_pool_closed_after_failure, pg);
+}
+
 /* Ends a failed open: store->open_err says why. */
 static void open_fail(dg__pg_t *pg, int status) {
   pg->open_status = status;
@@ -66,13 +84,13 @@ static void open_fail(dg__pg_t *pg, int status) {
   pg->conn = NULL;
   dg_arena_destroy(pg->arena);
   pg->arena = NULL;
-  if (pg->pool != NULL) {
-    dg__pg_pool_t *pool = pg->pool;
-    pg->pool = NULL;
-    dg__pg_pool_close(pool, on_pool_closed_after_failure, pg);
+  if (pg->read_pool != NULL) {
+    dg__pg_pool_t *pool = pg->read_pool;
+    pg->read_pool = NULL;
+    dg__pg_pool_close(pool, close_primary_after_failure, pg);
     return;
   }
-  uv_close((uv_handle_t *)&pg->timer, on_failed_timer_closed);
+  close_primary_after_failure(pg);
 }
 
 static void lease_tick(uv_timer_t *t);
@@ -87,6 +105,11 @@ static void opened(dg__pg_t *pg) {
   dg_arena_destroy(pg->arena);
   pg->arena = NULL;
   uv_timer_start(&pg->timer, lease_tick, LEASE_RENEW_MS, LEASE_RENEW_MS);
+  if (pg->read_pool != NULL) {
+    dg__pg_replica_start(&pg->replica, pg->store->loop, pg->pool, pg->read_pool,
+                         pg->store->cat->server.read_max_lag_ms);
+    pg->replica_started = true;
+  }
   dg__store_opened(pg->store, 0);
 }
 
@@ -265,6 +288,14 @@ static void on_open_conn(dg__pg_conn_t *conn, int status, const dg_errctx_t *err
     open_fail(pg, rc);
 }
 
+/* The password is the value of the variable server.databasePasswordEnv
+ * names (PGPASSWORD by default); NULL leaves libpq to read PGPASSWORD. */
+static const char *password_of(const dg_server_settings_t *server) {
+  const char *name = server->database_password_env;
+  const char *value = name != NULL ? getenv(name) : NULL;
+  return value != NULL && value[0] != '\0' ? value : NULL;
+}
+
 static void pg_open(dg_store_t *s) {
   dg__pg_t *pg = state(s);
   pg->store = s;
@@ -272,10 +303,17 @@ static void pg_open(dg_store_t *s) {
   uv_timer_init(s->loop, &pg->timer);
   pg->timer.data = pg;
   int rc = dg__pg_uri_check(s->path, "server.database", &s->open_err);
+  if (rc == 0 && s->read_path != NULL)
+    rc = dg__pg_uri_check(s->read_path, "server.readDatabase", &s->open_err);
+  const dg_server_settings_t *server = &s->cat->server;
   dg__pg_options_t o = {.uri = s->path,
-                        .max_conns = POOL_CONNS,
-                        .statement_timeout_ms = s->cat->server.tool_timeout_ms};
+                        .password = password_of(server),
+                        .max_conns = server->database_pool ? server->database_pool : POOL_CONNS,
+                        .statement_timeout_ms = server->tool_timeout_ms};
   if (rc == 0 && dg__pg_pool_new(s->loop, &o, &pg->pool) != 0)
+    rc = dg_errctx_set(&s->open_err, DG_ENOMEM, "", "out of memory");
+  o.uri = s->read_path;
+  if (rc == 0 && s->read_path != NULL && dg__pg_pool_new(s->loop, &o, &pg->read_pool) != 0)
     rc = dg_errctx_set(&s->open_err, DG_ENOMEM, "", "out of memory");
   if (rc == 0 && dg__pg_acquire(pg->pool, on_open_conn, pg) != 0)
     rc = dg_errctx_set(&s->open_err, DG_ENOMEM, "", "out of memory");
@@ -336,10 +374,27 @@ static void lease_tick(uv_timer_t *t) {
 typedef struct op {
   dg_store_req_t *r;
   dg__pg_conn_t *conn;
+  bool standby; /* served by the read pool */
 } op_t;
+
+static bool is_write(dg__store_kind_t kind) {
+  return kind == DG__STORE_WRITE || kind == DG__STORE_SUBMIT || kind == DG__STORE_FINISH;
+}
+
+/* The read tools' statements; the form tools' reads (r->primary) need
+ * this gateway's own writes and the submission status its submissions. */
+static bool may_use_standby(const dg_store_req_t *r) {
+  bool read = r->kind == DG__STORE_QUERY || r->kind == DG__STORE_FETCH ||
+              r->kind == DG__STORE_LOOKUP || r->kind == DG__STORE_AGGREGATE;
+  return read && !r->primary;
+}
 
 static void op_end(op_t *op, int status, json_t *result, const dg_errctx_t *err) {
   dg_store_req_t *r = op->r;
+  dg__pg_t *pg = state(r->store);
+  /* Even a failed write may have committed: later reads go to the primary. */
+  if (is_write(r->kind) && pg->replica_started)
+    dg__pg_replica_wrote(&pg->replica);
   r->status = status;
   r->result = status == 0 ? result : NULL;
   if (status != 0) {
@@ -353,8 +408,28 @@ static void op_end(op_t *op, int status, json_t *result, const dg_errctx_t *err)
   dg__store_done(r);
 }
 
+static int op_acquire(op_t *op, bool standby);
+
+/* A read the standby failed (lost, unreachable, a recovery conflict) is
+ * sent again to the primary, once: reads change nothing. */
+static bool retry_on_primary(op_t *op, int status) {
+  dg__pg_t *pg = state(op->r->store);
+  if (!op->standby || status != DG_EIO || atomic_load(&op->r->canceled))
+    return false;
+  dg__pg_replica_failed(&pg->replica);
+  if (op->conn != NULL)
+    dg__pg_release(op->conn);
+  op->conn = NULL;
+  op->standby = false;
+  return op_acquire(op, false) == 0;
+}
+
 static void on_op_done(int status, json_t *result, const dg_errctx_t *err, void *data) {
   op_t *op = data;
+  if (status != 0 && retry_on_primary(op, status)) {
+    json_decref(result);
+    return;
+  }
   if (status != 0 && atomic_load(&op->r->canceled)) {
     status = dg_errctx_set(&op->r->err, DG_ECANCELED, "", "The request was canceled.");
     err = &op->r->err;
@@ -408,6 +483,8 @@ static int op_start(op_t *op, dg_errctx_t *err) {
 static void on_op_conn(dg__pg_conn_t *conn, int status, const dg_errctx_t *err, void *data) {
   op_t *op = data;
   op->conn = conn;
+  if (status != 0 && retry_on_primary(op, status))
+    return;
   if (status == 0 && atomic_load(&op->r->canceled))
     status = dg_errctx_set(&op->r->err, DG_ECANCELED, "", "The request was canceled.");
   else if (status != 0)
@@ -421,6 +498,14 @@ static void on_op_conn(dg__pg_conn_t *conn, int status, const dg_errctx_t *err, 
     op_end(op, status, NULL, &e);
 }
 
+static int op_acquire(op_t *op, bool standby) {
+  dg__pg_t *pg = state(op->r->store);
+  op->standby = standby;
+  if (pg->replica_started && may_use_standby(op->r))
+    *(standby ? &pg->replica.on_standby : &pg->replica.on_primary) += 1;
+  return dg__pg_acquire(standby ? pg->read_pool : pg->pool, on_op_conn, op);
+}
+
 static int pg_submit(dg_store_req_t *r) {
   dg__pg_t *pg = state(r->store);
   op_t *op = calloc(1, sizeof(*op));
@@ -428,7 +513,8 @@ static int pg_submit(dg_store_req_t *r) {
     return dg_errctx_set(&r->err, DG_ENOMEM, "", "out of memory");
   op->r = r;
   r->work.data = op;
-  int rc = dg__pg_acquire(pg->pool, on_op_conn, op);
+  bool standby = pg->replica_started && may_use_standby(r) && dg__pg_replica_usable(&pg->replica);
+  int rc = op_acquire(op, standby);
   if (rc != 0) {
     free(op);
     return dg_errctx_set(&r->err, rc, "",
@@ -456,10 +542,34 @@ static void on_pool_closed(void *data) {
   uv_close((uv_handle_t *)&pg->timer, on_timer_closed);
 }
 
+static void close_primary(void *data) {
+  dg__pg_t *pg = data;
+  dg__pg_pool_close(pg->pool, on_pool_closed, pg);
+}
+
+static void on_replica_stopped(uv_handle_t *h) {
+  dg__pg_t *pg = h->data;
+  dg__pg_pool_close(pg->read_pool, close_primary, pg);
+}
+
 static void pg_close(dg_store_t *s) {
   dg__pg_t *pg = state(s);
   uv_timer_stop(&pg->timer);
-  dg__pg_pool_close(pg->pool, on_pool_closed, pg);
+  if (pg->replica_started) {
+    pg->replica.timer.data = pg;
+    dg__pg_replica_stop(&pg->replica, on_replica_stopped);
+    return;
+  }
+  close_primary(pg);
+}
+
+dg__pg_pool_t *dg__pg_store_pool(const dg_store_t *s) {
+  return state((dg_store_t *)s)->pool;
+}
+
+const dg__pg_replica_t *dg__pg_store_replica(const dg_store_t *s) {
+  const dg__pg_t *pg = state((dg_store_t *)s);
+  return pg->replica_started ? &pg->replica : NULL;
 }
 
 const dg__store_driver_t dg__store_postgres = {

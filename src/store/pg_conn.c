@@ -243,9 +243,11 @@ static dg__pg_conn_t *conn_start(dg__pg_pool_t *pool, dg__pg_conn_t *target, boo
   c->listener = listener;
   /* passfile names a path that can never exist (libpq skips a missing one
    * silently, and warns on /dev/null): a password comes only from the
-   * options or the environment, never from ~/.pgpass. */
-  const char *keys[] = {"dbname", "passfile", pool->password != NULL ? "password" : NULL, NULL};
-  const char *values[] = {pool->uri, "/proc/self/fd/-1", pool->password, NULL};
+   * options or the environment, never from ~/.pgpass. The gateway's
+   * sessions are named in pg_stat_activity unless the URI names them. */
+  const char *keys[] = {"dbname", "passfile", "fallback_application_name",
+                        pool->password != NULL ? "password" : NULL, NULL};
+  const char *values[] = {pool->uri, "/proc/self/fd/-1", "datagate", pool->password, NULL};
   c->pg = PQconnectStartParams(keys, values, 1);
   if (c->pg == NULL) {
     free(c);
@@ -494,6 +496,11 @@ static void make_ready(dg__pg_conn_t *c) {
   pool->failures = 0;
   pool->retry_at = 0;
   pool->connects++;
+  /* Connected after the pool began closing: nothing will take it. */
+  if (pool->closing) {
+    conn_destroy(c);
+    return;
+  }
   c->next = pool->idle;
   pool->idle = c;
   pool->nidle++;
@@ -844,7 +851,8 @@ int dg__pg_uri_check(const char *uri, const char *param, dg_errctx_t *err) {
     if (secret && o->val != NULL && o->val[0] != '\0')
       rc = dg_errctx_set(err, DG_ECONFIG, param,
                          "%s: the URI names a %s; give the password in the environment "
-                         "(PGPASSWORD) instead, never in a file",
+                         "(the variable server.databasePasswordEnv names, PGPASSWORD by "
+                         "default) instead, never in a file",
                          param, o->keyword);
   }
   PQconninfoFree(opts);

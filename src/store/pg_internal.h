@@ -199,4 +199,53 @@ int dg__pg_migrate(dg__pg_conn_t *conn, const dg_catalog_t *cat, dg__pg_query_cb
  * the keyword index is built: lookups must repeat it exactly to use it. */
 void dg__pg_keyword_document(dg__sql_t *sql, const dg_model_t *m, const char *alias);
 
+/* ---- Reads from hot standbys (pg_replica.c) --------------------------------------------
+ * With server.readDatabase, the read tools' statements may go to a pool of
+ * their own on hot standbys. A check on a timer samples the primary's WAL
+ * position (pg_current_wal_lsn) and then asks the standby whether it has
+ * replayed that far: when it has, the standby holds every write
+ * acknowledged before the sample was sent, and "fresh" becomes the time
+ * the sample was sent (monotonic clock). A read goes to the standby only
+ * while fresh is at most max_lag old and newer than this store's last
+ * write; otherwise (and when the standby cannot be reached) to the
+ * primary. */
+typedef struct dg__pg_replica {
+  dg__pg_pool_t *primary, *standby;
+  uv_timer_t timer;
+  uint64_t max_lag_ns;
+  uint64_t fresh_ns; /* the standby holds every write acknowledged before; 0: unknown */
+  uint64_t wrote_ns; /* this store's last write ended; 0: none */
+  uint64_t sample_ns;
+  char lsn[32]; /* the primary's position sampled at sample_ns */
+  bool checking;
+  bool stopped;           /* the pools may be closing: a running check ends without the standby */
+  uint64_t checks, stale; /* checks ended, of which found the standby behind or gone */
+  uint64_t on_standby, on_primary; /* reads sent to each (a retry counts again) */
+} dg__pg_replica_t;
+
+/* The routing rule: whether a read at now_ns may go to the standby. */
+bool dg__pg_read_on_standby(uint64_t fresh_ns, uint64_t wrote_ns, uint64_t now_ns,
+                            uint64_t max_lag_ns);
+/* The time between two checks for a staleness bound of max_lag_ms. */
+uint64_t dg__pg_replica_interval_ms(uint64_t max_lag_ms);
+
+/* Starts the checks of standby against primary (both stay the caller's). */
+void dg__pg_replica_start(dg__pg_replica_t *r, uv_loop_t *loop, dg__pg_pool_t *primary,
+                          dg__pg_pool_t *standby, uint64_t max_lag_ms);
+/* Whether a read now may go to the standby. */
+bool dg__pg_replica_usable(const dg__pg_replica_t *r);
+/* A write of this store ended: reads go to the primary until the standby
+ * is seen past it. */
+void dg__pg_replica_wrote(dg__pg_replica_t *r);
+/* The standby failed a read: reads go to the primary until a check passes. */
+void dg__pg_replica_failed(dg__pg_replica_t *r);
+/* Stops the checks; cb once the timer is closed (the pools may close then;
+ * a check still running ends on its own when they do). */
+void dg__pg_replica_stop(dg__pg_replica_t *r, uv_close_cb cb);
+
+/* A store's primary pool, and its replica state (NULL without
+ * server.readDatabase): for tests. */
+dg__pg_pool_t *dg__pg_store_pool(const dg_store_t *s);
+const dg__pg_replica_t *dg__pg_store_replica(const dg_store_t *s);
+
 #endif

@@ -159,7 +159,7 @@ int dg_store_read_records(dg_store_t *store, const dg_model_t *model, const char
     req_free(r);
     return nomem(err);
   }
-  int rc = dg_store_fetch(store, &r->fetch, on_answer, r, NULL, err);
+  int rc = dg__store_fetch_primary(store, &r->fetch, on_answer, r, err);
   if (rc != 0)
     req_free(r);
   return rc;
@@ -170,7 +170,7 @@ int dg_store_query_records(dg_store_t *store, const dg_store_query_t *q, dg_stor
   records_req_t *r = req_new(store, q->model, cb, data);
   if (r == NULL)
     return nomem(err);
-  int rc = dg_store_query(store, q, on_answer, r, NULL, err);
+  int rc = dg__store_query_primary(store, q, on_answer, r, err);
   if (rc != 0)
     req_free(r);
   return rc;

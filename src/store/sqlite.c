@@ -342,7 +342,12 @@ static void open_db(dg_store_t *s) {
   dg__sqlite_t *d = s->drv;
   uv_once(&config_once, configure_sqlite);
   s->work.data = s;
-  if (uv_key_create(&d->key) != 0) {
+  if (s->read_path != NULL) {
+    d->open_status = dg_errctx_set(&s->open_err, DG_ECONFIG, "server.readDatabase",
+                                   "server.readDatabase: reads from hot standbys need a "
+                                   "PostgreSQL server.database (postgresql://...), not a SQLite "
+                                   "file");
+  } else if (uv_key_create(&d->key) != 0) {
     d->open_status = dg_errctx_set(&s->open_err, DG_ENOMEM, "", "no thread-local key left");
   } else if (uv_mutex_init(&d->lock) != 0) {
     uv_key_delete(&d->key);

@@ -72,6 +72,7 @@ static void store_free(dg_store_t *s) {
   dg_catalog_unref(s->cat);
   free(s->drv);
   free(s->path);
+  free(s->read_path);
   free(s->sample_dir);
   free(s);
 }
@@ -84,6 +85,9 @@ static dg_store_t *store_new(uv_loop_t *loop, dg_catalog_t *cat, const dg_store_
   s->cat = dg_catalog_ref(cat);
   const char *path = o != NULL && o->path != NULL ? o->path : cat->server.database;
   s->path = strdup(path != NULL ? path : "datagate.db");
+  const char *read_path =
+      o != NULL && o->read_path != NULL ? o->read_path : cat->server.read_database;
+  s->read_path = read_path != NULL ? strdup(read_path) : NULL;
   s->max_result_bytes =
       o != NULL && o->max_result_bytes > 0 ? o->max_result_bytes : cat->server.max_result_bytes;
   if (s->max_result_bytes == 0)
@@ -93,7 +97,8 @@ static dg_store_t *store_new(uv_loop_t *loop, dg_catalog_t *cat, const dg_store_
   s->drv = s->driver != NULL ? calloc(1, s->driver->state_size) : NULL;
   s->open_notes = json_array();
   bool sample_ok = s->sample_dir != NULL || (o != NULL && o->sample_dir != NULL);
-  if (s->path == NULL || s->drv == NULL || s->open_notes == NULL || !sample_ok) {
+  bool read_ok = read_path == NULL || s->read_path != NULL;
+  if (s->path == NULL || s->drv == NULL || s->open_notes == NULL || !sample_ok || !read_ok) {
     store_free(s);
     return NULL;
   }
@@ -405,22 +410,44 @@ static int nomem(dg_errctx_t *err) {
   return dg_errctx_set(err, DG_ENOMEM, "", "The entity store is out of memory.");
 }
 
-int dg_store_query(dg_store_t *s, const dg_store_query_t *q, dg_store_cb cb, void *data,
-                   dg_store_req_t **req, dg_errctx_t *err) {
+static int query(dg_store_t *s, const dg_store_query_t *q, bool primary, dg_store_cb cb, void *data,
+                 dg_store_req_t **req, dg_errctx_t *err) {
   dg_store_req_t *r = req_new(s, DG__STORE_QUERY, cb, data);
   if (r == NULL)
     return nomem(err);
   r->in.query = q;
+  r->primary = primary;
   return submit(s, r, req, err);
 }
 
-int dg_store_fetch(dg_store_t *s, const dg_store_fetch_t *f, dg_store_cb cb, void *data,
-                   dg_store_req_t **req, dg_errctx_t *err) {
+static int fetch(dg_store_t *s, const dg_store_fetch_t *f, bool primary, dg_store_cb cb, void *data,
+                 dg_store_req_t **req, dg_errctx_t *err) {
   dg_store_req_t *r = req_new(s, DG__STORE_FETCH, cb, data);
   if (r == NULL)
     return nomem(err);
   r->in.fetch = f;
+  r->primary = primary;
   return submit(s, r, req, err);
+}
+
+int dg_store_query(dg_store_t *s, const dg_store_query_t *q, dg_store_cb cb, void *data,
+                   dg_store_req_t **req, dg_errctx_t *err) {
+  return query(s, q, false, cb, data, req, err);
+}
+
+int dg_store_fetch(dg_store_t *s, const dg_store_fetch_t *f, dg_store_cb cb, void *data,
+                   dg_store_req_t **req, dg_errctx_t *err) {
+  return fetch(s, f, false, cb, data, req, err);
+}
+
+int dg__store_query_primary(dg_store_t *s, const dg_store_query_t *q, dg_store_cb cb, void *data,
+                            dg_errctx_t *err) {
+  return query(s, q, true, cb, data, NULL, err);
+}
+
+int dg__store_fetch_primary(dg_store_t *s, const dg_store_fetch_t *f, dg_store_cb cb, void *data,
+                            dg_errctx_t *err) {
+  return fetch(s, f, true, cb, data, NULL, err);
 }
 
 int dg_store_lookup(dg_store_t *s, const dg_store_lookup_t *l, dg_store_cb cb, void *data,

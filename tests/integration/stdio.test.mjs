@@ -134,12 +134,14 @@ describe('the README example for Claude Desktop', () => {
     const section = readme.slice(readme.indexOf('**Claude Desktop**'));
     const block = /```json\n([\s\S]*?)\n```/.exec(section)[1];
     const server = JSON.parse(block).mcpServers.datagate;
-    // Every variable conf/ names, but the JWT secret of the disabled OAuth.
+    // Every variable conf/ names, but the JWT secret of the disabled OAuth
+    // and the PostgreSQL password (the example runs on SQLite).
     const named = new Set();
     for (const f of fs.readdirSync(CONF_DIR).filter((n) => n.endsWith('.json')))
       for (const m of fs.readFileSync(path.join(CONF_DIR, f), 'utf8').matchAll(/"\w*Env"\s*:\s*"(\w+)"/g)) named.add(m[1]);
     assert.ok(named.has('DATAGATE_SAMPLE_ERP_TOKEN') && named.has('DATAGATE_TOKEN_ADMIN'));
     named.delete('DATAGATE_JWT_SECRET');
+    named.delete('PGPASSWORD');
     assert.deepEqual(Object.keys(server.env).sort(), [...named].sort());
 
     const data = fs.mkdtempSync(path.join(os.tmpdir(), 'datagate-readme-'));

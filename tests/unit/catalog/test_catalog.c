@@ -524,6 +524,44 @@ static void test_upstream_dns_servers(void **state) {
   }
 }
 
+/* The PostgreSQL settings: their defaults, the values kept, and each
+ * refusal naming its setting. */
+static void test_database_settings(void **state) {
+  tmpconf_t t;
+  tmpconf_make(&t, "{}", NULL);
+  dg_catalog_t *cat;
+  assert_int_equal(dg_catalog_load(t.dir, &cat, NULL), 0);
+  assert_int_equal(cat->server.database_pool, 8);
+  assert_string_equal(cat->server.database_password_env, "PGPASSWORD");
+  assert_null(cat->server.read_database);
+  assert_int_equal(cat->server.read_max_lag_ms, 1000);
+  dg_catalog_unref(cat);
+  tmpconf_remove(&t);
+  tmpconf_make(&t,
+               "{\"server\": {\"databasePool\": 3, \"databasePasswordEnv\": \"APP_DB_PW\","
+               " \"readDatabase\": \"postgresql://standby1,standby2/app?target_session_attrs="
+               "prefer-standby\", \"readMaxLagMs\": 250}}",
+               NULL);
+  assert_int_equal(dg_catalog_load(t.dir, &cat, NULL), 0);
+  assert_int_equal(cat->server.database_pool, 3);
+  assert_string_equal(cat->server.database_password_env, "APP_DB_PW");
+  assert_string_equal(cat->server.read_database,
+                      "postgresql://standby1,standby2/app?target_session_attrs=prefer-standby");
+  assert_int_equal(cat->server.read_max_lag_ms, 250);
+  dg_catalog_unref(cat);
+  tmpconf_remove(&t);
+  static const char bad[] = "{\"server\": {\"databasePool\": 0, \"databasePasswordEnv\": \"DB-PW\","
+                            " \"readDatabase\": \"var/standby.db\", \"readMaxLagMs\": 5}}";
+  static const char *const want[] = {
+      "datagate.json: /server/databasePool: must be an integer from 1 to 256, got 0",
+      "datagate.json: /server/databasePasswordEnv: 'DB-PW' is not an environment variable name",
+      "datagate.json: /server/readDatabase: not a PostgreSQL URI (postgresql://...): reads from "
+      "standbys need a PostgreSQL server.database",
+      "datagate.json: /server/readMaxLagMs: must be an integer from 10 to 3600000, got 5",
+  };
+  expect_errors(bad, NULL, want, DG_ARRAY_SIZE(want));
+}
+
 static void test_check_output(void **state) {
   char *text = NULL;
   size_t len = 0;
@@ -607,6 +645,7 @@ int main(void) {
       cmocka_unit_test(test_session_key),
       cmocka_unit_test(test_absolute_paths_kept_and_null_access_log),
       cmocka_unit_test(test_upstream_dns_servers),
+      cmocka_unit_test(test_database_settings),
       cmocka_unit_test(test_check_output),
       cmocka_unit_test(test_data_types),
       cmocka_unit_test(test_errors_add),
