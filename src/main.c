@@ -728,7 +728,8 @@ static void relay_cancel(const char *session, const char *request, void *data) {
   int rc = app->env.store != NULL ? dg_store_publish_cancel(app->env.store, session, request)
                                   : DG_ECLOSED;
   if (rc != 0 && rc != DG_ENOTSUP)
-    dg_log_json(DG_LOG_WARN, "cancel_not_published", json_pack("{s:s}", "error", dg_err_name(rc)));
+    dg_log_json(DG_LOG_WARN, "cancel_not_published",
+                json_pack("{s:s,s:s}", "error", dg_err_name(rc), "msg", dg_strerror(rc)));
 }
 
 static void on_store_cancel(const char *session, const char *request, void *data) {

@@ -6,6 +6,7 @@
 // and answers every other call with the first outcome; what one gateway
 // writes the other reads. On PostgreSQL, a notifications/cancelled or a
 // DELETE of the session sent to one gateway stops the call the other runs.
+// A session's event stream opens on either gateway.
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -158,5 +159,26 @@ describe('a cancel that reaches the other gateway', () => {
     await until('the upstream saw its request aborted', () => requestsTo(mock, path)[0].aborted);
     const again = await post(a, { jsonrpc: '2.0', id: 2, method: 'ping' }, sid);
     assert.equal(again.status, 404, 'A ended the session as well');
+  });
+});
+
+// Nothing is replayed: a session's GET stream reconnected to the other
+// gateway (Last-Event-ID included) opens there afresh, and a request on it
+// is answered on its own POST's stream.
+describe('an event stream that moves to the other gateway', () => {
+  it('opens on B for a session begun on A, Last-Event-ID ignored', async () => {
+    const [a, b] = gws;
+    const sid = await openSession(a);
+    const ac = new AbortController();
+    const stream = await fetch(b.url, { method: 'GET', signal: ac.signal, headers: {
+      Authorization: HEADERS.Authorization, Accept: 'text/event-stream', 'Mcp-Session-Id': sid,
+      'MCP-Protocol-Version': '2025-06-18', 'Last-Event-ID': '41' } });
+    assert.equal(stream.status, 200);
+    assert.match(stream.headers.get('content-type'), /^text\/event-stream/);
+    const res = await post(b, { jsonrpc: '2.0', id: 3, method: 'ping' }, sid);
+    assert.equal(res.status, 200);
+    assert.deepEqual((await res.json()).result, {});
+    ac.abort();
+    await stream.body?.cancel().catch(() => {});
   });
 });
