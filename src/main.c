@@ -434,6 +434,8 @@ static void app_finish(app_t *app) {
   app->access_log = NULL;
   dg_admin_free(app->admin);
   app->admin = NULL;
+  if (app->env.store != NULL)
+    dg_store_on_cancel(app->env.store, NULL, NULL);
   if (app->mcp != NULL)
     dg_mcp_server_free(app->mcp);
   app->mcp = NULL;
@@ -737,6 +739,27 @@ static int start_client(app_t *app, dg_errctx_t *err) {
   return rc;
 }
 
+/* Cancels between gateways: what mcp cannot stop in this process is
+ * published through the store (PostgreSQL: NOTIFY; SQLite: one process,
+ * nothing to publish to), and what the store hears goes back to mcp. */
+_Static_assert(DG_MCP_RELAY_REQUEST_MAX == DG_STORE_CANCEL_REQUEST_MAX,
+               "every request id mcp relays fits a published cancel");
+
+static void relay_cancel(const char *session, const char *request, void *data) {
+  app_t *app = data;
+  int rc = app->env.store != NULL ? dg_store_publish_cancel(app->env.store, session, request)
+                                  : DG_ECLOSED;
+  if (rc != 0 && rc != DG_ENOTSUP)
+    dg_log_json(DG_LOG_WARN, "cancel_not_published",
+                json_pack("{s:s,s:s}", "error", dg_err_name(rc), "msg", dg_strerror(rc)));
+}
+
+static void on_store_cancel(const char *session, const char *request, void *data) {
+  app_t *app = data;
+  if (app->mcp != NULL)
+    dg_mcp_server_cancel_relayed(app->mcp, session, request);
+}
+
 static int start_mcp(app_t *app, dg_errctx_t *err) {
   dg_mcp_config_t config = {
       .server_name = "datagate",
@@ -749,7 +772,12 @@ static int start_mcp(app_t *app, dg_errctx_t *err) {
       .shared = app->shared,
   };
   dg_mcp_limits_t limits = dg_tools_mcp_limits(app->cat);
-  return dg_mcp_server_new(&app->loop, &config, app->cat, &limits, &app->mcp, err);
+  int rc = dg_mcp_server_new(&app->loop, &config, app->cat, &limits, &app->mcp, err);
+  if (rc == 0 && app->env.store != NULL) {
+    dg_mcp_server_set_relay(app->mcp, relay_cancel, app);
+    dg_store_on_cancel(app->env.store, on_store_cancel, app);
+  }
+  return rc;
 }
 
 static int app_start(app_t *app) {

@@ -276,6 +276,27 @@ typedef bool (*dg_mcp_route_fn)(dg_http_request_t *req, void *data);
 void dg_mcp_server_set_route(dg_mcp_server_t *server, dg_mcp_route_fn route, void *data,
                              const char *body_prefix);
 
+/* Cancels between gateways. A notifications/cancelled for a call no
+ * session of this process runs, and every DELETE of a session, are handed
+ * to relay, so that the gateway (or worker) running the call can hear
+ * them; the owner passes them on through the store, and what the other
+ * gateways hear comes back through dg_mcp_server_cancel_relayed. session
+ * is the SHA-256 of the session id as 64 lower-case hex digits, never the
+ * id; request is the request id as compact JSON text in ASCII (at most
+ * DG_MCP_RELAY_REQUEST_MAX bytes; a longer id is not relayed), or NULL
+ * for the whole session (DELETE). Only HTTP sessions are relayed: a
+ * WebSocket or stdio session lives in one process. */
+#define DG_MCP_RELAY_REQUEST_MAX 200
+typedef void (*dg_mcp_relay_fn)(const char *session, const char *request, void *data);
+void dg_mcp_server_set_relay(dg_mcp_server_t *server, dg_mcp_relay_fn relay, void *data);
+/* A cancel relayed by a gateway (this one included): stops the call with
+ * that request id of the HTTP session this process holds under that hash,
+ * as a local notifications/cancelled does, or with request NULL ends the
+ * session as a DELETE does. Anything else (an unknown session or call, a
+ * request that is not the JSON text of a string or an integer) is ignored. */
+void dg_mcp_server_cancel_relayed(dg_mcp_server_t *server, const char *session,
+                                  const char *request);
+
 /* The HTTP handler for a dg_http_server whose data is the dg_mcp_server_t:
  * /mcp (POST, GET, DELETE, WebSocket upgrade), /healthz, /readyz,
  * /metrics, /.well-known/oauth-protected-resource[/mcp]; 404 otherwise. */

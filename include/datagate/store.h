@@ -421,6 +421,36 @@ int dg_store_query_records(dg_store_t *store, const dg_store_query_t *q, dg_stor
  * the operation had already finished. */
 void dg_store_cancel(dg_store_req_t *req);
 
+/* ---- Cancels between gateways ------------------------------------------------------ *
+ * A fleet's gateways share the database, and a request may reach another
+ * gateway than the one running the call it stops (a notifications/cancelled,
+ * a DELETE of the session). The gateway that cannot stop it here publishes
+ * the cancel; every gateway on the database (this one too) hears it and
+ * stops the matching calls it runs.
+ *
+ * PostgreSQL: a NOTIFY on the channel "datagate_cancel", which every store
+ * LISTENs on from its open; a cancel arrives one NOTIFY round trip later.
+ * Notifications sent while a gateway's listener reconnects are missed by
+ * it. SQLite: one process per database file, nothing to publish to
+ * (DG_ENOTSUP).
+ *
+ * A cancel names a session by the SHA-256 of its id (64 lower-case hex
+ * digits), never by the id itself, and a request by a short text key of
+ * the caller's (printable ASCII; NULL: every call of the session). */
+#define DG_STORE_CANCEL_SESSION_LEN 64
+#define DG_STORE_CANCEL_REQUEST_MAX 200 /* bytes of a request key */
+
+/* A cancel heard, on the loop thread; request NULL: the whole session. */
+typedef void (*dg_store_cancel_cb)(const char *session, const char *request, void *data);
+
+/* Sends a cancel to every gateway on the database, without waiting: a
+ * failure to send is logged, not reported. 0, DG_EINVAL (a session that is
+ * not 64 lower-case hex digits, a request key empty, too long or not
+ * printable ASCII), DG_ENOTSUP (SQLite), DG_ECLOSED or DG_ENOMEM. */
+int dg_store_publish_cancel(dg_store_t *store, const char *session, const char *request);
+/* Who hears the cancels (cb NULL: nobody; they are dropped). */
+void dg_store_on_cancel(dg_store_t *store, dg_store_cancel_cb cb, void *data);
+
 /* ---- Form submissions ------------------------------------------------------------------ *
  * submit_data_entry_form's record and its save tree's outcome, kept in the
  * table "_dg_submissions" beside the entities:

@@ -187,6 +187,8 @@ struct dg_mcp_server {
   dg_mcp_route_fn route; /* other routes of the same HTTP server, or NULL */
   void *route_data;
   const char *route_body_prefix; /* paths of route that take bodies, or NULL */
+  dg_mcp_relay_fn relay;         /* cancels for other gateways, or NULL */
+  void *relay_data;
 };
 
 void dg__mcp_server_ref(dg_mcp_server_t *s);
@@ -196,6 +198,7 @@ void dg__mcp_server_queue(dg_mcp_server_t *s, dg__mcp_exchange_t *ex);
 const dg__mcp_tool_t *dg__mcp_server_tool(const dg_mcp_server_t *s, const char *name);
 
 /* ---- Sessions ----------------------------------------------------------- */
+#define DG__MCP_ID_HASH_LEN 64 /* hex digits of a session id's SHA-256 */
 struct dg__mcp_session {
   dg_mcp_server_t *server;
   const dg__mcp_transport_t *transport;
@@ -217,7 +220,18 @@ struct dg__mcp_session {
   dg__mcp_session_t *all_prev, *all_next;
   dg__mcp_session_t *bucket_next;
   char id[DG__MCP_SESSION_ID_LEN + 1];
+  char id_hash[DG__MCP_ID_HASH_LEN + 1]; /* HTTP: dg__mcp_id_hash of id, for relayed cancels */
 };
+
+/* ---- Cancels between gateways (relay.c) ----------------------------------- */
+/* The SHA-256 of a session id in lower-case hex: how a relayed cancel
+ * names a session without giving its id away. */
+void dg__mcp_id_hash(const char *id, char out[DG__MCP_ID_HASH_LEN + 1]);
+/* A notifications/cancelled for a call of this HTTP session that no
+ * session of this process runs: handed to the server's relay. */
+void dg__mcp_relay_cancel(dg__mcp_session_t *ss, const json_t *request_id);
+/* A DELETE of the session with this id: handed to the server's relay. */
+void dg__mcp_relay_delete(dg_mcp_server_t *s, const char *id);
 
 /* A session bound to a transport; one reference for the caller. */
 int dg__mcp_session_new(dg_mcp_server_t *s, const dg__mcp_transport_t *t, void *transport_data,
@@ -362,8 +376,8 @@ typedef struct dg__mcp_read {
 void dg__mcp_call_start(dg__mcp_exchange_t *ex, dg__mcp_slot_t *slot, const dg__mcp_tool_t *tool,
                         json_t *params, const dg__mcp_read_t *read);
 /* notifications/cancelled: cancels the session's running call with this
- * request id; its response is not sent. */
-void dg__mcp_call_cancel_id(dg__mcp_session_t *ss, const json_t *request_id);
+ * request id; its response is not sent. False when no call has that id. */
+bool dg__mcp_call_cancel_id(dg__mcp_session_t *ss, const json_t *request_id);
 /* The client is gone: the call is canceled and detached from its slot. */
 void dg__mcp_call_detach(dg_mcp_tool_call_t *call);
 /* A response from the client (msg: {id, result | error}): the answer to a

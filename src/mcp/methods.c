@@ -298,7 +298,8 @@ void dg__mcp_handle_notification(dg__mcp_exchange_t *ex, const char *method, jso
     ss->initialized = true;
   } else if (strcmp(method, "notifications/cancelled") == 0) {
     json_t *id = json_object_get(params, "requestId");
-    if (id != NULL)
-      dg__mcp_call_cancel_id(ss, id);
+    /* Not running here: it may run on another worker or gateway. */
+    if (id != NULL && !dg__mcp_call_cancel_id(ss, id) && ss->http)
+      dg__mcp_relay_cancel(ss, id);
   }
 }

@@ -125,6 +125,7 @@ static int http_session(dg_mcp_server_t *s, const char *principal, const char *i
     return DG_ENOMEM;
   }
   memcpy(ss->id, id, DG__MCP_SESSION_ID_LEN + 1);
+  dg__mcp_id_hash(ss->id, ss->id_hash);
   ss->http = true;
   ss->principal = name;
   ss->sid = *sid;
@@ -324,6 +325,9 @@ int dg__mcp_session_open(dg_mcp_server_t *s, const char *id, const char *princip
   return adopt(s, id, name, version, now, out);
 }
 
+/* A session may be held by several gateways at once (a client's requests
+ * spread over them): every DELETE is relayed, whether or not this process
+ * holds it. */
 int dg__mcp_session_delete(dg_mcp_server_t *s, const char *id, const char *principal) {
   const char *name = principal ? principal : "";
   uint64_t now = dg_now_ms();
@@ -333,6 +337,7 @@ int dg__mcp_session_delete(dg_mcp_server_t *s, const char *id, const char *princ
     if (use_local(ss, name, now, &found) != 0)
       return DG_ENOENT;
     dg__mcp_session_revoke(found);
+    dg__mcp_relay_delete(s, id);
     return 0;
   }
   dg__mcp_sid_t sid;
@@ -340,6 +345,7 @@ int dg__mcp_session_delete(dg_mcp_server_t *s, const char *id, const char *princ
   if (!valid_elsewhere(s, id, name, now, &sid, &v))
     return DG_ENOENT;
   record_end(s, &sid);
+  dg__mcp_relay_delete(s, id);
   return 0;
 }
 

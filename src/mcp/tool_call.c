@@ -392,13 +392,14 @@ void dg_mcp_tool_call_on_cancel(dg_mcp_tool_call_t *call,
     uv_timer_start(&call->timer, on_timer, 0, 0);
 }
 
-void dg__mcp_call_cancel_id(dg__mcp_session_t *ss, const json_t *request_id) {
+bool dg__mcp_call_cancel_id(dg__mcp_session_t *ss, const json_t *request_id) {
   for (dg_mcp_tool_call_t *c = ss->calls; c != NULL; c = c->next) {
     if (c->slot != NULL && json_equal(c->slot->id, (json_t *)request_id)) {
       call_stop(c, STOP_CANCELED, NULL);
-      return;
+      return true;
     }
   }
+  return false;
 }
 
 void dg__mcp_call_detach(dg_mcp_tool_call_t *call) {

@@ -81,6 +81,9 @@ struct dg_store {
   json_t *open_notes; /* warnings found while migrating, logged on the loop */
   char owner[128];    /* this process and store instance, for submissions */
   uv_work_t work;     /* open and close on the threadpool */
+
+  dg_store_cancel_cb cancel_cb; /* dg_store_on_cancel */
+  void *cancel_data;
 };
 
 /* A driver: one file (or a few sqlite*.c), listed in dg__store_drivers.
@@ -100,6 +103,9 @@ struct dg__store_driver {
   void (*cancel)(dg_store_req_t *req);
   /* Nothing is in flight: releases connections; then dg__store_closed. */
   void (*close)(dg_store_t *store);
+  /* Sends an encoded cancel to every gateway on the database (NULL: the
+   * driver serves one process); 0 or a DG_E* code. */
+  int (*publish)(dg_store_t *store, const char *payload);
 };
 
 extern const dg__store_driver_t dg__store_sqlite;
@@ -115,6 +121,24 @@ int dg__store_fetch_primary(dg_store_t *s, const dg_store_fetch_t *f, dg_store_c
 void dg__store_opened(dg_store_t *store, int status);
 void dg__store_done(dg_store_req_t *req);
 void dg__store_closed(dg_store_t *store);
+
+/* A driver heard a cancel's payload: passed on to dg_store_on_cancel's cb
+ * when it is well formed, else ignored. */
+void dg__store_cancel_heard(dg_store_t *store, const char *payload);
+
+/* ---- Cancel payloads (cancel.c) ----------------------------------------------------
+ * "c1 <session>" or "c1 <session> <request>": a version, the session's 64
+ * hex digits and the request key, single spaces between. */
+#define DG__STORE_CANCEL_PAYLOAD_MAX                                                               \
+  (3 + DG_STORE_CANCEL_SESSION_LEN + 1 + DG_STORE_CANCEL_REQUEST_MAX)
+/* Writes the payload into out (DG__STORE_CANCEL_PAYLOAD_MAX + 1 bytes);
+ * 0 or DG_EINVAL for a session or request dg_store_publish_cancel refuses. */
+int dg__store_cancel_encode(const char *session, const char *request,
+                            char out[DG__STORE_CANCEL_PAYLOAD_MAX + 1]);
+/* Reads a payload back: false for anything encode would not write (then
+ * session and request are left empty). request is "" for a whole session. */
+bool dg__store_cancel_parse(const char *payload, char session[DG_STORE_CANCEL_SESSION_LEN + 1],
+                            char request[DG_STORE_CANCEL_REQUEST_MAX + 1]);
 
 /* ---- SQL generation (sql.c) -----------------------------------------------------
  * Statements are built from checked descriptions only: identifiers are

@@ -8,9 +8,10 @@
  * Open: the URI is checked (no password in it), the schema migrated under
  * an advisory lock (pg_schema.c), the sample data loaded once per database
  * (also under an advisory lock, so that gateways starting together load
- * it once), and submissions whose lease expired marked interrupted. While
- * open, a timer renews the leases of this store's running submissions and
- * recovers expired ones of any gateway.
+ * it once), and submissions whose lease expired marked interrupted; the
+ * store is open once its listener for cancels between gateways listens
+ * (pg_cancel.c). While open, a timer renews the leases of this store's
+ * running submissions and recovers expired ones of any gateway.
  *
  * With server.readDatabase, a second pool on hot standbys serves the read
  * tools while pg_replica.c finds the standby fresh enough; every write,
@@ -24,6 +25,8 @@
 #define LEASE_MS 30000       /* a running submission's lease */
 #define LEASE_RENEW_MS 10000 /* how often leases are renewed and expired ones recovered */
 #define SAMPLE_LOCK 0x64617461676175LL
+#define LISTEN_POLL_MS 5 /* how often an opening store looks whether its listener listens */
+#define LISTEN_WAIT_MS DG__PG_CONNECT_TIMEOUT_MS
 
 typedef struct dg__pg {
   dg_store_t *store;
@@ -41,6 +44,7 @@ typedef struct dg__pg {
   int sample_step;
   int interrupted; /* submissions marked interrupted at open */
   bool renewing;
+  uint64_t listen_waited; /* ms waited at open for the cancel listener */
 } dg__pg_t;
 
 static bool pg_accepts(const char *path) {
@@ -95,6 +99,38 @@ static void open_fail(dg__pg_t *pg, int status) {
 
 static void lease_tick(uv_timer_t *t);
 
+static void ready(dg__pg_t *pg) {
+  uv_timer_start(&pg->timer, lease_tick, LEASE_RENEW_MS, LEASE_RENEW_MS);
+  if (pg->read_pool != NULL) {
+    dg__pg_replica_start(&pg->replica, pg->store->loop, pg->pool, pg->read_pool,
+                         pg->store->cat->server.read_max_lag_ms);
+    pg->replica_started = true;
+  }
+  dg__store_opened(pg->store, 0);
+}
+
+static void note_not_listening(dg__pg_t *pg) {
+  json_array_append_new(pg->store->open_notes,
+                        json_pack("{s:s,s:s}", "event", "cancel_listener_not_ready", "msg",
+                                  "cancels sent from other gateways are missed until the "
+                                  "listener connects"));
+}
+
+/* Waits for the cancel listener, so that a gateway that says it is ready
+ * hears the cancels of its calls; one slower than LISTEN_WAIT_MS is not
+ * waited for. */
+static void listen_tick(uv_timer_t *t) {
+  dg__pg_t *pg = t->data;
+  bool listening = dg__pg_listening(pg->pool);
+  pg->listen_waited += LISTEN_POLL_MS;
+  if (!listening && pg->listen_waited < LISTEN_WAIT_MS)
+    return;
+  uv_timer_stop(t);
+  if (!listening)
+    note_not_listening(pg);
+  ready(pg);
+}
+
 static void opened(dg__pg_t *pg) {
   if (pg->interrupted > 0)
     json_array_append_new(
@@ -104,13 +140,12 @@ static void opened(dg__pg_t *pg) {
   pg->conn = NULL;
   dg_arena_destroy(pg->arena);
   pg->arena = NULL;
-  uv_timer_start(&pg->timer, lease_tick, LEASE_RENEW_MS, LEASE_RENEW_MS);
-  if (pg->read_pool != NULL) {
-    dg__pg_replica_start(&pg->replica, pg->store->loop, pg->pool, pg->read_pool,
-                         pg->store->cat->server.read_max_lag_ms);
-    pg->replica_started = true;
+  if (dg__pg_cancel_listen(pg->pool, pg->store) != 0) {
+    note_not_listening(pg);
+    ready(pg);
+    return;
   }
-  dg__store_opened(pg->store, 0);
+  uv_timer_start(&pg->timer, listen_tick, LISTEN_POLL_MS, LISTEN_POLL_MS);
 }
 
 static void on_interrupted(dg__pg_conn_t *conn, int status, PGresult *res, const dg_errctx_t *err,
@@ -524,6 +559,11 @@ static int pg_submit(dg_store_req_t *r) {
   return 0;
 }
 
+static int pg_publish(dg_store_t *s, const char *payload) {
+  dg__pg_t *pg = state(s);
+  return pg->pool != NULL ? dg__pg_cancel_publish(pg->pool, payload) : DG_ECLOSED;
+}
+
 static void pg_cancel(dg_store_req_t *r) {
   op_t *op = r->work.data;
   if (op != NULL && op->conn != NULL)
@@ -580,4 +620,5 @@ const dg__store_driver_t dg__store_postgres = {
     .submit = pg_submit,
     .cancel = pg_cancel,
     .close = pg_close,
+    .publish = pg_publish,
 };

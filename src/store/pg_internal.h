@@ -106,6 +106,14 @@ bool dg__pg_listening(const dg__pg_pool_t *pool);
 int dg__pg_notify(dg__pg_conn_t *conn, const char *channel, const char *payload, dg__pg_query_cb cb,
                   void *data, dg_errctx_t *err);
 
+/* Cancels between gateways (pg_cancel.c, store.h): the channel every
+ * store listens on; dg__pg_cancel_listen passes what it hears to
+ * dg__store_cancel_heard of store; dg__pg_cancel_publish sends a payload
+ * on a connection of pool and logs a failure (0, DG_ENOMEM or DG_ECLOSED). */
+#define DG__PG_CANCEL_CHANNEL "datagate_cancel"
+int dg__pg_cancel_listen(dg__pg_pool_t *pool, dg_store_t *store);
+int dg__pg_cancel_publish(dg__pg_pool_t *pool, const char *payload);
+
 /* Counters of a pool, for tests and metrics. */
 typedef struct dg__pg_stats {
   unsigned open;     /* connections open or opening */

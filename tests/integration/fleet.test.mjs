@@ -4,28 +4,36 @@
 // when DG_TEST_DATABASE names a server (scripts/test runs both). The same
 // idempotency key sent 100 times at once across both creates one record
 // and answers every other call with the first outcome; what one gateway
-// writes the other reads.
+// writes the other reads. On PostgreSQL, a notifications/cancelled or a
+// DELETE of the session sent to one gateway stops the call the other runs.
+// A session's event stream opens on either gateway.
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 
-import { Gateway, makeConfig } from './lib/gateway.mjs';
-import { call, CUSTOMERS, entity, ENV, structured, values } from './lib/forms.mjs';
+import { Gateway, makeConfig, readJson, TEST_DATABASE, TOKENS } from './lib/gateway.mjs';
+import { call, CUSTOMERS, entity, ENV, pointAt, structured, values } from './lib/forms.mjs';
+import { requestsTo, startMock } from './lib/upstream.mjs';
 
 const SENDS = 100;
 
 let config;
+let mock;
 let gws = [];
 
 before(async () => {
-  config = makeConfig();
-  gws.push(await Gateway.start({ config, env: ENV }));
-  gws.push(await Gateway.start({ config, env: ENV }));
+  mock = await startMock();
+  // One session key: a session begun on one gateway goes on on the other.
+  const env = { ...ENV, DATAGATE_FLEET_SESSION_KEY: randomBytes(32).toString('hex') };
+  config = makeConfig({ server: { sessionKeyEnv: 'DATAGATE_FLEET_SESSION_KEY' }, edit: pointAt(mock.base) });
+  gws.push(await Gateway.start({ config, env }));
+  gws.push(await Gateway.start({ config, env }));
 });
 after(async () => {
   for (const gw of gws) await gw.stop();
   gws = [];
   config?.remove();
+  await mock?.close();
 });
 
 async function countNamed(gw, name) {
@@ -61,5 +69,116 @@ describe('two gateways on one database', () => {
     const seen = await entity(gws[1], CUSTOMERS, created.id);
     assert.equal(seen.name, name);
     assert.equal(seen.region, 'APAC');
+  });
+});
+
+// ---- Cancels that reach the other gateway ------------------------------------------
+
+const HEADERS = {
+  Authorization: `Bearer ${TOKENS.admin}`,
+  'Content-Type': 'application/json',
+  Accept: 'application/json, text/event-stream',
+};
+
+function post(gw, body, sid) {
+  const headers = sid ? { ...HEADERS, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-06-18' } : HEADERS;
+  return fetch(gw.url, { method: 'POST', headers, body: JSON.stringify(body) });
+}
+
+async function openSession(gw) {
+  const init = await post(gw, { jsonrpc: '2.0', id: 1, method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'fleet', version: '1' } } });
+  assert.equal(init.status, 200);
+  await init.arrayBuffer();
+  return init.headers.get('mcp-session-id');
+}
+
+async function until(what, check) {
+  for (let i = 0; i < 400; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.fail(`timed out waiting until ${what}`);
+}
+
+// A call of LiveOrderStatus on gw whose upstream request never gets an
+// answer (the connector would wait firstByteMs, 10 s, for it).
+async function hangingCall(gw, sid, requestId, order) {
+  const path = `/erp/orders/${order}`;
+  mock.upstream.control({ script: { path, responses: [{ hang: true }] } });
+  const queries = readJson(config.file('saved_queries.json')).savedQueries;
+  const live = queries.find((q) => q.name === 'LiveOrderStatus');
+  const pending = post(gw, { jsonrpc: '2.0', id: requestId, method: 'tools/call', params: {
+    name: 'execute_saved_query',
+    arguments: { savedQueryId: live.id, inputs: [{ key: 'OrderNumber', value: order }] } } }, sid);
+  pending.catch(() => {});
+  await until('the call reached the upstream', () => requestsTo(mock, path).length === 1);
+  return { pending, path };
+}
+
+// The call on gw ended as canceled (not by the upstream's timeout), and
+// the gateway closed its upstream request.
+async function assertCanceled(gw, path) {
+  const log = await gw.waitForLog((l) => l.event === 'tool_call' && l.tool === 'execute_saved_query');
+  assert.equal(log.outcome, 'canceled');
+  await until('the upstream saw its request aborted', () => requestsTo(mock, path)[0].aborted);
+  assert.equal(requestsTo(mock, path).length, 1, 'the request was not sent again');
+}
+
+const PG_ONLY = TEST_DATABASE === '' && 'cancels between gateways need PostgreSQL (LISTEN/NOTIFY)';
+
+describe('a cancel that reaches the other gateway', () => {
+  it('notifications/cancelled sent to B stops the call running on A', { skip: PG_ONLY }, async () => {
+    const [a, b] = gws;
+    const sid = await openSession(a);
+    const { pending, path } = await hangingCall(a, sid, 7, `SO-${9000 + Math.floor(Math.random() * 999)}`);
+    const note = await post(b, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7, reason: 'test' } }, sid);
+    assert.equal(note.status, 202);
+    const res = await pending;
+    assert.equal(res.status, 200);
+    const text = await res.text();
+    assert.ok(!text.includes('data:'), `the cancelled call gets no response: ${JSON.stringify(text)}`);
+    await assertCanceled(a, path);
+    assert.equal(b.logs.filter((l) => l.event === 'tool_call' && l.tool === 'execute_saved_query').length, 0);
+    // The session goes on, on either gateway.
+    const ping = await post(b, { jsonrpc: '2.0', id: 8, method: 'ping' }, sid);
+    assert.equal(ping.status, 200);
+  });
+
+  it('a DELETE of the session sent to B stops its call on A and ends it there too', { skip: PG_ONLY }, async () => {
+    const [a, b] = gws;
+    const sid = await openSession(a);
+    const before = a.logs.filter((l) => l.event === 'tool_call' && l.tool === 'execute_saved_query').length;
+    const { pending, path } = await hangingCall(a, sid, 'call-1', `SO-${8000 + Math.floor(Math.random() * 999)}`);
+    const del = await fetch(b.url, { method: 'DELETE', headers: { ...HEADERS, 'Mcp-Session-Id': sid } });
+    assert.equal(del.status, 204);
+    await pending.then((r) => r.arrayBuffer()).catch(() => {});
+    await a.waitForLogs((l) => l.event === 'tool_call' && l.tool === 'execute_saved_query', before + 1);
+    const log = a.logs.filter((l) => l.event === 'tool_call' && l.tool === 'execute_saved_query')[before];
+    assert.equal(log.outcome, 'canceled');
+    await until('the upstream saw its request aborted', () => requestsTo(mock, path)[0].aborted);
+    const again = await post(a, { jsonrpc: '2.0', id: 2, method: 'ping' }, sid);
+    assert.equal(again.status, 404, 'A ended the session as well');
+  });
+});
+
+// Nothing is replayed: a session's GET stream reconnected to the other
+// gateway (Last-Event-ID included) opens there afresh, and a request on it
+// is answered on its own POST's stream.
+describe('an event stream that moves to the other gateway', () => {
+  it('opens on B for a session begun on A, Last-Event-ID ignored', async () => {
+    const [a, b] = gws;
+    const sid = await openSession(a);
+    const ac = new AbortController();
+    const stream = await fetch(b.url, { method: 'GET', signal: ac.signal, headers: {
+      Authorization: HEADERS.Authorization, Accept: 'text/event-stream', 'Mcp-Session-Id': sid,
+      'MCP-Protocol-Version': '2025-06-18', 'Last-Event-ID': '41' } });
+    assert.equal(stream.status, 200);
+    assert.match(stream.headers.get('content-type'), /^text\/event-stream/);
+    const res = await post(b, { jsonrpc: '2.0', id: 3, method: 'ping' }, sid);
+    assert.equal(res.status, 200);
+    assert.deepEqual((await res.json()).result, {});
+    ac.abort();
+    await stream.body?.cancel().catch(() => {});
   });
 });

@@ -155,8 +155,11 @@ export class Upstream {
     const url = new URL(req.url, 'http://upstream');
     const body = await readBody(req);
     if (url.pathname.startsWith('/__control')) return this.handleControl(req, res, url, body);
-    this.log.push({ method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams),
-                    headers: req.headers, body, at: Date.now() });
+    const entry = { method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams),
+                    headers: req.headers, body, at: Date.now(), aborted: false };
+    this.log.push(entry);
+    // The client went away before the answer was sent (a cancelled call).
+    res.on('close', () => { if (!res.writableFinished) entry.aborted = true; });
     if (this.delayMs) await new Promise((r) => setTimeout(r, this.delayMs));
     const queue = this.scripts.get(url.pathname);
     const behaviour = queue && queue.length ? queue.shift() : null;

@@ -26,6 +26,13 @@ typedef struct ht {
   dg_http_server_t *http;
   int port;
   int loop_rc;
+  /* Optional, set before ht_run: the server's relay of cancels, and an
+   * async handle on its loop through which the test hands it relayed
+   * cancels (closed at stop). */
+  dg_mcp_relay_fn relay;
+  void *relay_data;
+  uv_async_cb inbox_cb;
+  uv_async_t inbox;
 } ht_t;
 
 static inline void ht_closed(uv_handle_t *h) {
@@ -37,6 +44,8 @@ static inline void ht_on_stop(uv_async_t *a) {
   dg_mcp_server_attach_http(t->mcp, NULL);
   dg_http_server_close(t->http);
   dg_mcp_server_free(t->mcp);
+  if (t->inbox_cb != NULL)
+    uv_close((uv_handle_t *)&t->inbox, ht_closed);
   uv_close((uv_handle_t *)&t->stop, ht_closed);
 }
 
@@ -69,6 +78,12 @@ static inline void ht_run(ht_t *t) {
   t->port = dg_http_server_port(t->http);
   t->stop.data = t;
   uv_async_init(&t->loop, &t->stop, ht_on_stop);
+  if (t->relay != NULL)
+    dg_mcp_server_set_relay(t->mcp, t->relay, t->relay_data);
+  if (t->inbox_cb != NULL) {
+    t->inbox.data = t;
+    uv_async_init(&t->loop, &t->inbox, t->inbox_cb);
+  }
   assert_int_equal(uv_thread_create(&t->thread, ht_thread, t), 0);
 }
 
