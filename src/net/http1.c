@@ -294,12 +294,67 @@ static bool target_ok(const char *url, unsigned method) {
   return strcmp(url, "*") == 0 && method == HTTP_OPTIONS;
 }
 
-static const dg__header_t *header_find(const dg_http_request_t *req, const char *name) {
-  for (const dg__header_t *hd = req->headers; hd != NULL; hd = hd->next) {
-    if (strcasecmp(hd->name, name) == 0)
+/* In the order of dg__known_header_t, lower case. */
+static const struct {
+  const char *name;
+  size_t len;
+} known_names[DG__H_KNOWN] = {
+#define KNOWN(s)                                                                                   \
+  { s, sizeof(s) - 1 }
+    KNOWN("host"),
+    KNOWN("accept"),
+    KNOWN("expect"),
+    KNOWN("origin"),
+    KNOWN("upgrade"),
+    KNOWN("if-match"),
+    KNOWN("connection"),
+    KNOWN("traceparent"),
+    KNOWN("content-type"),
+    KNOWN("x-request-id"),
+    KNOWN("authorization"),
+    KNOWN("content-length"),
+    KNOWN("mcp-session-id"),
+    KNOWN("sec-websocket-key"),
+    KNOWN("transfer-encoding"),
+    KNOWN("mcp-protocol-version"),
+    KNOWN("sec-websocket-version"),
+    KNOWN("sec-websocket-protocol"),
+#undef KNOWN
+};
+
+static unsigned char ascii_lower(unsigned char ch) {
+  return ch >= 'A' && ch <= 'Z' ? (unsigned char)(ch + ('a' - 'A')) : ch;
+}
+
+/* By length first: most names are ruled out without reading a byte. */
+dg__known_header_t dg__http_known_header(const char *name, size_t n) {
+  for (size_t k = 0; k < DG__H_KNOWN; k++) {
+    if (known_names[k].len != n || known_names[k].name[0] != ascii_lower((unsigned char)name[0]))
+      continue;
+    size_t i = 1;
+    while (i < n && known_names[k].name[i] == ascii_lower((unsigned char)name[i]))
+      i++;
+    if (i == n)
+      return (dg__known_header_t)k;
+  }
+  return DG__H_KNOWN;
+}
+
+/* The entry of name (n bytes, known as k), if the request has one. */
+static dg__header_t *header_entry(const dg_http_request_t *req, dg__known_header_t k,
+                                  const char *name, size_t n) {
+  if (k != DG__H_KNOWN)
+    return req->known[k];
+  for (dg__header_t *hd = req->headers; hd != NULL; hd = hd->next) {
+    if (strncasecmp(hd->name, name, n) == 0 && hd->name[n] == '\0')
       return hd;
   }
   return NULL;
+}
+
+static const dg__header_t *header_find(const dg_http_request_t *req, const char *name) {
+  size_t n = strlen(name);
+  return header_entry(req, dg__http_known_header(name, n), name, n);
 }
 
 /* Transfer-Encoding: only "chunked" is implemented (RFC 9112 6.1: 501 for
@@ -449,7 +504,9 @@ static int on_header_field_complete(llhttp_t *p) {
 static void add_header(dg_http_request_t *req, const char *name, const char *value, size_t vlen) {
   while (vlen > 0 && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
     vlen--;
-  dg__header_t *hd = (dg__header_t *)header_find(req, name);
+  size_t n = strlen(name);
+  dg__known_header_t k = dg__http_known_header(name, n);
+  dg__header_t *hd = header_entry(req, k, name, n);
   if (hd != NULL) {
     const char *joined = dg_arena_sprintf(req->arena, "%s, %.*s", hd->value, (int)vlen, value);
     if (joined != NULL)
@@ -465,6 +522,8 @@ static void add_header(dg_http_request_t *req, const char *name, const char *val
   hd->lines = 1;
   if (hd->name == NULL || hd->value == NULL)
     return;
+  if (k != DG__H_KNOWN)
+    req->known[k] = hd;
   if (req->headers_tail != NULL)
     req->headers_tail->next = hd;
   else

@@ -120,6 +120,11 @@ static void handler(dg_http_request_t *req) {
   } else if (strcmp(path, "/header") == 0) {
     const char *v = dg_http_request_header(req, "x-test-value");
     dg_http_respond(req, 200, NULL, 0, v ? v : "(none)", v ? strlen(v) : 6);
+  } else if (strcmp(path, "/known") == 0) {
+    const char *v = dg_http_request_header(req, "Mcp-Session-Id");
+    char *out = dg_arena_sprintf(dg_http_request_arena(req), "%s|%u", v ? v : "(none)",
+                                 dg_http_request_header_lines(req, "MCP-SESSION-ID"));
+    dg_http_respond(req, 200, NULL, 0, out, strlen(out));
   } else if (strcmp(path, "/later") == 0) {
     answer_later(req);
   } else if (strcmp(path, "/stream") == 0) {
@@ -290,6 +295,30 @@ static void test_post_and_headers(void **state) {
   /* A handler's header with CR/LF is never sent as given. */
   assert_int_equal(http_once(t->f.port, "GET /badheader HTTP/1.1\r\nHost: x\r\n\r\n", &t->r), 500);
   assert_null(strstr(t->r.head, "Injected"));
+}
+
+/* The names the gateway looks up are found once, in any case; others,
+ * and names that only start or end like one, are not. */
+static void test_known_headers(void **state) {
+  test_ctx_t *t = *state;
+  assert_int_equal(dg__http_known_header("Host", 4), DG__H_HOST);
+  assert_int_equal(dg__http_known_header("mcp-SESSION-id", 14), DG__H_MCP_SESSION_ID);
+  assert_int_equal(dg__http_known_header("Sec-WebSocket-Protocol", 22),
+                   DG__H_SEC_WEBSOCKET_PROTOCOL);
+  assert_int_equal(dg__http_known_header("TRACEPARENT", 11), DG__H_TRACEPARENT);
+  assert_int_equal(dg__http_known_header("Hosts", 5), DG__H_KNOWN);
+  assert_int_equal(dg__http_known_header("Hos", 3), DG__H_KNOWN);
+  assert_int_equal(dg__http_known_header("Mcp-Session-Ix", 14), DG__H_KNOWN);
+  assert_int_equal(dg__http_known_header("X-Test-Value", 12), DG__H_KNOWN);
+  start(t);
+  assert_int_equal(http_once(t->f.port,
+                             "GET /known HTTP/1.1\r\nHost: x\r\nmcp-session-id: a\r\n"
+                             "X-Other: z\r\nMCP-Session-ID: b\r\n\r\n",
+                             &t->r),
+                   200);
+  assert_string_equal(t->r.body, "a, b|2");
+  assert_int_equal(http_once(t->f.port, "GET /known HTTP/1.1\r\nHost: x\r\n\r\n", &t->r), 200);
+  assert_string_equal(t->r.body, "(none)|0");
 }
 
 static void test_keep_alive(void **state) {
@@ -906,6 +935,7 @@ int main(void) {
       T(test_request_id),
       T(test_absolute_form),
       T(test_post_and_headers),
+      T(test_known_headers),
       T(test_keep_alive),
       T(test_pipelining_in_order),
       T(test_chunked_body),
