@@ -20,7 +20,15 @@ bool dg_utf8_valid(const unsigned char *data, size_t len) {
   size_t i = 0;
   while (i < len) {
     uint64_t word;
-    /* Most text is ASCII: skip it eight bytes at a time. */
+    /* Most text is ASCII: skip it 32, then eight bytes at a time. */
+    if (len - i >= 32) {
+      uint64_t w[4];
+      memcpy(w, data + i, sizeof(w));
+      if (((w[0] | w[1] | w[2] | w[3]) & ASCII_MASK) == 0) {
+        i += 32;
+        continue;
+      }
+    }
     if (len - i >= 8) {
       memcpy(&word, data + i, sizeof(word));
       if ((word & ASCII_MASK) == 0) {

@@ -352,6 +352,10 @@ int dg__mcp_dump(const json_t *value, dg_buf_t *out);
 size_t dg__mcp_reply_limit(const dg__mcp_exchange_t *ex);
 /* A method name as a bounded metric label. */
 const char *dg__mcp_method_label(const char *method);
+/* The method labels besides "other", and a method's index among them
+ * (DG__MCP_METHOD_LABELS for "other"). */
+#define DG__MCP_METHOD_LABELS 10
+size_t dg__mcp_method_index(const char *method);
 
 /* ---- Methods (methods.c) ------------------------------------------------ */
 /* Handles one request; answers slot now or starts a tool call that will. */
