@@ -385,6 +385,8 @@ static size_t size_hint(const json_t *v, unsigned *budget) {
     }
     return sum;
   case JSON_ARRAY:
+    if (dg_json_raw_text(v) != NULL) /* written as its text alone */
+      return json_string_length(dg_json_raw_text(v));
     json_array_foreach(v, i, item) {
       if (*budget == 0)
         break;

@@ -15,10 +15,18 @@
 
 /* ---- Envelopes ------------------------------------------------------------ */
 
+/* Built directly rather than with json_pack, which reads its format on
+ * every reply. Each set steals its value, also when it fails. */
 json_t *dg__mcp_result(const json_t *id, json_t *result) {
-  json_t *id_copy = id != NULL ? json_copy((json_t *)id) : json_null();
-  return json_pack("{s:s,s:o,s:o}", "jsonrpc", "2.0", "id", id_copy, "result",
-                   result ? result : json_object());
+  json_t *r = json_object();
+  int rc = json_object_set_new_nocheck(r, "jsonrpc", json_string_nocheck("2.0"));
+  rc |= json_object_set_new_nocheck(r, "id", id != NULL ? json_copy((json_t *)id) : json_null());
+  rc |= json_object_set_new_nocheck(r, "result", result ? result : json_object());
+  if (rc != 0) {
+    json_decref(r);
+    return NULL;
+  }
+  return r;
 }
 
 /* text with each invalid or cut UTF-8 sequence replaced by U+FFFD (one

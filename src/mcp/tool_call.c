@@ -180,6 +180,23 @@ static json_t *text_item(dg_mcp_tool_call_t *call, const json_t *result) {
   return item;
 }
 
+/* {"content":[{"type":"text","text":text}]}, text stolen; built directly
+ * rather than with json_pack, which reads its format on every call. */
+static json_t *text_content(json_t *text) {
+  json_t *item = json_object();
+  int rc = json_object_set_new_nocheck(item, "type", json_string_nocheck("text"));
+  rc |= json_object_set_new_nocheck(item, "text", text);
+  json_t *content = json_array();
+  rc |= json_array_append_new(content, item);
+  json_t *r = json_object();
+  rc |= json_object_set_new_nocheck(r, "content", content);
+  if (rc != 0) {
+    json_decref(r);
+    return NULL;
+  }
+  return r;
+}
+
 /* structuredContent exists from 2025-06-18; older sessions get the text. */
 static json_t *success_result(dg_mcp_tool_call_t *call, json_t *result) {
   json_t *text = text_item(call, result);
@@ -187,7 +204,7 @@ static json_t *success_result(dg_mcp_tool_call_t *call, json_t *result) {
     json_decref(result);
     return too_big(call, dg_mcp_tool_call_result_limit(call));
   }
-  json_t *r = json_pack("{s:[{s:s,s:o}]}", "content", "type", "text", "text", text);
+  json_t *r = text_content(text);
   if (r != NULL && dg__mcp_session_at_least(call->ex->session, DG__MCP_V2025_06_18))
     json_object_set_new(r, "structuredContent", result);
   else
