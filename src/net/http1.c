@@ -400,7 +400,7 @@ static bool same_name(const char *name, const char *want, size_t n) {
 }
 
 /* By length and first letter, then one comparison. */
-dg__known_header_t dg__http_known_header(const char *name, size_t n) {
+dg__known_header_t dg__http1_known_header(const char *name, size_t n) {
   if (n == 0)
     return DG__H_KNOWN;
   dg__known_header_t k = known_candidate(n, ascii_lower((unsigned char)name[0]));
@@ -421,7 +421,7 @@ static dg__header_t *header_entry(const dg_http_request_t *req, dg__known_header
 
 static const dg__header_t *header_find(const dg_http_request_t *req, const char *name) {
   size_t n = strlen(name);
-  return header_entry(req, dg__http_known_header(name, n), name, n);
+  return header_entry(req, dg__http1_known_header(name, n), name, n);
 }
 
 /* Transfer-Encoding: only "chunked" is implemented (RFC 9112 6.1: 501 for
@@ -572,7 +572,7 @@ static void add_header(dg_http_request_t *req, const char *name, const char *val
   while (vlen > 0 && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
     vlen--;
   size_t n = strlen(name);
-  dg__known_header_t k = dg__http_known_header(name, n);
+  dg__known_header_t k = dg__http1_known_header(name, n);
   dg__header_t *hd = header_entry(req, k, name, n);
   if (hd != NULL) {
     const char *joined = dg_arena_sprintf(req->arena, "%s, %.*s", hd->value, (int)vlen, value);

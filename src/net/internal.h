@@ -236,7 +236,7 @@ typedef enum dg__known_header {
 } dg__known_header_t;
 
 /* The known name n bytes long at name (any case), or DG__H_KNOWN. */
-dg__known_header_t dg__http_known_header(const char *name, size_t n);
+dg__known_header_t dg__http1_known_header(const char *name, size_t n);
 
 typedef struct dg__header {
   const char *name;

@@ -301,16 +301,16 @@ static void test_post_and_headers(void **state) {
  * and names that only start or end like one, are not. */
 static void test_known_headers(void **state) {
   test_ctx_t *t = *state;
-  assert_int_equal(dg__http_known_header("Host", 4), DG__H_HOST);
-  assert_int_equal(dg__http_known_header("mcp-SESSION-id", 14), DG__H_MCP_SESSION_ID);
-  assert_int_equal(dg__http_known_header("Sec-WebSocket-Protocol", 22),
+  assert_int_equal(dg__http1_known_header("Host", 4), DG__H_HOST);
+  assert_int_equal(dg__http1_known_header("mcp-SESSION-id", 14), DG__H_MCP_SESSION_ID);
+  assert_int_equal(dg__http1_known_header("Sec-WebSocket-Protocol", 22),
                    DG__H_SEC_WEBSOCKET_PROTOCOL);
-  assert_int_equal(dg__http_known_header("TRACEPARENT", 11), DG__H_TRACEPARENT);
-  assert_int_equal(dg__http_known_header("Hosts", 5), DG__H_KNOWN);
-  assert_int_equal(dg__http_known_header("Hos", 3), DG__H_KNOWN);
-  assert_int_equal(dg__http_known_header("Mcp-Session-Ix", 14), DG__H_KNOWN);
-  assert_int_equal(dg__http_known_header("X-Test-Value", 12), DG__H_KNOWN);
-  assert_int_equal(dg__http_known_header("", 0), DG__H_KNOWN);
+  assert_int_equal(dg__http1_known_header("TRACEPARENT", 11), DG__H_TRACEPARENT);
+  assert_int_equal(dg__http1_known_header("Hosts", 5), DG__H_KNOWN);
+  assert_int_equal(dg__http1_known_header("Hos", 3), DG__H_KNOWN);
+  assert_int_equal(dg__http1_known_header("Mcp-Session-Ix", 14), DG__H_KNOWN);
+  assert_int_equal(dg__http1_known_header("X-Test-Value", 12), DG__H_KNOWN);
+  assert_int_equal(dg__http1_known_header("", 0), DG__H_KNOWN);
   /* Every known name is found by its own spelling. */
   static const char *const names[] = {"Host",
                                       "Accept",
@@ -332,7 +332,7 @@ static void test_known_headers(void **state) {
                                       "Sec-WebSocket-Protocol"};
   assert_int_equal(DG_ARRAY_SIZE(names), DG__H_KNOWN);
   for (size_t i = 0; i < DG_ARRAY_SIZE(names); i++)
-    assert_int_equal(dg__http_known_header(names[i], strlen(names[i])), i);
+    assert_int_equal(dg__http1_known_header(names[i], strlen(names[i])), i);
   start(t);
   assert_int_equal(http_once(t->f.port,
                              "GET /known HTTP/1.1\r\nHost: x\r\nmcp-session-id: a\r\n"
