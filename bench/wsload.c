@@ -10,9 +10,11 @@
  *       growth per connection. --hold keeps the connections open S seconds
  *       after the readings, for a look at the server from outside.
  *   wsload ping --port P --conns N --seconds S [--warmup W] [--init] [--token T]
- *       N connections each send a JSON-RPC ping and wait for its answer, in
- *       a loop; after W seconds of warm-up the round trips of S seconds are
- *       counted. Prints round trips per second.
+ *               [--call TOOL]
+ *       N connections each send a JSON-RPC ping (with --call, a tools/call
+ *       of TOOL without arguments) and wait for its answer, in a loop; after
+ *       W seconds of warm-up the round trips of S seconds are counted.
+ *       Prints round trips per second.
  *
  * One thread, one epoll set and non-blocking sockets: the client spends
  * little per message so that the figures measure the server. Every answer
@@ -35,7 +37,7 @@
 #include "loadutil.h"
 #include "wsframe.h"
 
-#define BUF_SIZE 4096      /* per connection: the initialize answer is about 1.1 KiB */
+#define BUF_SIZE 16384     /* per connection: a get_data_models answer is about 5.5 KiB */
 #define CONNECT_WINDOW 256 /* connections being opened at once */
 #define REQUEST_WINDOW 256 /* initialize requests waiting for answers at once */
 #define MAX_EVENTS 256
@@ -72,7 +74,8 @@ typedef struct options {
   int rss_pid;
   double seconds;
   double warmup;
-  double hold; /* idle: seconds to keep the connections open after measuring */
+  double hold;      /* idle: seconds to keep the connections open after measuring */
+  const char *call; /* ping mode: call this tool (no arguments) instead of ping */
 } options_t;
 
 typedef struct client {
@@ -167,22 +170,32 @@ static void send_initialize(client_t *cl, conn_t *c) {
 }
 
 static void send_ping(client_t *cl, conn_t *c) {
-  send_request(cl, c, "ping", NULL);
+  char params[256];
+  if (cl->opt.call == NULL) {
+    send_request(cl, c, "ping", NULL);
+    return;
+  }
+  snprintf(params, sizeof(params), "{\"name\":\"%s\",\"arguments\":{}}", cl->opt.call);
+  send_request(cl, c, "tools/call", params);
 }
 
 /* ---- receiving ---------------------------------------------------------- */
 
 /* True when text is the answer to request id: for ping exactly the bytes
- * the specification's empty result gives, otherwise a result for that id. */
+ * the specification's empty result gives, otherwise a result for that id
+ * (for a tool call, not a tool error). */
 static bool answer_ok(const client_t *cl, const char *text, size_t len, uint64_t id) {
   char want[128];
-  int n = cl->pinging ? snprintf(want, sizeof(want),
-                                 "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",\"result\":{}}", id)
-                      : snprintf(want, sizeof(want),
-                                 "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",\"result\":", id);
-  if (cl->pinging)
+  bool exact = cl->pinging && cl->opt.call == NULL;
+  int n = exact ? snprintf(want, sizeof(want),
+                           "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",\"result\":{}}", id)
+                : snprintf(want, sizeof(want),
+                           "{\"jsonrpc\":\"2.0\",\"id\":%" PRIu64 ",\"result\":", id);
+  if (exact)
     return len == (size_t)n && memcmp(text, want, len) == 0;
-  return len > (size_t)n && memcmp(text, want, (size_t)n) == 0;
+  static const char tool_error[] = "\"isError\":true";
+  return len > (size_t)n && memcmp(text, want, (size_t)n) == 0 &&
+         memmem(text, len, tool_error, sizeof(tool_error) - 1) == NULL;
 }
 
 static void on_text(client_t *cl, conn_t *c, const char *text, size_t len) {
@@ -502,7 +515,7 @@ static void usage(void) {
   fprintf(stderr, "usage: wsload idle --port P --conns N [--init] [--token T] --rss-pid PID "
                   "[--hold S]\n"
                   "       wsload ping --port P --conns N --seconds S [--warmup W] [--init] "
-                  "[--token T]\n");
+                  "[--token T] [--call TOOL]\n");
   exit(2);
 }
 
@@ -540,6 +553,8 @@ static void parse_args(int argc, char **argv, options_t *o) {
       o->warmup = (double)number(v, 0, 3600);
     else if (strcmp(a, "--hold") == 0)
       o->hold = (double)number(v, 0, 86400);
+    else if (strcmp(a, "--call") == 0 && v != NULL && strlen(v) < 128)
+      o->call = v;
     else
       usage();
     i++;

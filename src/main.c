@@ -574,6 +574,7 @@ static void reopen_access_log(app_t *app) {
       dg_access_log_reopen(app->access_log, app->cat->server.access_log, &err) != 0)
     dg_log_json(DG_LOG_ERROR, "access_log_failed",
                 json_pack("{s:s,s:s}", "param", err.param, "msg", err.message));
+  dg_access_log_set_flush(app->access_log, app->cat->server.access_log_flush_ms);
 }
 
 /* A bad configuration never replaces a good one: the old snapshot stays. */
@@ -689,6 +690,8 @@ static int start_http(app_t *app, dg_errctx_t *err) {
   };
   limits_from_settings(&app->cat->server, &config.limits);
   int rc = dg_access_log_open(&app->loop, app->cat->server.access_log, &app->access_log, err);
+  if (rc == 0)
+    dg_access_log_set_flush(app->access_log, app->cat->server.access_log_flush_ms);
   if (rc == 0)
     rc = start_admin(app, err);
   if (rc != 0)

@@ -174,6 +174,15 @@ json_t *dg_json_raw(const char *text, size_t len);
 /* The text of a dg_json_raw value (borrowed, a JSON string), or NULL for
  * any other value. */
 const json_t *dg_json_raw_text(const json_t *value);
+/* Keeps beside a dg_json_raw value its text written as a JSON string (at
+ * most max bytes), so that a reply carrying the text as a string (a tool
+ * result's text item) copies it instead of escaping it each time. For
+ * values made once and sent many times; not thread-safe on a shared value.
+ * 0, DG_EINVAL (not a raw value), DG_E2BIG or DG_ENOMEM. */
+int dg_json_raw_keep_quoted(json_t *raw, size_t max);
+/* The kept JSON-string form of a raw value's text, itself a raw value
+ * (borrowed) that dg_json_write copies as it is; NULL when none is kept. */
+const json_t *dg_json_raw_quoted(const json_t *value);
 /* About the bytes dg_json_write gives for value, escapes left out, from at
  * most its first 64 values (deeper or later ones are not counted): room to
  * reserve before writing a reply that carries a large string or raw text. */
@@ -270,6 +279,19 @@ void dg_metrics_gauge_set(const char *name, const char *labels, double value);
 /* Sets a counter kept elsewhere (the process's CPU time). */
 void dg_metrics_counter_set(const char *name, const char *labels, double value);
 void dg_metrics_observe(const char *name, const char *labels, double seconds);
+/* A series looked up once and then updated without building its labels
+ * again (a hot path's counters): bind it, then add or observe through it.
+ * A ref stays valid until dg_metrics_reset; unbound (all zero), stale or
+ * refused (the table full, the name of another kind) it does nothing. */
+typedef struct dg_metrics_ref {
+  void *series;
+  unsigned long generation;
+} dg_metrics_ref_t;
+bool dg_metrics_ref_bound(const dg_metrics_ref_t *ref);
+void dg_metrics_ref_counter(dg_metrics_ref_t *ref, const char *name, const char *labels);
+void dg_metrics_ref_histogram(dg_metrics_ref_t *ref, const char *name, const char *labels);
+void dg_metrics_ref_add(const dg_metrics_ref_t *ref, double value);
+void dg_metrics_ref_observe(const dg_metrics_ref_t *ref, double seconds);
 /* Help text shown for a metric name (optional). */
 void dg_metrics_describe(const char *name, const char *help);
 int dg_metrics_render(dg_buf_t *out);

@@ -206,9 +206,10 @@ typedef struct dg_server_settings {
    * refused), "when-supported" (the default) or "never". */
   const char *submit_confirmation;
   const char *log_level;
-  const char *access_log; /* path, "-" for stderr, NULL for off */
-  const char *stdio_user; /* principal used by --stdio */
-  const char *database;   /* SQLite file path (relative to the config dir) or URI */
+  const char *access_log;       /* path, "-" for stderr, NULL for off */
+  uint64_t access_log_flush_ms; /* 0: lines written every loop turn */
+  const char *stdio_user;       /* principal used by --stdio */
+  const char *database;         /* SQLite file path (relative to the config dir) or URI */
   /* PostgreSQL: connections per pool of each worker, and the variable
    * holding the password (never a file, never the URI). */
   unsigned database_pool;

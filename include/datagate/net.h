@@ -155,6 +155,10 @@ int dg_access_log_open(uv_loop_t *loop, const char *target, dg_access_log_t **ou
  * after logrotate moved the file, lines go to a new one). On failure the
  * old target stays. */
 int dg_access_log_reopen(dg_access_log_t *log, const char *target, dg_errctx_t *err);
+/* Lines wait up to ms milliseconds (and while they fit in the 64 KiB
+ * buffer) before they are written, instead of being written at the end of
+ * each loop turn (0, the default). What waits is written first. */
+void dg_access_log_set_flush(dg_access_log_t *log, uint64_t ms);
 /* Writes what is gathered and closes; the memory goes on a later turn. */
 void dg_access_log_close(dg_access_log_t *log);
 

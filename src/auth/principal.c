@@ -98,11 +98,43 @@ int dg__auth_principal_new(const dg_catalog_t *cat, const char *name, const dg_r
   return 0;
 }
 
+/* Copies n elements of size bytes into the arena (NULL stays NULL). */
+static void *arena_dup(dg_arena_t *arena, const void *src, size_t n, size_t size, bool *failed) {
+  if (src == NULL)
+    return NULL;
+  void *copy = dg_arena_alloc(arena, n * size);
+  if (copy == NULL) {
+    *failed = true;
+    return NULL;
+  }
+  return memcpy(copy, src, n * size);
+}
+
+/* The permissions are copied as they are rather than worked out from the
+ * roles again: the copy is made on every request the admit hook admitted. */
 int dg_auth_principal_copy(const dg_catalog_t *cat, const dg_principal_t *p, dg_arena_t *arena,
                            const dg_principal_t **out) {
   if (p == NULL || p->cat != cat)
     return DG_EINVAL;
-  return dg__auth_principal_new(cat, p->name, p->roles, p->nroles, arena, out);
+  size_t n = cat->nmodels + 1;
+  bool failed = false;
+  dg_principal_t *c = arena_dup(arena, p, 1, sizeof(*p), &failed);
+  if (c == NULL)
+    return DG_ENOMEM;
+  c->name = dg_arena_strdup(arena, p->name);
+  c->roles = arena_dup(arena, p->roles, p->nroles + 1, sizeof(*p->roles), &failed);
+  c->read = arena_dup(arena, p->read, n, sizeof(bool), &failed);
+  c->write = arena_dup(arena, p->write, n, sizeof(bool), &failed);
+  c->visible = arena_dup(arena, p->visible, n, sizeof(bool *), &failed);
+  c->saved_queries =
+      arena_dup(arena, p->saved_queries, p->nsaved_queries + 1, sizeof(*p->saved_queries), &failed);
+  for (size_t i = 0; !failed && c->visible != NULL && i < cat->nmodels; i++)
+    c->visible[i] =
+        arena_dup(arena, p->visible[i], cat->models[i].nproperties + 1, sizeof(bool), &failed);
+  if (failed || c->name == NULL)
+    return DG_ENOMEM;
+  *out = c;
+  return 0;
 }
 
 int dg_auth_principal_for_user(const dg_catalog_t *cat, const char *user, dg_arena_t *arena,

@@ -334,11 +334,34 @@ json_t *dg_json_raw(const char *text, size_t len) {
   return raw;
 }
 
+/* [marker, "text"], or [marker, "text", quoted] once the text's form as a
+ * JSON string is kept beside it (dg_json_raw_keep_quoted). */
 const json_t *dg_json_raw_text(const json_t *value) {
-  if (!json_is_array(value) || json_array_size(value) != 2 || raw_marker == NULL ||
+  size_t n = json_array_size(value);
+  if (!json_is_array(value) || n < 2 || n > 3 || raw_marker == NULL ||
       json_array_get(value, 0) != raw_marker)
     return NULL;
   return json_array_get(value, 1);
+}
+
+int dg_json_raw_keep_quoted(json_t *raw, size_t max) {
+  const json_t *text = dg_json_raw_text(raw);
+  if (text == NULL)
+    return DG_EINVAL;
+  if (json_array_size(raw) == 3)
+    return 0;
+  dg_buf_t out;
+  dg_buf_init(&out, max);
+  int rc = put_string(&out, json_string_value(text), json_string_length(text));
+  json_t *quoted = rc == 0 ? dg_json_raw(out.data, out.len) : NULL;
+  dg_buf_free(&out);
+  if (quoted == NULL)
+    return rc != 0 ? rc : DG_ENOMEM;
+  return json_array_append_new(raw, quoted) == 0 ? 0 : DG_ENOMEM;
+}
+
+const json_t *dg_json_raw_quoted(const json_t *value) {
+  return dg_json_raw_text(value) != NULL ? json_array_get(value, 2) : NULL;
 }
 
 /* Values dg_json_size_hint visits at most: a reply's envelope is a dozen. */
@@ -362,6 +385,8 @@ static size_t size_hint(const json_t *v, unsigned *budget) {
     }
     return sum;
   case JSON_ARRAY:
+    if (dg_json_raw_text(v) != NULL) /* written as its text alone */
+      return json_string_length(dg_json_raw_text(v));
     json_array_foreach(v, i, item) {
       if (*budget == 0)
         break;

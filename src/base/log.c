@@ -11,6 +11,10 @@
 static int log_fd = 2;
 static dg_log_level_t log_min = DG_LOG_INFO;
 static json_t *log_common;
+/* log_common as ",\"name\":value" pairs, written once for the access log,
+ * which adds them to every line; NULL: none, or not written. */
+static char *common_text;
+static size_t common_len;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error", "notice"};
 
@@ -19,9 +23,30 @@ void dg_log_init(int fd, dg_log_level_t min_level) {
   log_min = min_level;
 }
 
+static int write_common(dg_buf_t *out) {
+  const char *key;
+  json_t *value;
+  int rc = 0;
+  json_object_foreach(log_common, key, value) {
+    rc = rc ? rc : dg_buf_append(out, ",", 1);
+    rc = rc ? rc : dg_json_write_string(out, key, strlen(key));
+    rc = rc ? rc : dg_buf_append(out, ":", 1);
+    rc = rc ? rc : dg_json_write(value, out);
+  }
+  return rc;
+}
+
 void dg_log_set_common(json_t *fields) {
   json_decref(log_common);
   log_common = fields ? json_deep_copy(fields) : NULL;
+  free(common_text);
+  common_text = NULL;
+  common_len = 0;
+  dg_buf_t text;
+  dg_buf_init(&text, 64 * 1024);
+  if (log_common != NULL && write_common(&text) == 0)
+    common_text = dg_buf_steal(&text, &common_len);
+  dg_buf_free(&text);
 }
 
 bool dg_log_enabled(dg_log_level_t level) {
@@ -81,16 +106,9 @@ void dg_log_json(dg_log_level_t level, const char *event, json_t *fields) {
 }
 
 int dg_log_write_common(dg_buf_t *out) {
-  const char *key;
-  json_t *value;
-  int rc = 0;
-  json_object_foreach(log_common, key, value) {
-    rc = rc ? rc : dg_buf_append(out, ",", 1);
-    rc = rc ? rc : dg_json_write_string(out, key, strlen(key));
-    rc = rc ? rc : dg_buf_append(out, ":", 1);
-    rc = rc ? rc : dg_json_write(value, out);
-  }
-  return rc;
+  if (common_text != NULL)
+    return common_len > 0 ? dg_buf_append(out, common_text, common_len) : 0;
+  return write_common(out);
 }
 
 double dg_log_ms(uint64_t ns) {

@@ -34,6 +34,8 @@ typedef struct description {
 
 static series_t *table[MAX_SERIES * 2];
 static size_t nseries;
+/* Counts resets: a dg_metrics_ref_t found before the last one is stale. */
+static unsigned long generation = 1;
 static description_t descriptions[MAX_DESCRIPTIONS];
 static size_t ndescriptions;
 
@@ -97,16 +99,49 @@ void dg_metrics_gauge_set(const char *name, const char *labels, double value) {
     s->value = value;
 }
 
-void dg_metrics_observe(const char *name, const char *labels, double seconds) {
-  series_t *s = lookup(name, labels, KIND_HISTOGRAM);
-  if (s == NULL)
-    return;
+static void observe(series_t *s, double seconds) {
   s->value += seconds;
   s->count++;
   for (size_t b = 0; b < NBUCKETS; b++) {
     if (seconds <= bucket_bounds[b])
       s->buckets[b]++;
   }
+}
+
+void dg_metrics_observe(const char *name, const char *labels, double seconds) {
+  series_t *s = lookup(name, labels, KIND_HISTOGRAM);
+  if (s != NULL)
+    observe(s, seconds);
+}
+
+/* ---- Series found once ----------------------------------------------------- */
+
+bool dg_metrics_ref_bound(const dg_metrics_ref_t *ref) {
+  return ref->series != NULL && ref->generation == generation;
+}
+
+static void ref_bind(dg_metrics_ref_t *ref, const char *name, const char *labels,
+                     metric_kind_t kind) {
+  ref->series = lookup(name, labels, kind);
+  ref->generation = generation;
+}
+
+void dg_metrics_ref_counter(dg_metrics_ref_t *ref, const char *name, const char *labels) {
+  ref_bind(ref, name, labels, KIND_COUNTER);
+}
+
+void dg_metrics_ref_histogram(dg_metrics_ref_t *ref, const char *name, const char *labels) {
+  ref_bind(ref, name, labels, KIND_HISTOGRAM);
+}
+
+void dg_metrics_ref_add(const dg_metrics_ref_t *ref, double value) {
+  if (dg_metrics_ref_bound(ref))
+    ((series_t *)ref->series)->value += value;
+}
+
+void dg_metrics_ref_observe(const dg_metrics_ref_t *ref, double seconds) {
+  if (dg_metrics_ref_bound(ref))
+    observe(ref->series, seconds);
 }
 
 void dg_metrics_describe(const char *name, const char *help) {
@@ -201,4 +236,5 @@ void dg_metrics_reset(void) {
     }
   }
   nseries = 0;
+  generation++;
 }

@@ -113,14 +113,33 @@ uint64_t dg_now_ms(void) {
   return dg_now_ns() / 1000000ULL;
 }
 
+/* The date and time to the second, formatted once per second per thread:
+ * every log line asks, and strftime costs more than the rest of a line. */
+static _Thread_local time_t iso_second = -1;
+static _Thread_local char iso_base[24];
+
 void dg_time_iso8601(char *out, size_t size) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  struct tm tm;
-  gmtime_r(&ts.tv_sec, &tm);
-  char base[24];
-  strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out, size, "%s.%03ldZ", base, ts.tv_nsec / 1000000L);
+  if (ts.tv_sec != iso_second) {
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    if (strftime(iso_base, sizeof(iso_base), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+      iso_base[0] = '\0';
+    iso_second = ts.tv_sec;
+  }
+  char text[32];
+  size_t n = strlen(iso_base);
+  memcpy(text, iso_base, n);
+  unsigned ms = (unsigned)(ts.tv_nsec / 1000000L);
+  text[n++] = '.';
+  text[n++] = (char)('0' + ms / 100);
+  text[n++] = (char)('0' + ms / 10 % 10);
+  text[n++] = (char)('0' + ms % 10);
+  text[n++] = 'Z';
+  text[n] = '\0';
+  if (size > 0)
+    dg_strlcpy(out, text, size);
 }
 
 char *dg_camel_first(dg_arena_t *arena, const char *name) {

@@ -180,6 +180,8 @@ static const dg__cfg_field_t server_fields[] = {
      S(submit_confirmation), 0, check_confirmation},
     {"logLevel", DG__CFG_STRING, false, "info", 0, 1, 16, NULL, S(log_level), 0, check_log_level},
     {"accessLog", DG__CFG_PATH, false, "-", 0, 1, 4096, NULL, S(access_log), 0, NULL},
+    {"accessLogFlushMs", DG__CFG_U64, false, NULL, 0, 0, 60000, NULL, S(access_log_flush_ms), 0,
+     NULL},
     {"stdioUser", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, S(stdio_user), 0, NULL},
     {"database", DG__CFG_PATH, false, "var/datagate.db", 0, 1, 4096, NULL, S(database), 0, NULL},
     {"databasePool", DG__CFG_UINT, false, NULL, 8, 1, 256, NULL, S(database_pool), 0, NULL},

@@ -15,10 +15,18 @@
 
 /* ---- Envelopes ------------------------------------------------------------ */
 
+/* Built directly rather than with json_pack, which reads its format on
+ * every reply. Each set steals its value, also when it fails. */
 json_t *dg__mcp_result(const json_t *id, json_t *result) {
-  json_t *id_copy = id != NULL ? json_copy((json_t *)id) : json_null();
-  return json_pack("{s:s,s:o,s:o}", "jsonrpc", "2.0", "id", id_copy, "result",
-                   result ? result : json_object());
+  json_t *r = json_object();
+  int rc = json_object_set_new_nocheck(r, "jsonrpc", json_string_nocheck("2.0"));
+  rc |= json_object_set_new_nocheck(r, "id", id != NULL ? json_copy((json_t *)id) : json_null());
+  rc |= json_object_set_new_nocheck(r, "result", result ? result : json_object());
+  if (rc != 0) {
+    json_decref(r);
+    return NULL;
+  }
+  return r;
 }
 
 /* text with each invalid or cut UTF-8 sequence replaced by U+FFFD (one
@@ -89,17 +97,23 @@ int dg__mcp_dump(const json_t *value, dg_buf_t *out) {
   return dg_json_write(value, out) == 0 ? 0 : DG_E2BIG;
 }
 
-const char *dg__mcp_method_label(const char *method) {
-  static const char *const known[] = {
-      "initialize",       "notifications/initialized", "ping",           "tools/list",
-      "tools/call",       "notifications/cancelled",   "resources/list", "prompts/list",
-      "logging/setLevel", "notifications/progress",
-  };
-  for (size_t i = 0; method != NULL && i < DG_ARRAY_SIZE(known); i++) {
-    if (strcmp(method, known[i]) == 0)
-      return known[i];
+static const char *const known_methods[DG__MCP_METHOD_LABELS] = {
+    "initialize",       "notifications/initialized", "ping",           "tools/list",
+    "tools/call",       "notifications/cancelled",   "resources/list", "prompts/list",
+    "logging/setLevel", "notifications/progress",
+};
+
+size_t dg__mcp_method_index(const char *method) {
+  for (size_t i = 0; method != NULL && i < DG__MCP_METHOD_LABELS; i++) {
+    if (strcmp(method, known_methods[i]) == 0)
+      return i;
   }
-  return "other";
+  return DG__MCP_METHOD_LABELS;
+}
+
+const char *dg__mcp_method_label(const char *method) {
+  size_t i = dg__mcp_method_index(method);
+  return i < DG__MCP_METHOD_LABELS ? known_methods[i] : "other";
 }
 
 static bool valid_id(const json_t *id) {
@@ -279,11 +293,40 @@ void dg__mcp_exchange_fail(dg__mcp_exchange_t *ex, int code, const char *message
   dg__mcp_exchange_answer(ex, &ex->slots[0], dg__mcp_error(NULL, code, "%s", message));
 }
 
+/* The messages counters, found once per transport and method label
+ * (metrics belong to the loop thread, as these do); further transports are
+ * counted the slow way. */
+#define COUNTED_TRANSPORTS 4
+#define METHOD_LABELS (DG__MCP_METHOD_LABELS + 1) /* and "other" */
+static struct {
+  const char *transport; /* the transport's name (static); NULL: free */
+  dg_metrics_ref_t by_method[METHOD_LABELS];
+} message_counters[COUNTED_TRANSPORTS];
+
+static dg_metrics_ref_t *message_counter(const char *transport, size_t method) {
+  for (size_t i = 0; i < COUNTED_TRANSPORTS; i++) {
+    if (message_counters[i].transport == NULL)
+      message_counters[i].transport = transport;
+    if (message_counters[i].transport == transport)
+      return &message_counters[i].by_method[method];
+  }
+  return NULL;
+}
+
 static void count_message(const dg__mcp_exchange_t *ex, const char *method) {
-  char labels[128];
-  snprintf(labels, sizeof(labels), "transport=\"%s\",method=\"%s\"",
-           ex->transport ? ex->transport->name : "none", dg__mcp_method_label(method));
-  dg_metrics_counter_add("dg_mcp_messages_total", labels, 1);
+  const char *transport = ex->transport ? ex->transport->name : "none";
+  size_t index = dg__mcp_method_index(method);
+  dg_metrics_ref_t scratch = {0};
+  dg_metrics_ref_t *ref = message_counter(transport, index);
+  if (ref == NULL)
+    ref = &scratch;
+  if (!dg_metrics_ref_bound(ref)) {
+    char labels[128];
+    snprintf(labels, sizeof(labels), "transport=\"%s\",method=\"%s\"", transport,
+             dg__mcp_method_label(method));
+    dg_metrics_ref_counter(ref, "dg_mcp_messages_total", labels);
+  }
+  dg_metrics_ref_add(ref, 1);
 }
 
 /* Checks the envelope; returns an error response for a bad one, NULL when

@@ -146,11 +146,22 @@ bool dg__mcp_sid_verify(const dg_mcp_shared_t *sh, const char *id, const char *p
 uint64_t dg__mcp_wall_ms(void);
 
 /* ---- Tools as the server keeps them ------------------------------------- */
+/* A tool's call metrics over one transport, found once (the labels are
+ * written only then). Slots beyond these are counted the slow way. */
+#define DG__MCP_TOOL_TRANSPORTS 4
+#define DG__MCP_CALL_OUTCOMES 4
+typedef struct dg__mcp_tool_metrics {
+  const char *transport; /* the transport's name (static); NULL: slot free */
+  dg_metrics_ref_t calls[DG__MCP_CALL_OUTCOMES];
+  dg_metrics_ref_t duration;
+} dg__mcp_tool_metrics_t;
+
 typedef struct dg__mcp_tool {
   const dg_tool_t *def;
   json_t *input_schema;
   json_t *accepted_schema; /* what arguments are checked against: input_schema or wider */
   json_t *output_schema;   /* NULL when the tool declares none */
+  dg__mcp_tool_metrics_t metrics[DG__MCP_TOOL_TRANSPORTS];
 } dg__mcp_tool_t;
 
 /* ---- Server ---------------------------------------------------------------- */
@@ -355,6 +366,10 @@ int dg__mcp_dump(const json_t *value, dg_buf_t *out);
 size_t dg__mcp_reply_limit(const dg__mcp_exchange_t *ex);
 /* A method name as a bounded metric label. */
 const char *dg__mcp_method_label(const char *method);
+/* The method labels besides "other", and a method's index among them
+ * (DG__MCP_METHOD_LABELS for "other"). */
+#define DG__MCP_METHOD_LABELS 10
+size_t dg__mcp_method_index(const char *method);
 
 /* ---- Methods (methods.c) ------------------------------------------------ */
 /* Handles one request; answers slot now or starts a tool call that will. */

@@ -58,6 +58,7 @@ static void call_set_state(dg_mcp_tool_call_t *call, call_state_t next) {
 }
 
 static const char *const outcome_names[] = {"ok", "error", "canceled", "timeout"};
+_Static_assert(DG_ARRAY_SIZE(outcome_names) == DG__MCP_CALL_OUTCOMES, "one series per outcome");
 typedef enum outcome { OUT_OK, OUT_ERROR, OUT_CANCELED, OUT_TIMEOUT } outcome_t;
 
 /* ---- Accessors -------------------------------------------------------------- */
@@ -155,7 +156,9 @@ static json_t *too_big(dg_mcp_tool_call_t *call, size_t limit) {
 
 /* The text item: the text the tool gave (dg_mcp_tool_call_succeed_text), the
  * result written out, or, for a result a tool wrote on a worker thread
- * already (dg_json_raw), that text itself. */
+ * already (dg_json_raw), that text itself, or its JSON-string form when the
+ * tool kept one (answers given again and again): then nothing is escaped.
+ * A resource read reads the item's text, so it gets the plain string. */
 static json_t *text_item(dg_mcp_tool_call_t *call, const json_t *result) {
   /* A resource read turns the result itself into contents. */
   if (call->text != NULL && call->read.uri == NULL)
@@ -163,16 +166,35 @@ static json_t *text_item(dg_mcp_tool_call_t *call, const json_t *result) {
                ? json_incref(call->text)
                : NULL;
   const json_t *raw = dg_json_raw_text(result);
-  if (raw != NULL)
-    return json_string_length(raw) <= dg_mcp_tool_call_result_limit(call)
-               ? json_incref((json_t *)raw)
-               : NULL;
+  if (raw != NULL) {
+    if (json_string_length(raw) > dg_mcp_tool_call_result_limit(call))
+      return NULL;
+    const json_t *quoted = call->read.uri == NULL ? dg_json_raw_quoted(result) : NULL;
+    return json_incref((json_t *)(quoted != NULL ? quoted : raw));
+  }
   dg_buf_t text;
   dg_buf_init(&text, dg_mcp_tool_call_result_limit(call));
   json_t *item =
       dg__mcp_dump(result, &text) == 0 ? json_stringn_nocheck(text.data, text.len) : NULL;
   dg_buf_free(&text);
   return item;
+}
+
+/* {"content":[{"type":"text","text":text}]}, text stolen; built directly
+ * rather than with json_pack, which reads its format on every call. */
+static json_t *text_content(json_t *text) {
+  json_t *item = json_object();
+  int rc = json_object_set_new_nocheck(item, "type", json_string_nocheck("text"));
+  rc |= json_object_set_new_nocheck(item, "text", text);
+  json_t *content = json_array();
+  rc |= json_array_append_new(content, item);
+  json_t *r = json_object();
+  rc |= json_object_set_new_nocheck(r, "content", content);
+  if (rc != 0) {
+    json_decref(r);
+    return NULL;
+  }
+  return r;
 }
 
 /* structuredContent exists from 2025-06-18; older sessions get the text. */
@@ -182,7 +204,7 @@ static json_t *success_result(dg_mcp_tool_call_t *call, json_t *result) {
     json_decref(result);
     return too_big(call, dg_mcp_tool_call_result_limit(call));
   }
-  json_t *r = json_pack("{s:[{s:s,s:o}]}", "content", "type", "text", "text", text);
+  json_t *r = text_content(text);
   if (r != NULL && dg__mcp_session_at_least(call->ex->session, DG__MCP_V2025_06_18))
     json_object_set_new(r, "structuredContent", result);
   else
@@ -236,17 +258,48 @@ static void on_timer_closed(uv_handle_t *handle) {
   free(call);
 }
 
+/* The tool's metrics slot for a transport, taken on first use; NULL when
+ * every slot holds another transport. */
+static dg__mcp_tool_metrics_t *metrics_slot(const dg_mcp_tool_call_t *call, const char *transport) {
+  dg_mcp_server_t *s = call->ex->server;
+  dg__mcp_tool_metrics_t *m = s->tools[call->tool - s->tools].metrics;
+  for (size_t i = 0; i < DG__MCP_TOOL_TRANSPORTS; i++) {
+    if (m[i].transport == NULL)
+      m[i].transport = transport;
+    if (m[i].transport == transport)
+      return &m[i];
+  }
+  return NULL;
+}
+
+/* The series are looked up, their labels written, once per tool,
+ * transport and outcome (and again after a reset of the metrics). */
+static void count_call(const dg_mcp_tool_call_t *call, outcome_t outcome, double seconds) {
+  const char *transport = dg_mcp_tool_call_transport(call);
+  const char *tool = call->tool->def->name;
+  dg__mcp_tool_metrics_t *m = metrics_slot(call, transport);
+  dg_metrics_ref_t scratch[2] = {{0}};
+  dg_metrics_ref_t *calls = m != NULL ? &m->calls[outcome] : &scratch[0];
+  dg_metrics_ref_t *duration = m != NULL ? &m->duration : &scratch[1];
+  char labels[256];
+  if (!dg_metrics_ref_bound(calls)) {
+    snprintf(labels, sizeof(labels), "tool=\"%s\",transport=\"%s\",outcome=\"%s\"", tool, transport,
+             outcome_names[outcome]);
+    dg_metrics_ref_counter(calls, "dg_tool_calls_total", labels);
+  }
+  if (!dg_metrics_ref_bound(duration)) {
+    snprintf(labels, sizeof(labels), "tool=\"%s\",transport=\"%s\"", tool, transport);
+    dg_metrics_ref_histogram(duration, "dg_tool_call_duration_seconds", labels);
+  }
+  dg_metrics_ref_add(calls, 1);
+  dg_metrics_ref_observe(duration, seconds);
+}
+
 static void record(const dg_mcp_tool_call_t *call, outcome_t outcome) {
   const char *transport = dg_mcp_tool_call_transport(call);
   const char *tool = call->tool->def->name;
   uint64_t ns = dg_now_ns() - call->start_ns;
-  double seconds = (double)ns / 1e9;
-  char labels[256];
-  snprintf(labels, sizeof(labels), "tool=\"%s\",transport=\"%s\",outcome=\"%s\"", tool, transport,
-           outcome_names[outcome]);
-  dg_metrics_counter_add("dg_tool_calls_total", labels, 1);
-  snprintf(labels, sizeof(labels), "tool=\"%s\",transport=\"%s\"", tool, transport);
-  dg_metrics_observe("dg_tool_call_duration_seconds", labels, seconds);
+  count_call(call, outcome, (double)ns / 1e9);
   const dg__mcp_session_t *ss = call->ex->session;
   const dg_principal_t *p = call->ex->principal;
   if (!dg_log_enabled(DG_LOG_INFO))

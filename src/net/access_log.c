@@ -3,6 +3,11 @@
  * buffer and written with one write(2) per loop turn, from a uv_check
  * handle that runs after the turn's I/O callbacks. A busy turn that fills
  * the buffer writes it at once; no request costs a system call of its own.
+ * With a flush interval (server.accessLogFlushMs, as nginx's "buffer=64k
+ * flush=1s") the lines wait across turns instead, until the buffer fills
+ * or the interval after the first waiting line has passed, so that a
+ * quiet process with one client at a time also writes rarely; what waits
+ * is lost if the process dies.
  * Workers share the descriptor: a file is opened with O_APPEND, so that
  * each write lands whole after the others; to a pipe or socket (standard
  * error) a write is whole only up to PIPE_BUF bytes, so there the lines
@@ -23,6 +28,9 @@
 
 struct dg_access_log {
   uv_check_t check;
+  uv_timer_t timer;  /* the flush interval's, when one is set */
+  uint64_t flush_ms; /* 0: written every loop turn */
+  int open_handles;  /* freed when both handles are closed */
   int fd;            /* -1: off */
   bool owns_fd;      /* a file opened here, not standard error */
   bool stderr_level; /* "-": the line is an info line of the event log */
@@ -61,11 +69,27 @@ static void flush(dg_access_log_t *log) {
   dg_buf_reset(&log->buf);
 }
 
-static void on_check(uv_check_t *check) {
-  dg_access_log_t *log = check->data;
+/* Writes what waits and stops whichever of the two handles was waiting. */
+static void flush_now(dg_access_log_t *log) {
   flush(log);
-  uv_check_stop(check);
+  uv_check_stop(&log->check);
+  uv_timer_stop(&log->timer);
   log->flushing = false;
+}
+
+static void on_check(uv_check_t *check) {
+  flush_now(check->data);
+}
+
+static void on_timer(uv_timer_t *timer) {
+  flush_now(timer->data);
+}
+
+void dg_access_log_set_flush(dg_access_log_t *log, uint64_t ms) {
+  if (log == NULL || log->flush_ms == ms)
+    return;
+  flush_now(log); /* nothing waits on the old rule */
+  log->flush_ms = ms;
 }
 
 /* Opens target into *fd: -1 for none, 2 for "-", else the file appended to. */
@@ -110,7 +134,10 @@ int dg_access_log_open(uv_loop_t *loop, const char *target, dg_access_log_t **ou
   use_target(log, target, fd);
   dg_buf_init(&log->buf, BUFFER_MAX);
   uv_check_init(loop, &log->check);
+  uv_timer_init(loop, &log->timer);
   log->check.data = log;
+  log->timer.data = log;
+  log->open_handles = 2;
   *out = log;
   return 0;
 }
@@ -120,13 +147,15 @@ int dg_access_log_reopen(dg_access_log_t *log, const char *target, dg_errctx_t *
   int rc = open_target(target, &fd, err);
   if (rc != 0)
     return rc;
-  flush(log);
+  flush_now(log);
   use_target(log, target, fd);
   return 0;
 }
 
 static void on_closed(uv_handle_t *handle) {
   dg_access_log_t *log = handle->data;
+  if (--log->open_handles > 0)
+    return;
   dg_buf_free(&log->buf);
   free(log);
 }
@@ -134,18 +163,29 @@ static void on_closed(uv_handle_t *handle) {
 void dg_access_log_close(dg_access_log_t *log) {
   if (log == NULL)
     return;
-  flush(log);
+  flush_now(log);
   use_target(log, NULL, -1);
   uv_close((uv_handle_t *)&log->check, on_closed);
+  uv_close((uv_handle_t *)&log->timer, on_closed);
+}
+
+static bool ascii_only(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if ((unsigned char)s[i] >= 0x80)
+      return false;
+  }
+  return true;
 }
 
 /* A string as JSON, cut at TEXT_MAX bytes, with invalid UTF-8 replaced
- * (a request path may hold any byte). */
+ * (a request path may hold any byte). ASCII, the usual, is valid as it is. */
 static int put_text(dg_buf_t *out, const char *s) {
+  size_t left = strlen(s);
+  if (left <= TEXT_MAX && ascii_only(s, left))
+    return dg_json_write_string(out, s, left);
   char clean[TEXT_MAX + 8];
   size_t n = 0;
   const unsigned char *p = (const unsigned char *)s;
-  size_t left = strlen(s);
   while (left > 0 && n < TEXT_MAX) {
     uint32_t cp = 0;
     int len = dg_utf8_decode(p, left, &cp);
@@ -169,21 +209,47 @@ static int put_number(dg_buf_t *out, const char *name, int64_t value) {
   return rc == 0 ? dg_json_write_integer(out, value) : rc;
 }
 
+/* Durations under this many microseconds are written by put_ms; longer
+ * ones (over three years) as any real. */
+#define MS_DIGITS_MAX 100000000000000ULL
+
+/* duration_ms as dg_json_write_real writes dg_log_ms(ns) (whole
+ * microseconds, trailing zeros left out, ".0" when whole), without
+ * printf: the integer part, then up to three decimals. */
+DG_TESTABLE int dg__access_log_ms(dg_buf_t *out, uint64_t ns) {
+  uint64_t us = (ns + 500) / 1000;
+  if (us >= MS_DIGITS_MAX)
+    return dg_json_write_real(out, dg_log_ms(ns));
+  char text[DG_DECIMAL_MAX + 8];
+  size_t n = dg_decimal(text, us / 1000);
+  unsigned frac = (unsigned)(us % 1000);
+  text[n++] = '.';
+  text[n++] = (char)('0' + frac / 100);
+  if (frac % 100 != 0)
+    text[n++] = (char)('0' + frac / 10 % 10);
+  if (frac % 10 != 0)
+    text[n++] = (char)('0' + frac % 10);
+  return dg_buf_append(out, text, n);
+}
+
+/* A literal's bytes, its length known when compiled. */
+#define PUT_LIT(out, s) dg_buf_append((out), (s), sizeof(s) - 1)
+
 /* The line's fields, in the order docs/operations.md lists them. */
 static int put_line(dg_buf_t *out, const dg_http_request_t *req, uint64_t ns) {
   char ts[32];
   dg_time_iso8601(ts, sizeof(ts));
-  int rc = dg_buf_append_str(out, "{\"ts\":\"");
+  int rc = PUT_LIT(out, "{\"ts\":\"");
   rc = rc ? rc : dg_buf_append_str(out, ts);
-  rc = rc ? rc : dg_buf_append_str(out, "\",\"level\":\"info\",\"event\":\"access\"");
+  rc = rc ? rc : PUT_LIT(out, "\",\"level\":\"info\",\"event\":\"access\"");
   rc = rc ? rc : dg_log_write_common(out);
   rc = rc ? rc : put_field(out, ",\"request_id\":", req->id);
   rc = rc ? rc : put_field(out, ",\"method\":", req->method);
   rc = rc ? rc : put_field(out, ",\"path\":", req->path);
   rc = rc ? rc : put_number(out, ",\"status\":", req->status);
   rc = rc ? rc : put_number(out, ",\"bytes\":", (int64_t)req->bytes_out);
-  rc = rc ? rc : dg_buf_append_str(out, ",\"duration_ms\":");
-  rc = rc ? rc : dg_json_write_real(out, dg_log_ms(ns));
+  rc = rc ? rc : PUT_LIT(out, ",\"duration_ms\":");
+  rc = rc ? rc : dg__access_log_ms(out, ns);
   rc = rc ? rc : put_field(out, ",\"peer\":", req->peer);
   rc = rc ? rc : put_field(out, ",\"transport\":", req->tls ? "https" : "http");
   if (rc == 0 && req->trace_id[0] != '\0')
@@ -201,12 +267,15 @@ void dg__access_log_request(dg_access_log_t *log, const dg_http_request_t *req) 
     log->buf.len = mark;
     if (log->buf.data != NULL)
       log->buf.data[mark] = '\0';
-    flush(log);
+    flush_now(log);
     if (put_line(&log->buf, req, ns) != 0)
       dg_buf_reset(&log->buf);
   }
   if (log->buf.len > 0 && !log->flushing) {
     log->flushing = true;
-    uv_check_start(&log->check, on_check);
+    if (log->flush_ms > 0)
+      uv_timer_start(&log->timer, on_timer, log->flush_ms, 0);
+    else
+      uv_check_start(&log->check, on_check);
   }
 }

@@ -126,10 +126,25 @@ static void request_free(dg_http_request_t *req) {
     dg_arena_destroy(req->arena);
 }
 
+/* The responses counter of each status, found once (metrics belong to the
+ * loop thread, as these do). */
+static dg_metrics_ref_t responses_by_status[600];
+
+static void count_response(int status) {
+  dg_metrics_ref_t scratch = {0};
+  dg_metrics_ref_t *ref = status >= 0 && status < (int)DG_ARRAY_SIZE(responses_by_status)
+                              ? &responses_by_status[status]
+                              : &scratch;
+  if (!dg_metrics_ref_bound(ref)) {
+    char labels[32];
+    snprintf(labels, sizeof(labels), "status=\"%d\"", status);
+    dg_metrics_ref_counter(ref, "dg_http_responses_total", labels);
+  }
+  dg_metrics_ref_add(ref, 1);
+}
+
 static void access_log(const dg_http_request_t *req) {
-  char labels[32];
-  snprintf(labels, sizeof(labels), "status=\"%d\"", req->status);
-  dg_metrics_counter_add("dg_http_responses_total", labels, 1);
+  count_response(req->status);
   if (req->conn != NULL)
     dg__access_log_request(req->conn->server->access_log, req);
 }
@@ -294,12 +309,119 @@ static bool target_ok(const char *url, unsigned method) {
   return strcmp(url, "*") == 0 && method == HTTP_OPTIONS;
 }
 
-static const dg__header_t *header_find(const dg_http_request_t *req, const char *name) {
-  for (const dg__header_t *hd = req->headers; hd != NULL; hd = hd->next) {
-    if (strcasecmp(hd->name, name) == 0)
+/* In the order of dg__known_header_t, lower case. */
+static const struct {
+  const char *name;
+  size_t len;
+} known_names[DG__H_KNOWN] = {
+#define KNOWN(s)                                                                                   \
+  { s, sizeof(s) - 1 }
+    KNOWN("host"),
+    KNOWN("accept"),
+    KNOWN("expect"),
+    KNOWN("origin"),
+    KNOWN("upgrade"),
+    KNOWN("if-match"),
+    KNOWN("connection"),
+    KNOWN("traceparent"),
+    KNOWN("content-type"),
+    KNOWN("x-request-id"),
+    KNOWN("authorization"),
+    KNOWN("content-length"),
+    KNOWN("mcp-session-id"),
+    KNOWN("sec-websocket-key"),
+    KNOWN("transfer-encoding"),
+    KNOWN("mcp-protocol-version"),
+    KNOWN("sec-websocket-version"),
+    KNOWN("sec-websocket-protocol"),
+#undef KNOWN
+};
+
+static unsigned char ascii_lower(unsigned char ch) {
+  return ch >= 'A' && ch <= 'Z' ? (unsigned char)(ch + ('a' - 'A')) : ch;
+}
+
+/* The one candidate a name's length and first letter leave. */
+static dg__known_header_t known_candidate(size_t n, unsigned char first) {
+  switch (n) {
+  case 4:
+    return DG__H_HOST;
+  case 6:
+    return first == 'a' ? DG__H_ACCEPT : first == 'e' ? DG__H_EXPECT : DG__H_ORIGIN;
+  case 7:
+    return DG__H_UPGRADE;
+  case 8:
+    return DG__H_IF_MATCH;
+  case 10:
+    return DG__H_CONNECTION;
+  case 11:
+    return DG__H_TRACEPARENT;
+  case 12:
+    return first == 'c' ? DG__H_CONTENT_TYPE : DG__H_X_REQUEST_ID;
+  case 13:
+    return DG__H_AUTHORIZATION;
+  case 14:
+    return first == 'c' ? DG__H_CONTENT_LENGTH : DG__H_MCP_SESSION_ID;
+  case 17:
+    return first == 's' ? DG__H_SEC_WEBSOCKET_KEY : DG__H_TRANSFER_ENCODING;
+  case 20:
+    return DG__H_MCP_PROTOCOL_VERSION;
+  case 21:
+    return DG__H_SEC_WEBSOCKET_VERSION;
+  case 22:
+    return DG__H_SEC_WEBSOCKET_PROTOCOL;
+  default:
+    return DG__H_KNOWN;
+  }
+}
+
+/* Whether name (n bytes, a token) is want (lower case letters and '-') in
+ * any case, eight bytes at a time: setting bit 0x20 lowers a letter and
+ * leaves '-' as it is (only CR, which no token holds, also becomes '-'). */
+static bool same_name(const char *name, const char *want, size_t n) {
+  const uint64_t fold = 0x2020202020202020ULL;
+  uint64_t a, b;
+  if (n < 8) {
+    for (size_t i = 0; i < n; i++) {
+      if (((unsigned char)name[i] | 0x20) != (unsigned char)want[i])
+        return false;
+    }
+    return true;
+  }
+  for (size_t i = 0; i + 8 <= n; i += 8) {
+    memcpy(&a, name + i, 8);
+    memcpy(&b, want + i, 8);
+    if ((a | fold) != b)
+      return false;
+  }
+  memcpy(&a, name + n - 8, 8);
+  memcpy(&b, want + n - 8, 8);
+  return (a | fold) == b;
+}
+
+/* By length and first letter, then one comparison. */
+dg__known_header_t dg__http1_known_header(const char *name, size_t n) {
+  if (n == 0)
+    return DG__H_KNOWN;
+  dg__known_header_t k = known_candidate(n, ascii_lower((unsigned char)name[0]));
+  return k != DG__H_KNOWN && same_name(name, known_names[k].name, n) ? k : DG__H_KNOWN;
+}
+
+/* The entry of name (n bytes, known as k), if the request has one. */
+static dg__header_t *header_entry(const dg_http_request_t *req, dg__known_header_t k,
+                                  const char *name, size_t n) {
+  if (k != DG__H_KNOWN)
+    return req->known[k];
+  for (dg__header_t *hd = req->headers; hd != NULL; hd = hd->next) {
+    if (strncasecmp(hd->name, name, n) == 0 && hd->name[n] == '\0')
       return hd;
   }
   return NULL;
+}
+
+static const dg__header_t *header_find(const dg_http_request_t *req, const char *name) {
+  size_t n = strlen(name);
+  return header_entry(req, dg__http1_known_header(name, n), name, n);
 }
 
 /* Transfer-Encoding: only "chunked" is implemented (RFC 9112 6.1: 501 for
@@ -449,7 +571,9 @@ static int on_header_field_complete(llhttp_t *p) {
 static void add_header(dg_http_request_t *req, const char *name, const char *value, size_t vlen) {
   while (vlen > 0 && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
     vlen--;
-  dg__header_t *hd = (dg__header_t *)header_find(req, name);
+  size_t n = strlen(name);
+  dg__known_header_t k = dg__http1_known_header(name, n);
+  dg__header_t *hd = header_entry(req, k, name, n);
   if (hd != NULL) {
     const char *joined = dg_arena_sprintf(req->arena, "%s, %.*s", hd->value, (int)vlen, value);
     if (joined != NULL)
@@ -465,6 +589,8 @@ static void add_header(dg_http_request_t *req, const char *name, const char *val
   hd->lines = 1;
   if (hd->name == NULL || hd->value == NULL)
     return;
+  if (k != DG__H_KNOWN)
+    req->known[k] = hd;
   if (req->headers_tail != NULL)
     req->headers_tail->next = hd;
   else

@@ -211,6 +211,33 @@ size_t dg__tls_conn_cost(void);
 extern const dg__proto_t dg__ws_proto;
 
 /* ---- request (shared by http1.c and response.c) ---- */
+/* The field names the gateway looks up, found once when a field line is
+ * parsed so that each lookup is an index instead of a walk of the list. */
+typedef enum dg__known_header {
+  DG__H_HOST,
+  DG__H_ACCEPT,
+  DG__H_EXPECT,
+  DG__H_ORIGIN,
+  DG__H_UPGRADE,
+  DG__H_IF_MATCH,
+  DG__H_CONNECTION,
+  DG__H_TRACEPARENT,
+  DG__H_CONTENT_TYPE,
+  DG__H_X_REQUEST_ID,
+  DG__H_AUTHORIZATION,
+  DG__H_CONTENT_LENGTH,
+  DG__H_MCP_SESSION_ID,
+  DG__H_SEC_WEBSOCKET_KEY,
+  DG__H_TRANSFER_ENCODING,
+  DG__H_MCP_PROTOCOL_VERSION,
+  DG__H_SEC_WEBSOCKET_VERSION,
+  DG__H_SEC_WEBSOCKET_PROTOCOL,
+  DG__H_KNOWN /* the count; also "another name" */
+} dg__known_header_t;
+
+/* The known name n bytes long at name (any case), or DG__H_KNOWN. */
+dg__known_header_t dg__http1_known_header(const char *name, size_t n);
+
 typedef struct dg__header {
   const char *name;
   const char *value; /* the field lines of one name joined with ", " */
@@ -239,7 +266,8 @@ struct dg_http_request {
   const char *url;
   const char *host; /* the target's authority, or Host (RFC 9112 3.2.2, 7.2) */
   dg__header_t *headers, *headers_tail;
-  dg__header_t *extra; /* response headers added before the answer */
+  dg__header_t *known[DG__H_KNOWN]; /* the known names' entries in headers */
+  dg__header_t *extra;              /* response headers added before the answer */
   dg_buf_t body;
   dg_http_request_events_t events;
   uint64_t start_ns;

@@ -153,12 +153,25 @@ static int header_step(dg_ws_parser_t *p, const unsigned char *in, size_t n, siz
 }
 
 /* XORs the bytes buffered from offset on with the frame's masking key;
- * the key position follows the byte's position in the payload. */
+ * the key position follows the byte's position in the payload. Eight bytes
+ * at a time: the key repeats every four, so a word of it in the payload's
+ * phase fits every word. */
 static void unmask(dg_ws_parser_t *p, size_t offset, size_t n) {
   const unsigned char *key = p->header + p->need_header - 4;
-  unsigned char *b = (unsigned char *)p->payload.data;
-  for (size_t i = offset; i < offset + n; i++)
-    b[i] ^= key[i & 3];
+  unsigned char *b = (unsigned char *)p->payload.data + offset;
+  unsigned char phased[8];
+  for (size_t j = 0; j < sizeof(phased); j++)
+    phased[j] = key[(offset + j) & 3];
+  uint64_t k, w;
+  memcpy(&k, phased, sizeof(k));
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    memcpy(&w, b + i, sizeof(w));
+    w ^= k;
+    memcpy(b + i, &w, sizeof(w));
+  }
+  for (; i < n; i++)
+    b[i] ^= phased[i & 7];
 }
 
 static int payload_step(dg_ws_parser_t *p, const unsigned char *in, size_t n, size_t *used,

@@ -3,12 +3,12 @@
  * get_data_models, get_data_model_properties and get_saved_queries. The
  * first caller with a given role set builds the answer and writes it out
  * once as JSON text (dg_json_raw); later callers with the same roles get
- * that text, which the reply copies into both the text item and
- * structuredContent instead of building and serialising the objects
- * again. The table is bounded: when it is full the oldest entry makes
- * room. It holds a reference to the one catalog its answers were made
- * for, and empties itself when a call brings another snapshot (a reload),
- * so an answer never outlives the configuration it describes. */
+ * that text, which the reply copies into structuredContent, and its form
+ * as a JSON string, kept beside it, which the reply copies into the text
+ * item, instead of building, serialising and escaping the objects again. The table is bounded: when
+ * it is full the oldest entry makes room. It holds a reference to the one catalog its answers were
+ * made for, and empties itself when a call brings another snapshot (a reload), so an answer never
+ * outlives the configuration it describes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +71,10 @@ static json_t *written(json_t *built) {
   dg_buf_init(&text, TEXT_MAX);
   json_t *raw = dg_json_write(built, &text) == 0 ? dg_json_raw(text.data, text.len) : NULL;
   dg_buf_free(&text);
+  /* The text item's escaped form, kept too: without it (out of memory or
+   * too large) the reply escapes the text itself. */
+  if (raw != NULL)
+    (void)dg_json_raw_keep_quoted(raw, TEXT_MAX + TEXT_MAX / 4);
   return raw;
 }
 

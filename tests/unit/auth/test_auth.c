@@ -435,13 +435,29 @@ static void test_principal_copy(void **state) {
     const dg_model_t *m = &fx->cat->models[i];
     assert_int_equal(dg_auth_can_read_model(copy, m), dg_auth_can_read_model(sales, m));
     assert_int_equal(dg_auth_can_write_model(copy, m), dg_auth_can_write_model(sales, m));
+    for (size_t j = 0; j < m->nproperties; j++)
+      assert_int_equal(dg_auth_can_see_property(copy, m, &m->properties[j]),
+                       dg_auth_can_see_property(sales, m, &m->properties[j]));
   }
   assert_false(
       dg_auth_can_see_property(copy, customers, dg_model_property(customers, "CreditLimit")));
+  assert_int_equal(dg_auth_can_use_saved_query(copy, NULL, "No such query"),
+                   dg_auth_can_use_saved_query(sales, NULL, "No such query"));
   assert_true(dg_auth_can_use_saved_query(copy, NULL, "Open orders"));
   const dg_role_t *const *a, *const *b;
   assert_int_equal(dg_principal_roles(copy, &a), dg_principal_roles(sales, &b));
   assert_ptr_equal(a[0], b[0]);
+  /* The copy stands alone: it outlives the original's arena. */
+  dg_arena_t *first = dg_arena_new(1024);
+  const dg_principal_t *again = NULL, *last = NULL;
+  assert_int_equal(dg_auth_principal_copy(fx->cat, sales, first, &again), 0);
+  assert_int_equal(dg_auth_principal_copy(fx->cat, again, arena, &last), 0);
+  dg_arena_destroy(first);
+  assert_string_equal(dg_principal_name(last), "sales");
+  assert_true(dg_auth_can_use_saved_query(last, NULL, "Open orders"));
+  assert_false(
+      dg_auth_can_see_property(last, customers, dg_model_property(customers, "CreditLimit")));
+  assert_true(dg_auth_can_read_model(last, customers));
   /* Another snapshot: the caller must authenticate against it. */
   dg_catalog_t other = *fx->cat;
   const dg_principal_t *none = NULL;

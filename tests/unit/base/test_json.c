@@ -362,6 +362,44 @@ static void test_raw_values(void **state) {
   json_decref(raw);
 }
 
+/* A raw value's text kept as a JSON string is written as the string would
+ * be, escapes and all, and the raw value itself still as its text. */
+static void test_raw_quoted(void **state) {
+  (void)state;
+  const char text[] = "{\"name\":\"a \\\"quoted\\\" word\",\"tab\":\"\\t\"}";
+  json_t *raw = dg_json_raw(text, strlen(text));
+  assert_null(dg_json_raw_quoted(raw));
+  assert_int_equal(dg_json_raw_keep_quoted(raw, 1 << 20), 0);
+  assert_int_equal(dg_json_raw_keep_quoted(raw, 1 << 20), 0); /* kept once */
+  assert_int_equal(json_array_size(raw), 3);
+  assert_string_equal(json_string_value(dg_json_raw_text(raw)), text);
+  const json_t *quoted = dg_json_raw_quoted(raw);
+  assert_non_null(quoted);
+  json_t *as_string = json_string(text);
+  json_t *want = json_pack("{s:o,s:O}", "text", as_string, "sc", raw);
+  json_t *got = json_pack("{s:O,s:O}", "text", quoted, "sc", raw);
+  dg_buf_t a, b;
+  dg_buf_init(&a, 1 << 20);
+  dg_buf_init(&b, 1 << 20);
+  assert_int_equal(dg_json_write(want, &a), 0);
+  assert_int_equal(dg_json_write(got, &b), 0);
+  assert_string_equal(b.data, a.data);
+  dg_buf_free(&a);
+  dg_buf_free(&b);
+  /* Too large for its bound: not kept; not a raw value: refused. */
+  json_t *other = dg_json_raw(text, strlen(text));
+  assert_int_equal(dg_json_raw_keep_quoted(other, 8), DG_E2BIG);
+  assert_null(dg_json_raw_quoted(other));
+  json_t *plain = json_string(text);
+  assert_int_equal(dg_json_raw_keep_quoted(plain, 1 << 20), DG_EINVAL);
+  assert_null(dg_json_raw_quoted(plain));
+  json_decref(plain);
+  json_decref(other);
+  json_decref(want);
+  json_decref(got);
+  json_decref(raw);
+}
+
 /* The size hint of a reply counts a tool's answer twice (the text item and
  * the raw structuredContent share it) and stops after 64 values, so a huge
  * array costs no more to measure than a small one. */
@@ -427,6 +465,7 @@ int main(void) {
       cmocka_unit_test(test_depth_limit),
       cmocka_unit_test(test_hundredths_as_jansson),
       cmocka_unit_test(test_raw_values),
+      cmocka_unit_test(test_raw_quoted),
       cmocka_unit_test(test_pieces),
       cmocka_unit_test(test_integer_piece),
       cmocka_unit_test(test_scalar_text),

@@ -57,6 +57,30 @@ static void test_counter_and_help(void **state) {
                                 "dg_requests_total{route=\"/mcp\"} 3\n");
 }
 
+/* A ref adds to the series its labels name, the same one the plain calls
+ * update; a reset leaves it unbound, and a name of another kind refuses it. */
+static void test_refs(void **state) {
+  dg_metrics_ref_t calls = {0}, took = {0}, wrong = {0};
+  assert_false(dg_metrics_ref_bound(&calls));
+  dg_metrics_ref_add(&calls, 1); /* unbound: nothing */
+  dg_metrics_ref_counter(&calls, "dg_calls_total", "tool=\"a\"");
+  dg_metrics_ref_histogram(&took, "dg_call_seconds", "tool=\"a\"");
+  assert_true(dg_metrics_ref_bound(&calls));
+  dg_metrics_ref_add(&calls, 2);
+  dg_metrics_counter_add("dg_calls_total", "tool=\"a\"", 1);
+  dg_metrics_ref_observe(&took, 0.003);
+  const char *text = render();
+  assert_non_null(strstr(text, "dg_calls_total{tool=\"a\"} 3\n"));
+  assert_non_null(strstr(text, "dg_call_seconds_bucket{tool=\"a\",le=\"0.005\"} 1\n"));
+  assert_non_null(strstr(text, "dg_call_seconds_count{tool=\"a\"} 1\n"));
+  dg_metrics_ref_counter(&wrong, "dg_call_seconds", "tool=\"a\"");
+  assert_false(dg_metrics_ref_bound(&wrong));
+  dg_metrics_reset();
+  assert_false(dg_metrics_ref_bound(&calls));
+  dg_metrics_ref_add(&calls, 5); /* stale: nothing, and no freed memory touched */
+  assert_null(strstr(render(), "dg_calls_total"));
+}
+
 static void test_gauges_sorted_by_name(void **state) {
   dg_metrics_gauge_set("dg_z_open", NULL, 5);
   dg_metrics_gauge_add("dg_z_open", NULL, -2);
@@ -170,6 +194,7 @@ static void test_process_metrics(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_counter_and_help, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_refs, setup, teardown),
       cmocka_unit_test_setup_teardown(test_gauges_sorted_by_name, setup, teardown),
       cmocka_unit_test_setup_teardown(test_histogram_buckets, setup, teardown),
       cmocka_unit_test_setup_teardown(test_histogram_with_labels, setup, teardown),

@@ -471,6 +471,7 @@ static void test_defaults(void **state) {
   assert_string_equal(s->log_level, "info");
   assert_string_equal(s->submit_confirmation, "when-supported");
   assert_string_equal(s->access_log, "-");
+  assert_int_equal(s->access_log_flush_ms, 0);
   assert_null(s->stdio_user);
   assert_null(s->public_url);
   assert_null(s->tls_cert_file);
@@ -490,11 +491,15 @@ static void test_defaults(void **state) {
 
 static void test_absolute_paths_kept_and_null_access_log(void **state) {
   tmpconf_t t;
-  tmpconf_make(&t, "{\"server\": {\"database\": \"/srv/dg.db\", \"accessLog\": null}}", NULL);
+  tmpconf_make(&t,
+               "{\"server\": {\"database\": \"/srv/dg.db\", \"accessLog\": null,"
+               " \"accessLogFlushMs\": 1000}}",
+               NULL);
   dg_catalog_t *cat;
   assert_int_equal(dg_catalog_load(t.dir, &cat, NULL), 0);
   assert_string_equal(cat->server.database, "/srv/dg.db");
   assert_null(cat->server.access_log);
+  assert_int_equal(cat->server.access_log_flush_ms, 1000);
   dg_catalog_unref(cat);
   tmpconf_remove(&t);
 }

@@ -96,6 +96,29 @@ static void test_validation_failure(void **state) {
   assert_true(json_is_true(json_object_get(result, "isError")));
 }
 
+/* The call series are found once per tool, transport and outcome and
+ * then counted through; a reset of the metrics starts them again. */
+static void test_call_metrics(void **state) {
+  mt_env_t *env = *state;
+  dg_metrics_reset();
+  mt_initialize(env, "2025-11-25");
+  for (int i = 0; i < 3; i++)
+    call_tool(env, "echo", "{\"n\":1}");
+  call_tool(env, "echo", "{\"n\":50}");
+  assert_true(
+      metrics_contain("dg_tool_calls_total{tool=\"echo\",transport=\"test\",outcome=\"ok\"} 3"));
+  assert_true(
+      metrics_contain("dg_tool_calls_total{tool=\"echo\",transport=\"test\",outcome=\"error\"} 1"));
+  assert_true(
+      metrics_contain("dg_tool_call_duration_seconds_count{tool=\"echo\",transport=\"test\"} 4"));
+  dg_metrics_reset();
+  call_tool(env, "echo", "{\"n\":1}");
+  assert_true(
+      metrics_contain("dg_tool_calls_total{tool=\"echo\",transport=\"test\",outcome=\"ok\"} 1"));
+  assert_true(
+      metrics_contain("dg_tool_call_duration_seconds_count{tool=\"echo\",transport=\"test\"} 1"));
+}
+
 static void test_cancellation(void **state) {
   mt_env_t *env = *state;
   dg_metrics_reset();
@@ -417,6 +440,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tool_error, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_unknown_tool, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_validation_failure, mt_setup, mt_teardown),
+      cmocka_unit_test_setup_teardown(test_call_metrics, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_cancellation, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_timeout, mt_setup, mt_teardown),
       cmocka_unit_test_setup_teardown(test_progress, mt_setup, mt_teardown),

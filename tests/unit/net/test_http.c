@@ -120,6 +120,11 @@ static void handler(dg_http_request_t *req) {
   } else if (strcmp(path, "/header") == 0) {
     const char *v = dg_http_request_header(req, "x-test-value");
     dg_http_respond(req, 200, NULL, 0, v ? v : "(none)", v ? strlen(v) : 6);
+  } else if (strcmp(path, "/known") == 0) {
+    const char *v = dg_http_request_header(req, "Mcp-Session-Id");
+    char *out = dg_arena_sprintf(dg_http_request_arena(req), "%s|%u", v ? v : "(none)",
+                                 dg_http_request_header_lines(req, "MCP-SESSION-ID"));
+    dg_http_respond(req, 200, NULL, 0, out, strlen(out));
   } else if (strcmp(path, "/later") == 0) {
     answer_later(req);
   } else if (strcmp(path, "/stream") == 0) {
@@ -290,6 +295,53 @@ static void test_post_and_headers(void **state) {
   /* A handler's header with CR/LF is never sent as given. */
   assert_int_equal(http_once(t->f.port, "GET /badheader HTTP/1.1\r\nHost: x\r\n\r\n", &t->r), 500);
   assert_null(strstr(t->r.head, "Injected"));
+}
+
+/* The names the gateway looks up are found once, in any case; others,
+ * and names that only start or end like one, are not. */
+static void test_known_headers(void **state) {
+  test_ctx_t *t = *state;
+  assert_int_equal(dg__http1_known_header("Host", 4), DG__H_HOST);
+  assert_int_equal(dg__http1_known_header("mcp-SESSION-id", 14), DG__H_MCP_SESSION_ID);
+  assert_int_equal(dg__http1_known_header("Sec-WebSocket-Protocol", 22),
+                   DG__H_SEC_WEBSOCKET_PROTOCOL);
+  assert_int_equal(dg__http1_known_header("TRACEPARENT", 11), DG__H_TRACEPARENT);
+  assert_int_equal(dg__http1_known_header("Hosts", 5), DG__H_KNOWN);
+  assert_int_equal(dg__http1_known_header("Hos", 3), DG__H_KNOWN);
+  assert_int_equal(dg__http1_known_header("Mcp-Session-Ix", 14), DG__H_KNOWN);
+  assert_int_equal(dg__http1_known_header("X-Test-Value", 12), DG__H_KNOWN);
+  assert_int_equal(dg__http1_known_header("", 0), DG__H_KNOWN);
+  /* Every known name is found by its own spelling. */
+  static const char *const names[] = {"Host",
+                                      "Accept",
+                                      "Expect",
+                                      "Origin",
+                                      "Upgrade",
+                                      "If-Match",
+                                      "Connection",
+                                      "traceparent",
+                                      "Content-Type",
+                                      "X-Request-Id",
+                                      "Authorization",
+                                      "Content-Length",
+                                      "Mcp-Session-Id",
+                                      "Sec-WebSocket-Key",
+                                      "Transfer-Encoding",
+                                      "MCP-Protocol-Version",
+                                      "Sec-WebSocket-Version",
+                                      "Sec-WebSocket-Protocol"};
+  assert_int_equal(DG_ARRAY_SIZE(names), DG__H_KNOWN);
+  for (size_t i = 0; i < DG_ARRAY_SIZE(names); i++)
+    assert_int_equal(dg__http1_known_header(names[i], strlen(names[i])), i);
+  start(t);
+  assert_int_equal(http_once(t->f.port,
+                             "GET /known HTTP/1.1\r\nHost: x\r\nmcp-session-id: a\r\n"
+                             "X-Other: z\r\nMCP-Session-ID: b\r\n\r\n",
+                             &t->r),
+                   200);
+  assert_string_equal(t->r.body, "a, b|2");
+  assert_int_equal(http_once(t->f.port, "GET /known HTTP/1.1\r\nHost: x\r\n\r\n", &t->r), 200);
+  assert_string_equal(t->r.body, "(none)|0");
 }
 
 static void test_keep_alive(void **state) {
@@ -879,6 +931,108 @@ static void test_access_log_pieces(void **state) {
   assert_int_equal(dg__access_log_piece(true, text, sizeof(text)), PIPE_BUF + 10);
 }
 
+/* Reached through DG_TESTABLE: duration_ms without printf. */
+int dg__access_log_ms(dg_buf_t *out, uint64_t ns);
+
+/* duration_ms is written as the general writer writes dg_log_ms's double. */
+static void test_access_log_ms(void **state) {
+  (void)state;
+  static const uint64_t ns[] = {0,
+                                499,
+                                500,
+                                1000,
+                                120000,
+                                123456,
+                                999499,
+                                999500,
+                                1000000,
+                                1500000,
+                                1005000,
+                                12345678,
+                                100000000,
+                                1234567890123,
+                                86400000000000,
+                                UINT64_MAX / 4};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(ns); i++) {
+    dg_buf_t got, want;
+    dg_buf_init(&got, 256);
+    dg_buf_init(&want, 256);
+    assert_int_equal(dg__access_log_ms(&got, ns[i]), 0);
+    assert_int_equal(dg_json_write_real(&want, dg_log_ms(ns[i])), 0);
+    assert_string_equal(got.data, want.data);
+    dg_buf_free(&got);
+    dg_buf_free(&want);
+  }
+  for (uint64_t v = 0; v < 3000000; v += 777) {
+    dg_buf_t got, want;
+    dg_buf_init(&got, 256);
+    dg_buf_init(&want, 256);
+    dg__access_log_ms(&got, v * 1000 + 17);
+    dg_json_write_real(&want, dg_log_ms(v * 1000 + 17));
+    assert_string_equal(got.data, want.data);
+    dg_buf_free(&got);
+    dg_buf_free(&want);
+  }
+}
+
+/* The lines of the file at path. */
+static size_t file_lines(const char *path) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = 0;
+  for (int ch = fgetc(f); ch != EOF; ch = fgetc(f))
+    n += ch == '\n';
+  fclose(f);
+  return n;
+}
+
+/* With a flush interval the lines wait across loop turns, until the
+ * interval has passed or the rule changes; without one each turn writes. */
+static void test_access_log_flush_interval(void **state) {
+  (void)state;
+  char path[] = "/tmp/dg_access_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg_errctx_t err;
+  dg_access_log_t *log = NULL;
+  assert_int_equal(dg_access_log_open(&loop, path, &log, &err), 0);
+  dg_http_request_t req = {.method = "GET", .path = "/x", .status = 200, .start_ns = dg_now_ns()};
+  dg_strlcpy(req.id, "r1", sizeof(req.id));
+  dg_strlcpy(req.peer, "127.0.0.1", sizeof(req.peer));
+  /* Each turn writes its lines. */
+  dg__access_log_request(log, &req);
+  assert_int_equal(file_lines(path), 0);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  assert_int_equal(file_lines(path), 1);
+  /* An hour's interval: turns pass and nothing is written... */
+  dg_access_log_set_flush(log, 3600000);
+  dg__access_log_request(log, &req);
+  dg__access_log_request(log, &req);
+  for (int i = 0; i < 3; i++)
+    uv_run(&loop, UV_RUN_NOWAIT);
+  assert_int_equal(file_lines(path), 1);
+  /* ...until the rule changes, which writes what waits. */
+  dg_access_log_set_flush(log, 0);
+  assert_int_equal(file_lines(path), 3);
+  /* A short interval: the timer writes the line, without another request. */
+  dg_access_log_set_flush(log, 1);
+  dg__access_log_request(log, &req);
+  assert_int_equal(file_lines(path), 3);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(file_lines(path), 4);
+  /* Closing writes what waits. */
+  dg_access_log_set_flush(log, 3600000);
+  dg__access_log_request(log, &req);
+  dg_access_log_close(log);
+  assert_int_equal(file_lines(path), 5);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  unlink(path);
+}
+
 /* null turns the access log off: the server writes nothing anywhere. */
 static void test_access_log_off(void **state) {
   test_ctx_t *t = *state;
@@ -906,6 +1060,7 @@ int main(void) {
       T(test_request_id),
       T(test_absolute_form),
       T(test_post_and_headers),
+      T(test_known_headers),
       T(test_keep_alive),
       T(test_pipelining_in_order),
       T(test_chunked_body),
@@ -930,6 +1085,8 @@ int main(void) {
       T(test_access_log),
       T(test_access_log_off),
       cmocka_unit_test(test_access_log_pieces),
+      cmocka_unit_test(test_access_log_ms),
+      cmocka_unit_test(test_access_log_flush_interval),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -549,7 +549,7 @@ static void test_utf8_invalid_vectors(void **state) {
 /* An invalid byte anywhere in a long ASCII run is found, whatever its
  * position relative to the eight-byte steps. */
 static void test_utf8_fast_path_positions(void **state) {
-  unsigned char buf[67];
+  unsigned char buf[203];
   for (size_t at = 0; at < sizeof(buf); at++) {
     memset(buf, 'a', sizeof(buf));
     assert_true(dg_utf8_valid(buf, sizeof(buf)));

@@ -88,6 +88,14 @@ static void test_text_is_the_built_answer(void **state) {
     char *again = written(kept);
     assert_string_equal(again, want);
     free(again);
+    /* Its form as a JSON string is kept too, for the text item. */
+    json_t *as_string = json_string(want);
+    char *want_quoted = written(as_string);
+    char *quoted = written(dg_json_raw_quoted(kept));
+    assert_string_equal(quoted, want_quoted);
+    free(quoted);
+    free(want_quoted);
+    json_decref(as_string);
     free(want);
     json_decref(built);
     json_decref(kept);
