@@ -21,6 +21,69 @@
 
 #define DG_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Intrusive lists: an element carries its own link fields (named by the
+ * caller, so one element can sit on several lists), the owner holds the
+ * head (and the tail of a queue). Written once here so that every list in
+ * the tree links and unlinks the same way. */
+#define DG_LIST_PUSH(head, node, prev, next)                                                       \
+  do {                                                                                             \
+    (node)->prev = NULL;                                                                           \
+    (node)->next = (head);                                                                         \
+    if ((head) != NULL)                                                                            \
+      (head)->prev = (node);                                                                       \
+    (head) = (node);                                                                               \
+  } while (0)
+#define DG_LIST_UNLINK(head, node, prev, next)                                                     \
+  do {                                                                                             \
+    if ((node)->prev != NULL)                                                                      \
+      (node)->prev->next = (node)->next;                                                           \
+    else                                                                                           \
+      (head) = (node)->next;                                                                       \
+    if ((node)->next != NULL)                                                                      \
+      (node)->next->prev = (node)->prev;                                                           \
+    (node)->prev = (node)->next = NULL;                                                            \
+  } while (0)
+/* The same with a tail too, for lists used from both ends (LRU caches,
+ * wait queues that can also drop a waiter from the middle). */
+#define DG_DLIST_PUSH(head, tail, node, prev, next)                                                \
+  do {                                                                                             \
+    DG_LIST_PUSH(head, node, prev, next);                                                          \
+    if ((tail) == NULL)                                                                            \
+      (tail) = (node);                                                                             \
+  } while (0)
+#define DG_DLIST_APPEND(head, tail, node, prev, next)                                              \
+  do {                                                                                             \
+    (node)->next = NULL;                                                                           \
+    (node)->prev = (tail);                                                                         \
+    if ((tail) != NULL)                                                                            \
+      (tail)->next = (node);                                                                       \
+    else                                                                                           \
+      (head) = (node);                                                                             \
+    (tail) = (node);                                                                               \
+  } while (0)
+#define DG_DLIST_UNLINK(head, tail, node, prev, next)                                              \
+  do {                                                                                             \
+    if ((node)->prev != NULL)                                                                      \
+      (node)->prev->next = (node)->next;                                                           \
+    else                                                                                           \
+      (head) = (node)->next;                                                                       \
+    if ((node)->next != NULL)                                                                      \
+      (node)->next->prev = (node)->prev;                                                           \
+    else                                                                                           \
+      (tail) = (node)->prev;                                                                       \
+    (node)->prev = (node)->next = NULL;                                                            \
+  } while (0)
+/* A singly linked first-in first-out queue: append at the tail. */
+#define DG_QUEUE_PUSH(head, tail, node, next)                                                      \
+  do {                                                                                             \
+    (node)->next = NULL;                                                                           \
+    if ((tail) != NULL)                                                                            \
+      (tail)->next = (node);                                                                       \
+    else                                                                                           \
+      (head) = (node);                                                                             \
+    (tail) = (node);                                                                               \
+  } while (0)
+
 /* Memory kept for reuse (free lists, caches) is marked unusable while it
  * waits, so that AddressSanitizer still reports a use after release. */
 #if defined(__SANITIZE_ADDRESS__)

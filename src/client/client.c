@@ -354,10 +354,7 @@ static void call_launch(dg_http_client_t *client, dg_http_call_t *call) {
   dg_buf_init(&call->body_buf, call->max_body);
   dg__resp_init(&call->resp, client->cfg.max_header_bytes, &dg__call_sink, call);
   uv_timer_init(client->loop, &call->timer);
-  call->next = client->calls;
-  if (client->calls != NULL)
-    client->calls->prev = call;
-  client->calls = call;
+  DG_LIST_PUSH(client->calls, call, prev, next);
   client->ncalls++;
   client->handles++;
   call->start_ms = dg_now_ms();

@@ -42,12 +42,7 @@ void dg__save_call_set_state(dg_connector_call_t *call, dg__save_call_state_t ne
 
 static void unlink_call(dg_connector_call_t *call) {
   dg_connectors_t *cs = call->cs;
-  if (call->prev != NULL)
-    call->prev->next = call->next;
-  else
-    cs->calls = call->next;
-  if (call->next != NULL)
-    call->next->prev = call->prev;
+  DG_LIST_UNLINK(cs->calls, call, prev, next);
   cs->ncalls--;
 }
 
@@ -111,12 +106,7 @@ void dg__save_call_defer(dg_connector_call_t *call, int rc) {
   call->rc = rc;
   call->http = NULL;
   dg__save_call_set_state(call, DG__SAVE_CALL_DEFERRED);
-  call->next_deferred = NULL;
-  if (cs->deferred_tail != NULL)
-    cs->deferred_tail->next_deferred = call;
-  else
-    cs->deferred = call;
-  cs->deferred_tail = call;
+  DG_QUEUE_PUSH(cs->deferred, cs->deferred_tail, call, next_deferred);
   uv_timer_start(&cs->timer, on_timer, 0, 0);
 }
 
@@ -440,16 +430,9 @@ static dg_connector_call_t *new_call(dg_connectors_t *cs, const dg_connector_t *
     free(call);
     return NULL;
   }
-  *call = (dg_connector_call_t){.cs = cs,
-                                .conn = conn,
-                                .arena = arena,
-                                .done = done,
-                                .user = user,
-                                .start_ms = dg_now_ms(),
-                                .next = cs->calls};
-  if (cs->calls != NULL)
-    cs->calls->prev = call;
-  cs->calls = call;
+  *call = (dg_connector_call_t){
+      .cs = cs, .conn = conn, .arena = arena, .done = done, .user = user, .start_ms = dg_now_ms()};
+  DG_LIST_PUSH(cs->calls, call, prev, next);
   cs->ncalls++;
   return call;
 }

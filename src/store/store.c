@@ -181,12 +181,7 @@ static const char *const kind_names[] = {"query",     "fetch",  "lookup", "write
 
 static void unlink_req(dg_store_req_t *r) {
   dg_store_t *s = r->store;
-  if (r->prev != NULL)
-    r->prev->next = r->next;
-  else
-    s->reqs = r->next;
-  if (r->next != NULL)
-    r->next->prev = r->prev;
+  DG_LIST_UNLINK(s->reqs, r, prev, next);
   s->inflight--;
 }
 
@@ -377,10 +372,7 @@ static int submit(dg_store_t *s, dg_store_req_t *r, dg_store_req_t **out, dg_err
     return rc;
   }
   r->started = true;
-  r->next = s->reqs;
-  if (s->reqs != NULL)
-    s->reqs->prev = r;
-  s->reqs = r;
+  DG_LIST_PUSH(s->reqs, r, prev, next);
   s->inflight++;
   if (out != NULL)
     *out = r;
