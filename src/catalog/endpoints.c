@@ -424,12 +424,9 @@ void dg__catalog_parse_endpoints(dg__cfg_t *cfg, const json_t *root) {
 /* ---- Lookups -------------------------------------------------------------------------- */
 
 const dg_endpoint_t *dg_catalog_endpoint(const dg_catalog_t *cat, const char *id_or_name) {
-  for (size_t i = 0; id_or_name != NULL && i < cat->nendpoints; i++) {
-    const dg_endpoint_t *e = &cat->endpoints[i];
-    if ((e->id && strcasecmp(e->id, id_or_name) == 0) || strcmp(e->name, id_or_name) == 0)
-      return e;
-  }
-  return NULL;
+  return dg__catalog_find_id_or_name(cat->endpoints, cat->nendpoints, sizeof(dg_endpoint_t),
+                                     offsetof(dg_endpoint_t, id), offsetof(dg_endpoint_t, name),
+                                     id_or_name);
 }
 
 const dg_endpoint_t *dg_catalog_form_endpoint(const dg_catalog_t *cat, const dg_model_t *model) {

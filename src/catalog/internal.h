@@ -87,6 +87,14 @@ void dg__cfg_parse_object(dg__cfg_t *cfg, const json_t *obj, const char *path,
  * *n). NULL when v is absent, not an array (reported) or memory ran out. */
 void *dg__cfg_array(dg__cfg_t *cfg, const json_t *v, const char *path, const char *what,
                     size_t size, size_t *n);
+/* Parses item i of a configuration list (at is its path, list the array
+ * being filled) with what the caller passed as data. */
+typedef void (*dg__cfg_item_fn)(dg__cfg_t *cfg, const json_t *item, void *list, size_t i,
+                                const char *at, const void *data);
+/* dg__cfg_array, then fn on each item in order: the one loop every list of
+ * the configuration files is read with. NULL as for dg__cfg_array. */
+void *dg__cfg_list(dg__cfg_t *cfg, const json_t *v, const char *path, const char *what, size_t size,
+                   size_t *n, dg__cfg_item_fn fn, const void *data);
 /* Reports /<list>/<i>/<field> when a and b are both set and equal ignoring
  * case: the duplicate check every named configuration list makes. */
 void dg__cfg_check_unique(dg__cfg_t *cfg, const char *list, const char *field, const char *what,
@@ -109,6 +117,14 @@ void dg__catalog_parse_roles(dg__cfg_t *cfg, const json_t *v, void *obj, const c
 void dg__catalog_parse_users(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path);
 /* Model by name (exact, then any case) or by GUID, for configured names. */
 const dg_model_t *dg__catalog_find_model(const dg_catalog_t *cat, const char *key);
+/* Lookups over the catalog's arrays: n items size bytes apart, each with a
+ * const char * name at offset name_off (and an id at id_off). By name:
+ * exact first, then ignoring case. By id or name: the first item whose id
+ * matches ignoring case or whose name matches exactly. NULL when none. */
+const void *dg__catalog_find_name(const void *list, size_t n, size_t size, size_t name_off,
+                                  const char *name);
+const void *dg__catalog_find_id_or_name(const void *list, size_t n, size_t size, size_t id_off,
+                                        size_t name_off, const char *key);
 /* "Customers, Orders, ..." for hints. */
 const char *dg__catalog_model_names(dg__cfg_t *cfg);
 /* Loads the OAuth keys (secret from the environment, PEM public key). */

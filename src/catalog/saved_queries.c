@@ -238,37 +238,26 @@ static void finish_input(dg__cfg_t *cfg, input_raw_t *raw, const char *path) {
     dg__cfg_error(cfg, at, "a required input has no use for a default");
 }
 
+/* data is the list's path. */
+static void parse_input(dg__cfg_t *cfg, const json_t *item, void *list, size_t i, const char *at,
+                        const void *data) {
+  dg_saved_input_t *inputs = list;
+  input_raw_t raw;
+  memset(&raw, 0, sizeof(raw));
+  dg__cfg_parse_object(cfg, item, at, input_fields, DG_ARRAY_SIZE(input_fields), &raw);
+  finish_input(cfg, &raw, at);
+  inputs[i] = raw.in;
+  for (size_t j = 0; j < i; j++) {
+    if (strcasecmp(inputs[i].name, inputs[j].name) == 0)
+      dg__cfg_error(cfg, at, "duplicate input name '%s' (same as %s/%zu, ignoring case)",
+                    inputs[i].name, (const char *)data, j);
+  }
+}
+
 static void parse_inputs(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_saved_query_t *q = &((query_raw_t *)obj)->q;
-  if (v == NULL)
-    return;
-  if (!json_is_array(v)) {
-    dg__cfg_error(cfg, path, "must be an array of inputs");
-    return;
-  }
-  size_t n = json_array_size(v);
-  dg_saved_input_t *list = dg_arena_calloc(cfg->arena, n + 1, sizeof(*list));
-  if (list == NULL) {
-    cfg->oom = true;
-    return;
-  }
-  for (size_t i = 0; i < n; i++) {
-    char at[DG__CFG_PATH_MAX];
-    input_raw_t raw;
-    memset(&raw, 0, sizeof(raw));
-    dg__cfg_path_index(at, path, i);
-    dg__cfg_parse_object(cfg, json_array_get(v, i), at, input_fields, DG_ARRAY_SIZE(input_fields),
-                         &raw);
-    finish_input(cfg, &raw, at);
-    list[i] = raw.in;
-    for (size_t j = 0; j < i; j++) {
-      if (strcasecmp(list[i].name, list[j].name) == 0)
-        dg__cfg_error(cfg, at, "duplicate input name '%s' (same as %s/%zu, ignoring case)",
-                      list[i].name, path, j);
-    }
-  }
-  q->inputs = list;
-  q->ninputs = n;
+  q->inputs = dg__cfg_list(cfg, v, path, "inputs", sizeof(dg_saved_input_t), &q->ninputs,
+                           parse_input, path);
 }
 
 /* ---- Templates ------------------------------------------------------------------- */
@@ -664,10 +653,11 @@ static const dg__cfg_field_t query_fields[] = {
 };
 #undef Q
 
-static void parse_query(dg__cfg_t *cfg, const json_t *v, dg_saved_query_t *out, const char *path) {
+static void parse_query(dg__cfg_t *cfg, const json_t *item, void *list, size_t i, const char *path,
+                        const void *data) {
   query_raw_t raw;
   memset(&raw, 0, sizeof(raw));
-  dg__cfg_parse_object(cfg, v, path, query_fields, DG_ARRAY_SIZE(query_fields), &raw);
+  dg__cfg_parse_object(cfg, item, path, query_fields, DG_ARRAY_SIZE(query_fields), &raw);
   char at[DG__CFG_PATH_MAX];
   dg__cfg_path_key(at, path, "resultPath");
   if (raw.result_path != NULL)
@@ -677,7 +667,8 @@ static void parse_query(dg__cfg_t *cfg, const json_t *v, dg_saved_query_t *out, 
     raw.q.id_path = dg__cfg_compile_jsonpath(cfg, raw.id_path, at);
   if (raw.q.name == NULL)
     raw.q.name = "";
-  *out = raw.q;
+  raw.q.index = i;
+  ((dg_saved_query_t *)list)[i] = raw.q;
 }
 
 /* ---- The file ------------------------------------------------------------------------- */
@@ -695,19 +686,9 @@ static void check_unique_queries(dg__cfg_t *cfg, const dg_saved_query_t *list, s
 
 static void parse_query_list(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_catalog_t *cat = obj;
-  size_t n;
-  dg_saved_query_t *list = dg__cfg_array(cfg, v, path, "Saved Queries", sizeof(*list), &n);
-  if (list == NULL)
-    return;
-  for (size_t i = 0; i < n; i++) {
-    char at[DG__CFG_PATH_MAX];
-    dg__cfg_path_index(at, path, i);
-    parse_query(cfg, json_array_get(v, i), &list[i], at);
-    list[i].index = i;
-  }
-  cat->saved_queries = list;
-  cat->nsaved_queries = n;
-  check_unique_queries(cfg, list, n);
+  cat->saved_queries = dg__cfg_list(cfg, v, path, "Saved Queries", sizeof(dg_saved_query_t),
+                                    &cat->nsaved_queries, parse_query, NULL);
+  check_unique_queries(cfg, cat->saved_queries, cat->nsaved_queries);
 }
 
 static const dg__cfg_field_t queries_file_fields[] = {
@@ -741,22 +722,12 @@ void dg__catalog_check_role_queries(dg__cfg_t *cfg) {
 /* ---- Lookups ---------------------------------------------------------------------------- */
 
 const dg_saved_query_t *dg_catalog_saved_query(const dg_catalog_t *cat, const char *id_or_name) {
-  for (size_t i = 0; id_or_name != NULL && i < cat->nsaved_queries; i++) {
-    const dg_saved_query_t *q = &cat->saved_queries[i];
-    if ((q->id && strcasecmp(q->id, id_or_name) == 0) || strcmp(q->name, id_or_name) == 0)
-      return q;
-  }
-  return NULL;
+  return dg__catalog_find_id_or_name(cat->saved_queries, cat->nsaved_queries,
+                                     sizeof(dg_saved_query_t), offsetof(dg_saved_query_t, id),
+                                     offsetof(dg_saved_query_t, name), id_or_name);
 }
 
 const dg_saved_input_t *dg_saved_query_input(const dg_saved_query_t *q, const char *name) {
-  for (size_t i = 0; name != NULL && i < q->ninputs; i++) {
-    if (strcmp(q->inputs[i].name, name) == 0)
-      return &q->inputs[i];
-  }
-  for (size_t i = 0; name != NULL && i < q->ninputs; i++) {
-    if (strcasecmp(q->inputs[i].name, name) == 0)
-      return &q->inputs[i];
-  }
-  return NULL;
+  return dg__catalog_find_name(q->inputs, q->ninputs, sizeof(dg_saved_input_t),
+                               offsetof(dg_saved_input_t, name), name);
 }

@@ -108,6 +108,19 @@ void *dg__cfg_array(dg__cfg_t *cfg, const json_t *v, const char *path, const cha
   return list;
 }
 
+void *dg__cfg_list(dg__cfg_t *cfg, const json_t *v, const char *path, const char *what, size_t size,
+                   size_t *n, dg__cfg_item_fn fn, const void *data) {
+  size_t count;
+  void *list = dg__cfg_array(cfg, v, path, what, size, &count);
+  for (size_t i = 0; list != NULL && i < count; i++) {
+    char at[DG__CFG_PATH_MAX];
+    dg__cfg_path_index(at, path, i);
+    fn(cfg, json_array_get(v, i), list, i, at, data);
+  }
+  *n = count; /* only now: the items see the list as not there yet */
+  return list;
+}
+
 void dg__cfg_check_unique(dg__cfg_t *cfg, const char *list, const char *field, const char *what,
                           size_t i, size_t j, const char *a, const char *b) {
   if (a == NULL || b == NULL || strcasecmp(a, b) != 0)
