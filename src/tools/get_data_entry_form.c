@@ -565,20 +565,20 @@ static int check_args(form_t *f, dg_errctx_t *err) {
                                arena, &f->initial, &f->ninitial, err);
 }
 
-static void run(dg_mcp_tool_call_t *call) {
-  dg_errctx_t err;
-  dg_errctx_clear(&err);
-  form_t *f = dg__tools_call_state(call, sizeof(*f), "The form could not be built");
-  if (f == NULL)
-    return;
+static int start(dg_mcp_tool_call_t *call, void *state, dg_errctx_t *err) {
+  form_t *f = state;
   f->call = call;
-  if (check_args(f, &err) != 0) {
-    dg_mcp_tool_call_fail(call, &err);
-    return;
-  }
+  int rc = check_args(f, err);
+  if (rc != 0)
+    return rc;
   f->store = dg__tools_store(call);
   if (f->store != NULL)
     next(f);
+  return 0;
+}
+
+static void run(dg_mcp_tool_call_t *call) {
+  dg__tools_start(call, sizeof(form_t), "The form could not be built", start);
 }
 
 const dg_tool_t dg_tool_get_data_entry_form = {

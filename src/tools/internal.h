@@ -77,6 +77,18 @@ void dg__tools_reply(dg_mcp_tool_call_t *call, json_t *result, const char *what)
 /* size zeroed bytes in the call's arena for a tool's state; NULL after
  * ending the call with "<what>: out of memory." */
 void *dg__tools_call_state(dg_mcp_tool_call_t *call, size_t size, const char *what);
+/* Starts a tool that keeps state across callbacks: state is its zeroed
+ * state; 0 once started (or already answered), else the error in err. */
+typedef int (*dg__tools_start_fn)(dg_mcp_tool_call_t *call, void *state, dg_errctx_t *err);
+/* The run() of such a tool: the state (as dg__tools_call_state), then
+ * start; a failed start ends the call with its error. */
+void dg__tools_start(dg_mcp_tool_call_t *call, size_t size, const char *what,
+                     dg__tools_start_fn start);
+/* The run() of a tool that answers with a kept answer (dg__tools_answer)
+ * for model (NULL for a catalog-wide one). */
+void dg__tools_reply_answer(dg_mcp_tool_call_t *call, dg__tools_answer_kind_t kind,
+                            const dg_model_t *model, dg__tools_answer_build_t build,
+                            const char *what);
 
 /* The annotations of a tool that only reads: the gateway's own data, or an
  * external system's (open world). */
@@ -187,11 +199,15 @@ size_t dg__tools_budget(dg_mcp_tool_call_t *call);
 void dg__tools_parse_ctx(dg_mcp_tool_call_t *call, dg_errctx_t *err, dg_store_parse_t *out);
 /* The running store, or NULL after failing the call with a clear error. */
 dg_store_t *dg__tools_store(dg_mcp_tool_call_t *call);
-/* The run() of the entity tools: parses the call's arguments for op (a
- * dataModelId first, except for a lookup), starts it in the store and
- * ends the call with the store's result or its error. A cancelled call
- * cancels the store request; the call still ends from its completion. */
-void dg__tools_run_entities(dg_mcp_tool_call_t *call, dg__tools_store_op_t op);
+/* The run() of each entity tool: parses the call's arguments for its
+ * operation (a dataModelId first, except for a lookup), starts it in the
+ * store and ends the call with the store's result or its error. A
+ * cancelled call cancels the store request; the call still ends from its
+ * completion. */
+void dg__tools_run_query(dg_mcp_tool_call_t *call);
+void dg__tools_run_fetch(dg_mcp_tool_call_t *call);
+void dg__tools_run_lookup(dg_mcp_tool_call_t *call);
+void dg__tools_run_aggregate(dg_mcp_tool_call_t *call);
 
 /* ---- Saved Queries ------------------------------------------------------ */
 struct dg_connector_request;

@@ -738,7 +738,7 @@ static void on_confirmation(void *data, dg__tools_confirmation_t outcome) {
     fail(s, &err);
 }
 
-static int start(submission_t *s, dg_errctx_t *err) {
+static int begin(submission_t *s, dg_errctx_t *err) {
   int rc = check_args(s, err);
   if (rc != 0)
     return rc;
@@ -760,16 +760,19 @@ static int start(submission_t *s, dg_errctx_t *err) {
   return rc == 1 ? read_removed(s, err) : rc;
 }
 
-static void run(dg_mcp_tool_call_t *call) {
-  dg_errctx_t err;
-  dg_errctx_clear(&err);
-  submission_t *s = dg__tools_call_state(call, sizeof(*s), "The form could not be submitted");
-  if (s == NULL)
-    return;
+/* A failed submission ends the call itself (fail), so that the state
+ * machine records the answer. */
+static int start(dg_mcp_tool_call_t *call, void *state, dg_errctx_t *err) {
+  submission_t *s = state;
   s->call = call;
   s->store = dg__tools_store(call);
-  if (s->store != NULL && start(s, &err) != 0)
-    fail(s, &err);
+  if (s->store != NULL && begin(s, err) != 0)
+    fail(s, err);
+  return 0;
+}
+
+static void run(dg_mcp_tool_call_t *call) {
+  dg__tools_start(call, sizeof(submission_t), "The form could not be submitted", start);
 }
 
 const dg_tool_t dg_tool_submit_data_entry_form = {
