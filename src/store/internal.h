@@ -185,6 +185,9 @@ int dg__sql_entity_cols(const dg_store_select_t *select, const dg_store_expand_t
                         size_t nexpand, dg_arena_t *arena, dg__sql_cols_t *out);
 /* The column of cols that reads prop, or -1. */
 int dg__sql_col_of(const dg__sql_cols_t *cols, const dg_property_t *prop);
+/* "a.id, a.\"Name\", ...": the columns of cols read from the table aliased
+ * alias, as every SELECT of entities lists them (both backends). */
+void dg__sql_column_list(dg__sql_t *sql, const char *alias, const dg__sql_cols_t *cols);
 
 /* " FROM ... [LEFT JOIN ...] [WHERE ...]" of model with filters (t0 is the
  * model's alias). */
