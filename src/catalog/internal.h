@@ -37,6 +37,7 @@ typedef enum dg__cfg_kind {
   DG__CFG_U64,     /* uint64_t */
   DG__CFG_ENUM,    /* int, index into names */
   DG__CFG_STRINGS, /* const char *const * at offset, size_t count at count_offset */
+  DG__CFG_JSON,    /* const json_t *, the value as written (NULL when absent), read later */
   DG__CFG_CUSTOM,  /* parsed by fn, which also sees an absent field (value NULL) */
 } dg__cfg_kind_t;
 
@@ -71,6 +72,23 @@ void dg__cfg_check_path_text(dg__cfg_t *cfg, const char *text, const char *path)
  * fills its placeholders (saved_queries.c; Saved Queries and save actions). */
 void dg__cfg_check_json_template(dg__cfg_t *cfg, const dg_template_t *t,
                                  dg_template_lookup_fn sample, void *data, const char *path);
+/* What a user of a request description brings (request.c): how its
+ * templates compile (in_path: the request's path) and check their
+ * placeholders, the sample values a JSON template is checked with, and the
+ * method when none is given (NULL: GET, or POST for GraphQL). */
+typedef struct dg__cfg_request_use {
+  const dg_template_t *(*compile)(void *data, const char *text, bool in_path, const char *path);
+  void *data;
+  dg_template_lookup_fn sample;
+  void *sample_data;
+  const char *default_method;
+} dg__cfg_request_use_t;
+/* Parses the request description v at path into out. With mappings
+ * non-NULL the description may also hold "mappings" (a save action's body
+ * by field), handed back unparsed for a REST request (else NULL). */
+void dg__cfg_parse_request(dg__cfg_t *cfg, const json_t *v, const char *path,
+                           const dg__cfg_request_use_t *use, dg_saved_request_t *out,
+                           const json_t **mappings);
 /* A response path ("$.data.items"), compiled into cfg's arena; NULL with
  * the error recorded at path when text is not one (saved_queries.c). */
 const dg_jsonpath_t *dg__cfg_compile_jsonpath(dg__cfg_t *cfg, const char *text, const char *path);

@@ -299,6 +299,9 @@ static void set_default(dg__cfg_t *cfg, const dg__cfg_field_t *f, void *dst) {
     *(size_t *)((char *)dst + f->count_offset) = n;
     break;
   }
+  case DG__CFG_JSON:
+    *(const json_t **)((char *)dst + f->offset) = NULL;
+    break;
   case DG__CFG_CUSTOM:
     f->fn(cfg, NULL, dst, "");
     break;
@@ -393,6 +396,9 @@ static bool parse_field(dg__cfg_t *cfg, const dg__cfg_field_t *f, const json_t *
     *(size_t *)((char *)dst + f->count_offset) = n;
     return ok;
   }
+  case DG__CFG_JSON:
+    *(const json_t **)((char *)dst + f->offset) = v;
+    return true;
   case DG__CFG_CUSTOM:
     f->fn(cfg, v, dst, path);
     return false; /* the custom parser already did everything */
