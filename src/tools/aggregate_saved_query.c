@@ -64,13 +64,13 @@ static const char output_schema[] =
 /* One aggregation, in the call's arena. */
 typedef struct agg {
   dg__tools_saved_run_t run;
-  dg__tools_saved_agg_t a;
+  dg_save_agg_t a;
 } agg_t;
 
 /* Aggregates every item of the answer (on a worker thread when large). */
 static json_t *aggregate(dg__tools_saved_run_t *r, const char *body, size_t len, dg_errctx_t *err) {
   agg_t *x = r->user;
-  return dg__tools_saved_agg_run(&x->a, body, len, err);
+  return dg_save_agg_run(&x->a, body, len, err);
 }
 
 /* ---- Stages ------------------------------------------------------------------------ */
@@ -92,7 +92,7 @@ static int check_args(agg_t *x, const char ***values, dg_errctx_t *err) {
     return err->code;
   int rc = dg__tools_saved_inputs(q, json_object_get(args, "inputs"), arena, values, err);
   if (rc == 0)
-    rc = dg__tools_saved_agg_parse(q, p, args, grouped_cap(cat), arena, &x->a, err);
+    rc = dg_save_agg_parse(q, p, args, grouped_cap(cat), arena, &x->a, err);
   return rc;
 }
 
