@@ -167,6 +167,23 @@ int dg_arena_defer(dg_arena_t *arena, void (*fn)(void *), void *data);
 /* Bytes handed out so far (for limits and metrics). */
 size_t dg_arena_used(const dg_arena_t *arena);
 
+/* ---- Spare blocks --------------------------------------------------------
+ * Freed objects of one size kept for the next ones (a client's calls, the
+ * connector calls), at most max of them: a waiting block is poisoned but
+ * for its first bytes, which link it to the next. Loop thread only. */
+typedef struct dg_spare {
+  void *head;
+  size_t count, max, size;
+} dg_spare_t;
+
+void dg_spare_init(dg_spare_t *s, size_t size, size_t max);
+/* A kept block (not zeroed) or a new one; NULL when out of memory. */
+void *dg_spare_alloc(dg_spare_t *s);
+/* Keeps p for reuse when keep is true and there is room, else frees it. */
+void dg_spare_release(dg_spare_t *s, void *p, bool keep);
+/* Frees every kept block. */
+void dg_spare_free_all(dg_spare_t *s);
+
 /* ---- Bounded buffer ----------------------------------------------------
  * A growable byte buffer created with its maximum: growing past it fails
  * with DG_E2BIG and leaves the buffer unchanged. data is always

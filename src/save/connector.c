@@ -50,25 +50,7 @@ static void unlink_call(dg_connector_call_t *call) {
 #define SPARE_CALLS 256
 
 static void call_free(dg_connectors_t *cs, dg_connector_call_t *call) {
-  if (cs->closing || cs->nspare >= SPARE_CALLS) {
-    free(call);
-    return;
-  }
-  DG_POISON(call, sizeof(*call));
-  DG_UNPOISON(&call->next, sizeof(call->next));
-  call->next = cs->spare;
-  cs->spare = call;
-  cs->nspare++;
-}
-
-static void spare_free_all(dg_connectors_t *cs) {
-  while (cs->spare != NULL) {
-    dg_connector_call_t *call = cs->spare;
-    cs->spare = call->next;
-    DG_UNPOISON(call, sizeof(*call));
-    free(call);
-  }
-  cs->nspare = 0;
+  dg_spare_release(&cs->spare, call, !cs->closing);
 }
 
 static void complete(dg_connector_call_t *call, const dg_connector_result_t *result) {
@@ -417,14 +399,7 @@ static int check_request(const dg_connector_t *conn, const dg_connector_request_
 
 static dg_connector_call_t *new_call(dg_connectors_t *cs, const dg_connector_t *conn,
                                      dg_connector_done_fn done, void *user) {
-  dg_connector_call_t *call = cs->spare;
-  if (call != NULL) {
-    cs->spare = call->next;
-    cs->nspare--;
-    DG_UNPOISON(call, sizeof(*call));
-  } else {
-    call = malloc(sizeof(*call));
-  }
+  dg_connector_call_t *call = dg_spare_alloc(&cs->spare);
   dg_arena_t *arena = call ? dg_arena_new(2048) : NULL;
   if (arena == NULL) {
     free(call);
@@ -530,6 +505,7 @@ int dg_connectors_new(uv_loop_t *loop, dg_http_client_t *client, dg_connectors_t
     return dg_errctx_set(err, DG_ENOMEM, "upstream", "out of memory");
   cs->loop = loop;
   cs->shared = client;
+  dg_spare_init(&cs->spare, sizeof(dg_connector_call_t), SPARE_CALLS);
   if (client == NULL) {
     dg_http_client_config_t config;
     dg_http_client_config_default(&config);
@@ -572,7 +548,7 @@ int dg_connectors_configure(dg_connectors_t *cs, const dg_catalog_t *cat, dg_err
 static void on_timer_closed(uv_handle_t *handle) {
   dg_connectors_t *cs = handle->data;
   dg__save_oauth_free_all(cs);
-  spare_free_all(cs);
+  dg_spare_free_all(&cs->spare);
   free(cs);
 }
 
@@ -596,7 +572,7 @@ void dg_connectors_close(dg_connectors_t *cs) {
   if (cs == NULL || cs->closing)
     return;
   cs->closing = true;
-  spare_free_all(cs);
+  dg_spare_free_all(&cs->spare);
   for (dg_connector_call_t *call = cs->calls; call != NULL;) {
     dg_connector_call_t *next = call->next;
     dg_connector_call_cancel(call);
