@@ -328,6 +328,10 @@ void dg_log_set_common(json_t *fields);
 bool dg_log_enabled(dg_log_level_t level);
 /* Writes one line; fields (may be NULL) is stolen. */
 void dg_log_json(dg_log_level_t level, const char *event, json_t *fields);
+/* The end of every state machine's illegal move (a bug worth a stop):
+ * an "illegal_state" line naming what moved, from and to, then abort. */
+void dg_log_illegal_state(const char *what, const char *from, const char *to)
+    __attribute__((noreturn));
 /* Writes one line with a formatted "msg" field. */
 void dg_logf(dg_log_level_t level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

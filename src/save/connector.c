@@ -29,12 +29,8 @@ void dg__save_call_set_state(dg_connector_call_t *call, dg__save_call_state_t ne
                                  [DG__SAVE_CALL_DONE] = true},
       [DG__SAVE_CALL_DEFERRED] = {[DG__SAVE_CALL_DONE] = true},
   };
-  if (!legal[call->state][next]) {
-    dg_log_json(DG_LOG_ERROR, "illegal_state",
-                json_pack("{s:s,s:s,s:s}", "what", "connector_call", "from",
-                          state_names[call->state], "to", state_names[next]));
-    abort();
-  }
+  if (!legal[call->state][next])
+    dg_log_illegal_state("connector_call", state_names[call->state], state_names[next]);
   call->state = next;
 }
 

@@ -29,12 +29,8 @@ static void node_set_state(dg__save_node_t *n, dg__save_node_state_t next) {
       [DG__NODE_PARSING] = {[DG__NODE_READY] = true},
       [DG__NODE_CHILDREN] = {[DG__NODE_READY] = true},
   };
-  if (!legal[n->state][next]) {
-    dg_log_json(DG_LOG_ERROR, "illegal_state",
-                json_pack("{s:s,s:s,s:s}", "what", "save_node", "from", node_state_names[n->state],
-                          "to", node_state_names[next]));
-    abort();
-  }
+  if (!legal[n->state][next])
+    dg_log_illegal_state("save_node", node_state_names[n->state], node_state_names[next]);
   n->state = next;
 }
 

@@ -406,6 +406,12 @@ int dg__store_invalid(dg_errctx_t *err, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* A short JSON rendering of a given value for messages. */
 void dg__store_show(char *out, size_t size, const json_t *value);
+/* The parsers' two common refusals: "Invalid argument '<param>': got
+ * <value>; allowed: <allowed>." (DG_EINVAL), and out of memory at param
+ * (DG_ENOMEM). */
+int dg__store_got(const dg_store_parse_t *ps, const json_t *v, const char *param,
+                  const char *allowed);
+int dg__store_oom(const dg_store_parse_t *ps, const char *param);
 bool dg__store_is_stored(const dg_property_t *prop);
 bool dg__store_is_inbound(const dg_property_t *prop);
 /* Whether a stored property gets an index "_ix_<model>_<property>": it is

@@ -94,13 +94,22 @@ static int int_field(const dg_store_parse_t *ps, const json_t *obj, const char *
                            shown, (long long)min, (long long)max, (long long)def);
 }
 
+int dg__store_got(const dg_store_parse_t *ps, const json_t *v, const char *param,
+                  const char *allowed) {
+  char shown[160];
+  dg__store_show(shown, sizeof(shown), v);
+  return dg__store_invalid(ps->err, param, "got %s; allowed: %s.", shown, allowed);
+}
+
+int dg__store_oom(const dg_store_parse_t *ps, const char *param) {
+  return dg_errctx_set(ps->err, DG_ENOMEM, param, "Out of memory.");
+}
+
 static int object_or_null(const dg_store_parse_t *ps, const json_t *v, const char *param,
                           const char *allowed) {
   if (v == NULL || json_is_null(v) || json_is_object(v))
     return 0;
-  char shown[160];
-  dg__store_show(shown, sizeof(shown), v);
-  return dg__store_invalid(ps->err, param, "got %s; allowed: %s.", shown, allowed);
+  return dg__store_got(ps, v, param, allowed);
 }
 
 /* ---- Names ------------------------------------------------------------------------------- */
@@ -390,7 +399,7 @@ static int parse_group(const dg_store_parse_t *ps, const dg_model_t *model, cons
   g->nfilters = json_array_size(params);
   g->filters = dg_arena_calloc(ps->arena, g->nfilters + 1, sizeof(*g->filters));
   if (g->filters == NULL)
-    return dg_errctx_set(ps->err, DG_ENOMEM, path, "Out of memory.");
+    return dg__store_oom(ps, path);
   dg__path_t ip;
   char base[sizeof(p.s)];
   dg_strlcpy(base, ppath, sizeof(base));
@@ -416,7 +425,7 @@ int dg_store_parse_filters(const dg_store_parse_t *ps, const dg_model_t *model,
   out->ngroups = json_array_size(groups);
   out->groups = dg_arena_calloc(ps->arena, out->ngroups + 1, sizeof(*out->groups));
   if (out->groups == NULL)
-    return dg_errctx_set(ps->err, DG_ENOMEM, param, "Out of memory.");
+    return dg__store_oom(ps, param);
   int rc = 0;
   dg__path_t p;
   for (size_t i = 0; rc == 0 && i < out->ngroups; i++)

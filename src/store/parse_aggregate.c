@@ -34,24 +34,13 @@ const char *dg_store_agg_name(dg_store_agg_fn_t fn) {
 
 /* ---- Small readers ------------------------------------------------------------------ */
 
-static int oom(const dg_store_parse_t *ps, const char *param) {
-  return dg_errctx_set(ps->err, DG_ENOMEM, param, "Out of memory.");
-}
-
-static int got(const dg_store_parse_t *ps, const json_t *v, const char *param,
-               const char *allowed) {
-  char shown[160];
-  dg__store_show(shown, sizeof(shown), v);
-  return dg__store_invalid(ps->err, param, "got %s; allowed: %s.", shown, allowed);
-}
-
 /* obj must be an object whose keys are all among fields. */
 static int check_object(const dg_store_parse_t *ps, const json_t *obj, const char *path,
                         const char *const *fields, size_t n, const char *allowed) {
   const char *key;
   json_t *v;
   if (!json_is_object(obj))
-    return got(ps, obj, path, allowed);
+    return dg__store_got(ps, obj, path, allowed);
   json_object_foreach((json_t *)obj, key, v) {
     bool known = false;
     for (size_t i = 0; i < n && !known; i++)
@@ -74,7 +63,7 @@ static int name_field(const dg_store_parse_t *ps, const json_t *obj, const char 
     return 0;
   size_t len = json_string_length(v);
   if (!json_is_string(v) || len == 0 || len > NAME_MAX_CHARS)
-    return got(ps, v, dg__path_key(&p, path, key), "a name of 1 to 128 characters");
+    return dg__store_got(ps, v, dg__path_key(&p, path, key), "a name of 1 to 128 characters");
   *out = json_string_value(v);
   return 0;
 }
@@ -307,8 +296,8 @@ static int parse_alias(const dg_store_parse_t *ps, const json_t *obj, const char
   if (v != NULL && !json_is_null(v)) {
     long chars = json_is_string(v) ? text_chars(json_string_value(v), json_string_length(v)) : -1;
     if (chars < 1 || chars > DG_STORE_ALIAS_MAX)
-      return got(ps, v, dg__path_key(&p, path, "alias"),
-                 "a name of 1 to 64 characters without control characters");
+      return dg__store_got(ps, v, dg__path_key(&p, path, "alias"),
+                           "a name of 1 to 64 characters without control characters");
     g->key = dg_camel_first(ps->arena, json_string_value(v));
   } else if (g->prop == NULL) {
     g->key = dg_camel_first(ps->arena, agg_names[g->fn]);
@@ -316,7 +305,7 @@ static int parse_alias(const dg_store_parse_t *ps, const json_t *obj, const char
     snprintf(def, sizeof(def), "%s_%s", agg_names[g->fn], g->prop->name);
     g->key = dg_camel_first(ps->arena, def);
   }
-  return g->key != NULL ? 0 : oom(ps, path);
+  return g->key != NULL ? 0 : dg__store_oom(ps, path);
 }
 
 /* ---- joinFilter ------------------------------------------------------------------------- */
@@ -594,7 +583,7 @@ static int parse_join(const dg_store_parse_t *ps, const dg_model_t *m, const jso
   dg__path_t p;
   dg_store_join_t *j = dg_arena_calloc(ps->arena, 1, sizeof(*j));
   if (j == NULL)
-    return oom(ps, path);
+    return dg__store_oom(ps, path);
   int rc = check_object(ps, obj, path, join_fields, DG_ARRAY_SIZE(join_fields),
                         "reference, entity, on, condition");
   if (rc == 0)
@@ -650,11 +639,11 @@ static int parse_aggregations(const dg_store_parse_t *ps, const dg_model_t *m, c
                              DG_STORE_AGGREGATIONS_MAX);
   size_t n = json_array_size(list);
   if (!json_is_array(list) || n == 0 || n > DG_STORE_AGGREGATIONS_MAX)
-    return got(ps, list, "aggregations",
-               "an array of 1 to 32 clauses {function, propertyName, alias, joinFilter}");
+    return dg__store_got(ps, list, "aggregations",
+                         "an array of 1 to 32 clauses {function, propertyName, alias, joinFilter}");
   a->aggs = dg_arena_calloc(ps->arena, n, sizeof(*a->aggs));
   if (a->aggs == NULL)
-    return oom(ps, "aggregations");
+    return dg__store_oom(ps, "aggregations");
   int rc = 0;
   dg__path_t p;
   for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -716,7 +705,7 @@ static int key_labels(const dg_store_parse_t *ps, dg_store_group_key_t *k, const
   }
   k->name = dg_arena_sprintf(ps->arena, "%s.%s", k->reference->name, k->prop->name);
   k->key = dg_arena_sprintf(ps->arena, "%s.%s", k->reference->json_name, k->prop->name);
-  return k->name != NULL && k->key != NULL ? 0 : oom(ps, path);
+  return k->name != NULL && k->key != NULL ? 0 : dg__store_oom(ps, path);
 }
 
 static int parse_key(const dg_store_parse_t *ps, const dg_model_t *m, const json_t *obj,
@@ -745,10 +734,11 @@ static int parse_group_by(const dg_store_parse_t *ps, const dg_model_t *m, const
   if (list == NULL || json_is_null(list))
     return 0;
   if (!json_is_array(list) || n > DG_STORE_GROUP_BY_MAX)
-    return got(ps, list, "groupBy", "an array of at most 8 group keys {propertyName, reference}");
+    return dg__store_got(ps, list, "groupBy",
+                         "an array of at most 8 group keys {propertyName, reference}");
   a->group_by = dg_arena_calloc(ps->arena, n + 1, sizeof(*a->group_by));
   if (a->group_by == NULL)
-    return oom(ps, "groupBy");
+    return dg__store_oom(ps, "groupBy");
   int rc = 0;
   dg__path_t p;
   for (size_t i = 0; rc == 0 && i < n; i++) {

@@ -20,12 +20,8 @@ static void set_state(dg_store_t *s, dg__store_state_t next) {
       [DG__STORE_CLOSING] = {[DG__STORE_CLOSED] = true},
   };
   /* Checked in every build: an illegal transition is a bug worth a stop. */
-  if (!legal[s->state][next]) {
-    dg_log_json(DG_LOG_ERROR, "illegal_state",
-                json_pack("{s:s,s:s,s:s}", "what", "store", "from", state_names[s->state], "to",
-                          state_names[next]));
-    abort();
-  }
+  if (!legal[s->state][next])
+    dg_log_illegal_state("store", state_names[s->state], state_names[next]);
   dg_log_json(DG_LOG_DEBUG, "store_state",
               json_pack("{s:s,s:s}", "from", state_names[s->state], "to", state_names[next]));
   s->state = next;

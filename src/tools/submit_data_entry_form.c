@@ -125,12 +125,8 @@ static void set_state(submission_t *s, sub_state_t next) {
       [SUB_RUNNING_TREE] = {[SUB_RECORDING] = true},
       [SUB_RECORDING] = {[SUB_ANSWERED] = true},
   };
-  if (!legal[s->state][next]) {
-    dg_log_json(DG_LOG_ERROR, "illegal_state",
-                json_pack("{s:s,s:s,s:s}", "what", "submission", "from", state_names[s->state],
-                          "to", state_names[next]));
-    abort();
-  }
+  if (!legal[s->state][next])
+    dg_log_illegal_state("submission", state_names[s->state], state_names[next]);
   s->state = next;
 }
 
