@@ -243,6 +243,11 @@ int dg_json_write_real(dg_buf_t *out, double d);
  * digits) or boolean written into buf. NULL for null, objects and arrays. */
 const char *dg_json_scalar_text(const json_t *v, char *buf, size_t size);
 
+/* A given value for a message: compact JSON (with jansson's extra flags,
+ * such as a real precision) cut to DG_JSON_EXCERPT_CHARS characters at a
+ * character boundary, "..." marking the cut, control bytes shown as '?'. */
+#define DG_JSON_EXCERPT_CHARS 80
+void dg_json_excerpt(const json_t *value, size_t flags, char *out, size_t size);
 /* A value already written as JSON text, which dg_json_write copies as it
  * is: a large result serialised once on a worker thread instead of again on
  * the loop. The text (len bytes, UTF-8, one complete JSON value; the caller
@@ -362,6 +367,13 @@ int dg_metrics_render(dg_buf_t *out);
  * before a scrape is rendered. */
 void dg_metrics_update_process(void);
 void dg_metrics_reset(void);
+
+/* ---- Growing arrays ------------------------------------------------------ */
+/* The larger block for an array of *cap items of size bytes that is full:
+ * first items at first, then twice as many, never more than max. NULL
+ * (the array left as it is) when out of memory or past max; else *cap is
+ * the new capacity. */
+void *dg_array_grow(void *items, size_t *cap, size_t size, size_t first, size_t max);
 
 /* ---- GUIDs, time, strings ---------------------------------------------- */
 #define DG_UUID_LEN 36

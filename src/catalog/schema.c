@@ -25,13 +25,10 @@ void dg_config_errors_free(dg_config_errors_t *errors) {
 static bool errors_grow(dg_config_errors_t *errors) {
   if (errors->count < errors->cap)
     return true;
-  size_t cap = errors->cap ? errors->cap * 2 : 16;
-  char **lines = realloc(errors->lines, cap * sizeof(*lines));
-  if (lines == NULL)
-    return false;
-  errors->lines = lines;
-  errors->cap = cap;
-  return true;
+  char **lines = dg_array_grow(errors->lines, &errors->cap, sizeof(*lines), 16, SIZE_MAX);
+  if (lines != NULL)
+    errors->lines = lines;
+  return lines != NULL;
 }
 
 static void errors_addv(dg_config_errors_t *errors, const char *file, const char *path,

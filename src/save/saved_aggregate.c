@@ -410,12 +410,10 @@ static group_t *group_of(run_t *r, const json_t *entity) {
   if (at != NULL)
     return r->groups[json_integer_value(at)];
   if (r->ngroups == r->cap) {
-    size_t cap = r->cap ? r->cap * 2 : 16;
-    group_t **grown = realloc(r->groups, cap * sizeof(*grown));
+    group_t **grown = dg_array_grow(r->groups, &r->cap, sizeof(*grown), 16, SIZE_MAX);
     if (grown == NULL)
       return NULL;
     r->groups = grown;
-    r->cap = cap;
   }
   group_t *g = group_new(r, entity);
   if (g == NULL || json_object_setn_new_nocheck(r->index, text, r->key.len,

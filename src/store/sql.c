@@ -99,14 +99,12 @@ static dg_store_value_t *bind_slot(dg__sql_t *sql) {
   if (sql->rc != 0)
     return NULL;
   if (sql->nbinds == sql->cap) {
-    size_t cap = sql->cap ? sql->cap * 2 : 16;
-    dg_store_value_t *b = cap <= DG__SQL_BINDS_MAX ? realloc(sql->binds, cap * sizeof(*b)) : NULL;
+    dg_store_value_t *b = dg_array_grow(sql->binds, &sql->cap, sizeof(*b), 16, DG__SQL_BINDS_MAX);
     if (b == NULL) {
-      sql->rc = cap <= DG__SQL_BINDS_MAX ? DG_ENOMEM : DG_E2BIG;
+      sql->rc = sql->cap * 2 <= DG__SQL_BINDS_MAX ? DG_ENOMEM : DG_E2BIG;
       return NULL;
     }
     sql->binds = b;
-    sql->cap = cap;
   }
   return &sql->binds[sql->nbinds++];
 }
