@@ -242,6 +242,9 @@ int dg_json_write_real(dg_buf_t *out, double d);
  * alike: a string's own bytes (borrowed), an integer, real (17 significant
  * digits) or boolean written into buf. NULL for null, objects and arrays. */
 const char *dg_json_scalar_text(const json_t *v, char *buf, size_t size);
+/* The same with reals to digits significant digits: 15 reads as a person
+ * wrote the number (0.1), 17 reads back exactly. */
+const char *dg_json_scalar_text_digits(const json_t *v, int digits, char *buf, size_t size);
 
 /* A given value for a message: compact JSON (with jansson's extra flags,
  * such as a real precision) cut to DG_JSON_EXCERPT_CHARS characters at a

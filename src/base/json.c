@@ -499,12 +499,16 @@ void dg_json_excerpt(const json_t *value, size_t flags, char *out, size_t size) 
 }
 
 const char *dg_json_scalar_text(const json_t *v, char *buf, size_t size) {
+  return dg_json_scalar_text_digits(v, 17, buf, size);
+}
+
+const char *dg_json_scalar_text_digits(const json_t *v, int digits, char *buf, size_t size) {
   if (json_is_string(v))
     return json_string_value(v);
   if (json_is_integer(v))
     snprintf(buf, size, "%lld", (long long)json_integer_value(v));
   else if (json_is_real(v))
-    snprintf(buf, size, "%.17g", json_real_value(v));
+    snprintf(buf, size, "%.*g", digits, json_real_value(v));
   else if (json_is_boolean(v))
     snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
   else

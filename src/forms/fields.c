@@ -26,17 +26,7 @@ void dg_forms_field_names(const dg_principal_t *p, const dg_model_t *m, char *ou
 }
 
 const char *dg_forms_text(const json_t *v, char *buf, size_t size) {
-  if (json_is_string(v))
-    return json_string_value(v);
-  if (json_is_integer(v))
-    snprintf(buf, size, "%lld", (long long)json_integer_value(v));
-  else if (json_is_real(v))
-    snprintf(buf, size, "%.15g", json_real_value(v));
-  else if (json_is_boolean(v))
-    snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
-  else
-    return NULL;
-  return buf;
+  return dg_json_scalar_text_digits(v, 15, buf, size);
 }
 
 /* ---- Checking form values ---------------------------------------------------------------- */

@@ -412,6 +412,10 @@ void dg__store_show(char *out, size_t size, const json_t *value);
 int dg__store_got(const dg_store_parse_t *ps, const json_t *v, const char *param,
                   const char *allowed);
 int dg__store_oom(const dg_store_parse_t *ps, const char *param);
+/* Every key of obj must be one of the n fields: else "unknown field;
+ * allowed fields here: <allowed>." at <base>/<key>. */
+int dg__store_check_fields(const dg_store_parse_t *ps, const json_t *obj, const char *base,
+                           const char *const *fields, size_t n, const char *allowed);
 bool dg__store_is_stored(const dg_property_t *prop);
 bool dg__store_is_inbound(const dg_property_t *prop);
 /* Whether a stored property gets an index "_ix_<model>_<property>": it is

@@ -23,24 +23,18 @@ static const char *const group_fields[] = {"andOrOperator", "parameters"};
 
 /* ---- Small readers ------------------------------------------------------------------ */
 
-static int unknown_field(const dg_store_parse_t *ps, const char *base, const char *key,
-                         const char *allowed) {
-  dg__path_t p;
-  return dg__store_invalid(ps->err, dg__path_key(&p, base, key),
-                           "unknown field; allowed fields here: %s.", allowed);
-}
-
-/* Every key of obj must be one of fields. */
-static int check_fields(const dg_store_parse_t *ps, const json_t *obj, const char *base,
-                        const char *const *fields, size_t n, const char *allowed) {
+int dg__store_check_fields(const dg_store_parse_t *ps, const json_t *obj, const char *base,
+                           const char *const *fields, size_t n, const char *allowed) {
   const char *key;
   json_t *v;
   json_object_foreach((json_t *)obj, key, v) {
     bool known = false;
     for (size_t i = 0; i < n && !known; i++)
       known = strcmp(key, fields[i]) == 0;
+    dg__path_t p;
     if (!known)
-      return unknown_field(ps, base, key, allowed);
+      return dg__store_invalid(ps->err, dg__path_key(&p, base, key),
+                               "unknown field; allowed fields here: %s.", allowed);
   }
   return 0;
 }
@@ -333,17 +327,14 @@ static int parse_param(const dg_store_parse_t *ps, const dg_model_t *base, const
                        const char *path, dg_store_filter_t *f) {
   param_in_t in = {.ps = ps, .obj = obj, .path = path};
   memset(f, 0, sizeof(*f));
-  if (!json_is_object(obj)) {
-    char shown[160];
-    dg__store_show(shown, sizeof(shown), obj);
-    return dg__store_invalid(ps->err, path,
-                             "got %s; allowed: an object with operator, propertyName and value "
-                             "(or comparisonPropertyName).",
-                             shown);
-  }
-  int rc = check_fields(ps, obj, path, param_fields, DG_ARRAY_SIZE(param_fields),
-                        "operator, propertyName, value, valueType, comparisonPropertyName, "
-                        "reference, match");
+  if (!json_is_object(obj))
+    return dg__store_got(ps, obj, path,
+                         "an object with operator, propertyName and value (or "
+                         "comparisonPropertyName)");
+  int rc =
+      dg__store_check_fields(ps, obj, path, param_fields, DG_ARRAY_SIZE(param_fields),
+                             "operator, propertyName, value, valueType, comparisonPropertyName, "
+                             "reference, match");
   if (rc == 0)
     rc = parse_reference_part(&in, base, f);
   const char *name = NULL, *other = NULL;
@@ -371,15 +362,12 @@ static int parse_group(const dg_store_parse_t *ps, const dg_model_t *model, cons
                        const char *path, dg_store_group_t *g) {
   char shown[160];
   dg__path_t p;
-  if (!json_is_object(obj)) {
-    dg__store_show(shown, sizeof(shown), obj);
-    return dg__store_invalid(ps->err, path,
-                             "got %s; allowed: an object with andOrOperator (And or Or) and "
-                             "parameters (an array of filters).",
-                             shown);
-  }
-  int rc = check_fields(ps, obj, path, group_fields, DG_ARRAY_SIZE(group_fields),
-                        "andOrOperator, parameters");
+  if (!json_is_object(obj))
+    return dg__store_got(ps, obj, path,
+                         "an object with andOrOperator (And or Or) and parameters (an array of "
+                         "filters)");
+  int rc = dg__store_check_fields(ps, obj, path, group_fields, DG_ARRAY_SIZE(group_fields),
+                                  "andOrOperator, parameters");
   const char *op = NULL;
   if (rc == 0)
     rc = string_field(ps, obj, "andOrOperator", path, &op);
@@ -449,7 +437,7 @@ static int parse_sort(const dg_store_parse_t *ps, const dg_model_t *m, const jso
   int rc = object_or_null(ps, obj, "sortCondition", "an object {propertyName, sortOrder}");
   if (rc != 0 || obj == NULL || json_is_null(obj))
     return rc;
-  rc = check_fields(ps, obj, "sortCondition", fields, 2, "propertyName, sortOrder");
+  rc = dg__store_check_fields(ps, obj, "sortCondition", fields, 2, "propertyName, sortOrder");
   if (rc == 0)
     rc = need_string(ps, obj, "propertyName", "sortCondition", "the property to sort by", &name);
   if (rc == 0)
@@ -487,7 +475,7 @@ static int parse_paging(const dg_store_parse_t *ps, const json_t *obj, dg_store_
   int rc = object_or_null(ps, obj, "paging", "an object {pageNumber, pageSize}");
   if (rc != 0 || obj == NULL || json_is_null(obj))
     return rc;
-  rc = check_fields(ps, obj, "paging", fields, 2, "pageNumber, pageSize");
+  rc = dg__store_check_fields(ps, obj, "paging", fields, 2, "pageNumber, pageSize");
   if (rc == 0)
     rc =
         int_field(ps, obj, "pageNumber", "paging", 1, DG_STORE_PAGE_NUMBER_MAX, 1, &q->page_number);

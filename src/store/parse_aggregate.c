@@ -37,20 +37,9 @@ const char *dg_store_agg_name(dg_store_agg_fn_t fn) {
 /* obj must be an object whose keys are all among fields. */
 static int check_object(const dg_store_parse_t *ps, const json_t *obj, const char *path,
                         const char *const *fields, size_t n, const char *allowed) {
-  const char *key;
-  json_t *v;
   if (!json_is_object(obj))
     return dg__store_got(ps, obj, path, allowed);
-  json_object_foreach((json_t *)obj, key, v) {
-    bool known = false;
-    for (size_t i = 0; i < n && !known; i++)
-      known = strcmp(key, fields[i]) == 0;
-    dg__path_t p;
-    if (!known)
-      return dg__store_invalid(ps->err, dg__path_key(&p, path, key),
-                               "unknown field; allowed fields here: %s.", allowed);
-  }
-  return 0;
+  return dg__store_check_fields(ps, obj, path, fields, n, allowed);
 }
 
 /* A name member: NULL when absent or null; 1 to 128 characters. */

@@ -409,6 +409,11 @@ static void test_scalar_text(void **state) {
       assert_string_equal(got, want[i]);
     json_decref(v[i]);
   }
+  /* Reals: exact by default, as a person wrote them with 15 digits. */
+  json_t *r = json_real(0.1);
+  assert_string_equal(dg_json_scalar_text(r, buf, sizeof(buf)), "0.10000000000000001");
+  assert_string_equal(dg_json_scalar_text_digits(r, 15, buf, sizeof(buf)), "0.1");
+  json_decref(r);
 }
 
 static void test_excerpt(void **state) {
