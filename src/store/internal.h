@@ -412,6 +412,13 @@ void dg__store_show(char *out, size_t size, const json_t *value);
 int dg__store_got(const dg_store_parse_t *ps, const json_t *v, const char *param,
                   const char *allowed);
 int dg__store_oom(const dg_store_parse_t *ps, const char *param);
+/* A name member of obj (key, at <base>/<key>): NULL when absent or null,
+ * else a string of 1 to 128 bytes; need_name also refuses it missing
+ * ("missing; give <what>."). */
+int dg__store_name_field(const dg_store_parse_t *ps, const json_t *obj, const char *key,
+                         const char *base, const char **out);
+int dg__store_need_name(const dg_store_parse_t *ps, const json_t *obj, const char *key,
+                        const char *base, const char *what, const char **out);
 /* Every key of obj must be one of the n fields: else "unknown field;
  * allowed fields here: <allowed>." at <base>/<key>. */
 int dg__store_check_fields(const dg_store_parse_t *ps, const json_t *obj, const char *base,

@@ -39,27 +39,23 @@ int dg__store_check_fields(const dg_store_parse_t *ps, const json_t *obj, const 
   return 0;
 }
 
-/* A string member: NULL when absent or null; DG_EINVAL for other kinds. */
-static int string_field(const dg_store_parse_t *ps, const json_t *obj, const char *key,
-                        const char *base, const char **out) {
+int dg__store_name_field(const dg_store_parse_t *ps, const json_t *obj, const char *key,
+                         const char *base, const char **out) {
   const json_t *v = json_object_get(obj, key);
   *out = NULL;
   if (v == NULL || json_is_null(v))
     return 0;
-  if (json_is_string(v) && json_string_length(v) > 0 && json_string_length(v) <= 128) {
-    *out = json_string_value(v);
-    return 0;
-  }
-  char shown[160];
+  size_t len = json_string_length(v);
   dg__path_t p;
-  dg__store_show(shown, sizeof(shown), v);
-  return dg__store_invalid(ps->err, dg__path_key(&p, base, key),
-                           "got %s; allowed: a name of 1 to 128 characters.", shown);
+  if (!json_is_string(v) || len == 0 || len > 128)
+    return dg__store_got(ps, v, dg__path_key(&p, base, key), "a name of 1 to 128 characters");
+  *out = json_string_value(v);
+  return 0;
 }
 
-static int need_string(const dg_store_parse_t *ps, const json_t *obj, const char *key,
-                       const char *base, const char *what, const char **out) {
-  int rc = string_field(ps, obj, key, base, out);
+int dg__store_need_name(const dg_store_parse_t *ps, const json_t *obj, const char *key,
+                        const char *base, const char *what, const char **out) {
+  int rc = dg__store_name_field(ps, obj, key, base, out);
   dg__path_t p;
   if (rc == 0 && *out == NULL)
     return dg__store_invalid(ps->err, dg__path_key(&p, base, key), "missing; give %s.", what);
@@ -171,7 +167,8 @@ static int parse_operator(param_in_t *in, dg_store_filter_t *f) {
   const char *name = NULL;
   dg__path_t p;
   const char *param = dg__path_key(&p, in->path, "operator");
-  int rc = need_string(in->ps, in->obj, "operator", in->path, "an operator such as EqualTo", &name);
+  int rc = dg__store_need_name(in->ps, in->obj, "operator", in->path, "an operator such as EqualTo",
+                               &name);
   if (rc != 0)
     return rc;
   char ops[NAMES_MAX];
@@ -230,7 +227,7 @@ static int parse_comparison(param_in_t *in, const char *name, dg_store_filter_t 
 static int parse_value_type(param_in_t *in, value_type_t *out) {
   const char *name = NULL;
   dg__path_t p;
-  int rc = string_field(in->ps, in->obj, "valueType", in->path, &name);
+  int rc = dg__store_name_field(in->ps, in->obj, "valueType", in->path, &name);
   *out = VT_NONE;
   for (size_t i = 0; rc == 0 && name != NULL && i < DG_ARRAY_SIZE(value_types); i++) {
     if (strcmp(name, value_types[i]) == 0)
@@ -305,7 +302,7 @@ static int parse_value(param_in_t *in, dg_store_filter_t *f) {
 static int parse_reference_part(param_in_t *in, const dg_model_t *base, dg_store_filter_t *f) {
   const char *name = NULL;
   dg__path_t p;
-  int rc = string_field(in->ps, in->obj, "reference", in->path, &name);
+  int rc = dg__store_name_field(in->ps, in->obj, "reference", in->path, &name);
   const json_t *match = json_object_get(in->obj, "match");
   if (rc == 0 && match != NULL && !json_is_null(match) &&
       !(json_is_string(match) && strcmp(json_string_value(match), "Any") == 0)) {
@@ -341,7 +338,8 @@ static int parse_param(const dg_store_parse_t *ps, const dg_model_t *base, const
   bool is_id = false;
   dg__path_t p;
   if (rc == 0)
-    rc = need_string(ps, obj, "propertyName", path, "the name of the property to compare", &name);
+    rc = dg__store_need_name(ps, obj, "propertyName", path, "the name of the property to compare",
+                             &name);
   if (rc == 0)
     rc = filter_property(ps, in.model, name, dg__path_key(&p, path, "propertyName"), &f->prop,
                          &is_id);
@@ -350,7 +348,7 @@ static int parse_param(const dg_store_parse_t *ps, const dg_model_t *base, const
   if (rc == 0)
     rc = parse_operator(&in, f);
   if (rc == 0)
-    rc = string_field(ps, obj, "comparisonPropertyName", path, &other);
+    rc = dg__store_name_field(ps, obj, "comparisonPropertyName", path, &other);
   if (rc == 0)
     rc = other != NULL ? parse_comparison(&in, other, f) : parse_value(&in, f);
   return rc;
@@ -370,7 +368,7 @@ static int parse_group(const dg_store_parse_t *ps, const dg_model_t *model, cons
                                   "andOrOperator, parameters");
   const char *op = NULL;
   if (rc == 0)
-    rc = string_field(ps, obj, "andOrOperator", path, &op);
+    rc = dg__store_name_field(ps, obj, "andOrOperator", path, &op);
   if (rc == 0 && op != NULL && strcmp(op, "And") != 0 && strcmp(op, "Or") != 0)
     return dg__store_invalid(ps->err, dg__path_key(&p, path, "andOrOperator"),
                              "got \"%.64s\"; allowed: And or Or (default And).", op);
@@ -439,9 +437,10 @@ static int parse_sort(const dg_store_parse_t *ps, const dg_model_t *m, const jso
     return rc;
   rc = dg__store_check_fields(ps, obj, "sortCondition", fields, 2, "propertyName, sortOrder");
   if (rc == 0)
-    rc = need_string(ps, obj, "propertyName", "sortCondition", "the property to sort by", &name);
+    rc = dg__store_need_name(ps, obj, "propertyName", "sortCondition", "the property to sort by",
+                             &name);
   if (rc == 0)
-    rc = string_field(ps, obj, "sortOrder", "sortCondition", &order);
+    rc = dg__store_name_field(ps, obj, "sortOrder", "sortCondition", &order);
   if (rc != 0)
     return rc;
   if (order != NULL && strcmp(order, "Ascending") != 0 && strcmp(order, "Descending") != 0)

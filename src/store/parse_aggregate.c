@@ -42,30 +42,6 @@ static int check_object(const dg_store_parse_t *ps, const json_t *obj, const cha
   return dg__store_check_fields(ps, obj, path, fields, n, allowed);
 }
 
-/* A name member: NULL when absent or null; 1 to 128 characters. */
-static int name_field(const dg_store_parse_t *ps, const json_t *obj, const char *key,
-                      const char *path, const char **out) {
-  const json_t *v = json_object_get(obj, key);
-  dg__path_t p;
-  *out = NULL;
-  if (v == NULL || json_is_null(v))
-    return 0;
-  size_t len = json_string_length(v);
-  if (!json_is_string(v) || len == 0 || len > NAME_MAX_CHARS)
-    return dg__store_got(ps, v, dg__path_key(&p, path, key), "a name of 1 to 128 characters");
-  *out = json_string_value(v);
-  return 0;
-}
-
-static int need_name(const dg_store_parse_t *ps, const json_t *obj, const char *key,
-                     const char *path, const char *what, const char **out) {
-  int rc = name_field(ps, obj, key, path, out);
-  dg__path_t p;
-  if (rc == 0 && *out == NULL)
-    return dg__store_invalid(ps->err, dg__path_key(&p, path, key), "missing; give %s.", what);
-  return rc;
-}
-
 /* The names of model's properties p may see that pass keep. */
 static const char *names_of(const dg_store_parse_t *ps, const dg_model_t *m,
                             bool (*keep)(const dg_property_t *), bool with_id, char *out,
@@ -177,10 +153,10 @@ static int parse_function(const dg_store_parse_t *ps, const json_t *obj, const c
                           dg_store_agg_fn_t *out) {
   const char *name = NULL;
   dg__path_t p;
-  int rc = need_name(ps, obj, "function", path,
-                     "one of Sum, Average, Count, Min, Max, "
-                     "DistinctCount",
-                     &name);
+  int rc = dg__store_need_name(ps, obj, "function", path,
+                               "one of Sum, Average, Count, Min, Max, "
+                               "DistinctCount",
+                               &name);
   for (int i = 0; rc == 0 && i < DG_STORE_AGG__COUNT; i++) {
     if (strcmp(name, agg_names[i]) == 0) {
       *out = (dg_store_agg_fn_t)i;
@@ -215,7 +191,7 @@ static int measured_property(const dg_store_parse_t *ps, const dg_model_t *m, co
   dg__path_t p;
   const char *param = dg__path_key(&p, path, "propertyName");
   char names[NAMES_MAX];
-  int rc = need_name(ps, obj, "propertyName", path, "the property to aggregate", &name);
+  int rc = dg__store_need_name(ps, obj, "propertyName", path, "the property to aggregate", &name);
   if (rc != 0)
     return rc;
   const dg_property_t *related = related_of(ps, m, name);
@@ -239,7 +215,7 @@ static int parse_measure(const dg_store_parse_t *ps, const dg_model_t *m, const 
                          const char *path, dg_store_aggregation_t *g) {
   const char *ref = NULL;
   dg__path_t p;
-  int rc = name_field(ps, obj, "reference", path, &ref);
+  int rc = dg__store_name_field(ps, obj, "reference", path, &ref);
   if (rc != 0)
     return rc;
   if (ref != NULL) {
@@ -399,9 +375,11 @@ static int parse_on(const dg_store_parse_t *ps, const dg_model_t *m, const json_
   int rc = check_object(ps, on, path, on_fields, DG_ARRAY_SIZE(on_fields),
                         "localProperty, foreignProperty");
   if (rc == 0)
-    rc = need_name(ps, on, "localProperty", path, "the base property holding the key", &local);
+    rc = dg__store_need_name(ps, on, "localProperty", path, "the base property holding the key",
+                             &local);
   if (rc == 0)
-    rc = need_name(ps, on, "foreignProperty", path, "id, the joined entity's key", &foreign);
+    rc = dg__store_need_name(ps, on, "foreignProperty", path, "id, the joined entity's key",
+                             &foreign);
   if (rc != 0)
     return rc;
   j->key = dg__store_visible(ps->principal, m, local, true, &is_id);
@@ -434,7 +412,7 @@ static int condition_property(const dg_store_parse_t *ps, const dg_model_t *m, c
   bool is_id = false;
   char names[NAMES_MAX];
   dg__path_t p;
-  int rc = need_name(ps, obj, key, path, "a property name", &name);
+  int rc = dg__store_need_name(ps, obj, key, path, "a property name", &name);
   if (rc != 0)
     return rc;
   *out = dg__store_visible(ps->principal, m, name, true, &is_id);
@@ -453,7 +431,8 @@ static int condition_operator(const dg_store_parse_t *ps, const json_t *obj, con
   size_t len = 0;
   dg__path_t p;
   dg_data_type_t t = type_of(j->local);
-  int rc = need_name(ps, obj, "operator", path, "an operator such as LessThanEqualTo", &name);
+  int rc =
+      dg__store_need_name(ps, obj, "operator", path, "an operator such as LessThanEqualTo", &name);
   if (rc != 0)
     return rc;
   ops[0] = '\0';
@@ -541,9 +520,9 @@ static int join_target(const dg_store_parse_t *ps, const dg_model_t *m, const js
   const char *ref = NULL, *entity = NULL;
   char names[NAMES_MAX];
   dg__path_t p;
-  int rc = name_field(ps, obj, "reference", path, &ref);
+  int rc = dg__store_name_field(ps, obj, "reference", path, &ref);
   if (rc == 0)
-    rc = name_field(ps, obj, "entity", path, &entity);
+    rc = dg__store_name_field(ps, obj, "entity", path, &entity);
   const json_t *on = json_object_get(obj, "on");
   bool has_on = on != NULL && !json_is_null(on);
   if (rc == 0 && ref != NULL && entity != NULL)
@@ -704,14 +683,14 @@ static int parse_key(const dg_store_parse_t *ps, const dg_model_t *m, const json
   int rc =
       check_object(ps, obj, path, key_fields, DG_ARRAY_SIZE(key_fields), "propertyName, reference");
   if (rc == 0)
-    rc = name_field(ps, obj, "reference", path, &ref);
+    rc = dg__store_name_field(ps, obj, "reference", path, &ref);
   if (rc == 0 && ref != NULL)
     rc = readable_reference(ps, m, ref, dg__path_key(&p, path, "reference"), "group by",
                             &k->reference);
   if (rc != 0)
     return rc;
   k->model = k->reference != NULL ? k->reference->reference->target : m;
-  rc = need_name(ps, obj, "propertyName", path, "the property to group by", &name);
+  rc = dg__store_need_name(ps, obj, "propertyName", path, "the property to group by", &name);
   if (rc == 0)
     rc = key_property(ps, k->model, name, dg__path_key(&p, path, "propertyName"), k);
   return rc == 0 ? key_labels(ps, k, path) : rc;
