@@ -21,6 +21,69 @@
 
 #define DG_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Intrusive lists: an element carries its own link fields (named by the
+ * caller, so one element can sit on several lists), the owner holds the
+ * head (and the tail of a queue). Written once here so that every list in
+ * the tree links and unlinks the same way. */
+#define DG_LIST_PUSH(head, node, prev, next)                                                       \
+  do {                                                                                             \
+    (node)->prev = NULL;                                                                           \
+    (node)->next = (head);                                                                         \
+    if ((head) != NULL)                                                                            \
+      (head)->prev = (node);                                                                       \
+    (head) = (node);                                                                               \
+  } while (0)
+#define DG_LIST_UNLINK(head, node, prev, next)                                                     \
+  do {                                                                                             \
+    if ((node)->prev != NULL)                                                                      \
+      (node)->prev->next = (node)->next;                                                           \
+    else                                                                                           \
+      (head) = (node)->next;                                                                       \
+    if ((node)->next != NULL)                                                                      \
+      (node)->next->prev = (node)->prev;                                                           \
+    (node)->prev = (node)->next = NULL;                                                            \
+  } while (0)
+/* The same with a tail too, for lists used from both ends (LRU caches,
+ * wait queues that can also drop a waiter from the middle). */
+#define DG_DLIST_PUSH(head, tail, node, prev, next)                                                \
+  do {                                                                                             \
+    DG_LIST_PUSH(head, node, prev, next);                                                          \
+    if ((tail) == NULL)                                                                            \
+      (tail) = (node);                                                                             \
+  } while (0)
+#define DG_DLIST_APPEND(head, tail, node, prev, next)                                              \
+  do {                                                                                             \
+    (node)->next = NULL;                                                                           \
+    (node)->prev = (tail);                                                                         \
+    if ((tail) != NULL)                                                                            \
+      (tail)->next = (node);                                                                       \
+    else                                                                                           \
+      (head) = (node);                                                                             \
+    (tail) = (node);                                                                               \
+  } while (0)
+#define DG_DLIST_UNLINK(head, tail, node, prev, next)                                              \
+  do {                                                                                             \
+    if ((node)->prev != NULL)                                                                      \
+      (node)->prev->next = (node)->next;                                                           \
+    else                                                                                           \
+      (head) = (node)->next;                                                                       \
+    if ((node)->next != NULL)                                                                      \
+      (node)->next->prev = (node)->prev;                                                           \
+    else                                                                                           \
+      (tail) = (node)->prev;                                                                       \
+    (node)->prev = (node)->next = NULL;                                                            \
+  } while (0)
+/* A singly linked first-in first-out queue: append at the tail. */
+#define DG_QUEUE_PUSH(head, tail, node, next)                                                      \
+  do {                                                                                             \
+    (node)->next = NULL;                                                                           \
+    if ((tail) != NULL)                                                                            \
+      (tail)->next = (node);                                                                       \
+    else                                                                                           \
+      (head) = (node);                                                                             \
+    (tail) = (node);                                                                               \
+  } while (0)
+
 /* Memory kept for reuse (free lists, caches) is marked unusable while it
  * waits, so that AddressSanitizer still reports a use after release. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -104,6 +167,23 @@ int dg_arena_defer(dg_arena_t *arena, void (*fn)(void *), void *data);
 /* Bytes handed out so far (for limits and metrics). */
 size_t dg_arena_used(const dg_arena_t *arena);
 
+/* ---- Spare blocks --------------------------------------------------------
+ * Freed objects of one size kept for the next ones (a client's calls, the
+ * connector calls), at most max of them: a waiting block is poisoned but
+ * for its first bytes, which link it to the next. Loop thread only. */
+typedef struct dg_spare {
+  void *head;
+  size_t count, max, size;
+} dg_spare_t;
+
+void dg_spare_init(dg_spare_t *s, size_t size, size_t max);
+/* A kept block (not zeroed) or a new one; NULL when out of memory. */
+void *dg_spare_alloc(dg_spare_t *s);
+/* Keeps p for reuse when keep is true and there is room, else frees it. */
+void dg_spare_release(dg_spare_t *s, void *p, bool keep);
+/* Frees every kept block. */
+void dg_spare_free_all(dg_spare_t *s);
+
 /* ---- Bounded buffer ----------------------------------------------------
  * A growable byte buffer created with its maximum: growing past it fails
  * with DG_E2BIG and leaves the buffer unchanged. data is always
@@ -162,7 +242,15 @@ int dg_json_write_real(dg_buf_t *out, double d);
  * alike: a string's own bytes (borrowed), an integer, real (17 significant
  * digits) or boolean written into buf. NULL for null, objects and arrays. */
 const char *dg_json_scalar_text(const json_t *v, char *buf, size_t size);
+/* The same with reals to digits significant digits: 15 reads as a person
+ * wrote the number (0.1), 17 reads back exactly. */
+const char *dg_json_scalar_text_digits(const json_t *v, int digits, char *buf, size_t size);
 
+/* A given value for a message: compact JSON (with jansson's extra flags,
+ * such as a real precision) cut to DG_JSON_EXCERPT_CHARS characters at a
+ * character boundary, "..." marking the cut, control bytes shown as '?'. */
+#define DG_JSON_EXCERPT_CHARS 80
+void dg_json_excerpt(const json_t *value, size_t flags, char *out, size_t size);
 /* A value already written as JSON text, which dg_json_write copies as it
  * is: a large result serialised once on a worker thread instead of again on
  * the loop. The text (len bytes, UTF-8, one complete JSON value; the caller
@@ -257,6 +345,10 @@ void dg_log_set_common(json_t *fields);
 bool dg_log_enabled(dg_log_level_t level);
 /* Writes one line; fields (may be NULL) is stolen. */
 void dg_log_json(dg_log_level_t level, const char *event, json_t *fields);
+/* The end of every state machine's illegal move (a bug worth a stop):
+ * an "illegal_state" line naming what moved, from and to, then abort. */
+void dg_log_illegal_state(const char *what, const char *from, const char *to)
+    __attribute__((noreturn));
 /* Writes one line with a formatted "msg" field. */
 void dg_logf(dg_log_level_t level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -300,6 +392,13 @@ int dg_metrics_render(dg_buf_t *out);
  * before a scrape is rendered. */
 void dg_metrics_update_process(void);
 void dg_metrics_reset(void);
+
+/* ---- Growing arrays ------------------------------------------------------ */
+/* The larger block for an array of *cap items of size bytes that is full:
+ * first items at first, then twice as many, never more than max. NULL
+ * (the array left as it is) when out of memory or past max; else *cap is
+ * the new capacity. */
+void *dg_array_grow(void *items, size_t *cap, size_t size, size_t first, size_t max);
 
 /* ---- GUIDs, time, strings ---------------------------------------------- */
 #define DG_UUID_LEN 36

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* save: what calls external APIs on behalf of Data Models: connector calls
  * (with their authentication) and the save action tree, plus the expansion
- * of a configured request's parts with the templates of text.h.
+ * of a configured request's parts with the templates of text.h, a Saved
+ * Query's answer mapped onto its model and aggregated as aggregate_entities
+ * aggregates stored records (store.h's functions, auth.h's visibility).
  */
 #ifndef DATAGATE_SAVE_H
 #define DATAGATE_SAVE_H
@@ -13,9 +15,11 @@
 
 #include <uv.h>
 
+#include "datagate/auth.h"
 #include "datagate/base.h"
 #include "datagate/catalog.h"
 #include "datagate/client.h"
+#include "datagate/store.h"
 #include "datagate/text.h"
 
 /* ---- Requests ------------------------------------------------------------ */
@@ -253,5 +257,39 @@ typedef struct dg_save_query_each {
  * worker thread. */
 int dg_save_query_each(const dg_save_query_each_t *each, const char *body, size_t len, bool *more,
                        json_t **warnings, dg_errctx_t *err);
+
+/* ---- Aggregating a Saved Query's answer (saved_aggregate.c) ------------------
+ * aggregate_saved_query's engine: clauses and group keys checked against
+ * the fields a Saved Query returns, then every item of its live answer
+ * folded with the rules of aggregate_entities. */
+
+/* One clause: fn over the field at index field of the query (Count: none). */
+typedef struct dg_save_agg_clause {
+  dg_store_agg_fn_t fn;
+  const dg_saved_field_t *field; /* NULL for Count */
+  const char *key;               /* result key, camelCased */
+} dg_save_agg_clause_t;
+
+/* A checked aggregate_saved_query request, in the call's arena. */
+typedef struct dg_save_agg {
+  const dg_saved_query_t *q;
+  dg_save_agg_clause_t *clauses;
+  size_t nclauses;
+  const dg_saved_field_t **keys; /* group keys */
+  size_t nkeys;
+  bool *needed;       /* per field of q: used by a clause or a key */
+  size_t max_grouped; /* records a grouped aggregate may cover */
+} dg_save_agg_t;
+
+/* Checks aggregations and groupBy against the fields of q that p may see,
+ * with err naming the argument, what was given and what is allowed. */
+int dg_save_agg_parse(const dg_saved_query_t *q, const dg_principal_t *p, const json_t *args,
+                      size_t max_grouped, dg_arena_t *arena, dg_save_agg_t *out, dg_errctx_t *err);
+/* Aggregates every item of a Saved Query's response body: {matchedCount,
+ * groupByProperties, rows: [{groupKey, aggregates}], warnings?}, rows in
+ * key order, nulls first. NULL with err when the body cannot be mapped or
+ * a grouped aggregate would cover more than max_grouped records. Safe on
+ * a worker thread. */
+json_t *dg_save_agg_run(const dg_save_agg_t *a, const char *body, size_t len, dg_errctx_t *err);
 
 #endif

@@ -492,13 +492,48 @@ int dg_json_write(const json_t *value, dg_buf_t *out) {
   return rc;
 }
 
+typedef struct excerpt_sink {
+  char s[DG_JSON_EXCERPT_CHARS * 4 + 8];
+  size_t len;
+} excerpt_sink_t;
+
+static int excerpt_collect(const char *buffer, size_t size, void *data) {
+  excerpt_sink_t *d = data;
+  size_t room = sizeof(d->s) - 1 - d->len;
+  size_t n = size < room ? size : room;
+  memcpy(d->s + d->len, buffer, n);
+  d->len += n;
+  /* Stopping early keeps a huge value from being serialised in full. */
+  return n < size ? -1 : 0;
+}
+
+void dg_json_excerpt(const json_t *value, size_t flags, char *out, size_t size) {
+  excerpt_sink_t d = {.len = 0};
+  json_dump_callback(value, excerpt_collect, &d, JSON_ENCODE_ANY | JSON_COMPACT | flags);
+  size_t chars = 0, i = 0;
+  for (; i < d.len; i++) {
+    /* Count characters, not bytes, and keep control bytes out. */
+    if (((unsigned char)d.s[i] & 0xc0) != 0x80 && chars++ == DG_JSON_EXCERPT_CHARS)
+      break;
+    if ((unsigned char)d.s[i] < 0x20)
+      d.s[i] = '?';
+  }
+  bool cut = i < d.len || d.len == sizeof(d.s) - 1;
+  d.s[i] = '\0';
+  snprintf(out, size, "%s%s", d.s, cut ? "..." : "");
+}
+
 const char *dg_json_scalar_text(const json_t *v, char *buf, size_t size) {
+  return dg_json_scalar_text_digits(v, 17, buf, size);
+}
+
+const char *dg_json_scalar_text_digits(const json_t *v, int digits, char *buf, size_t size) {
   if (json_is_string(v))
     return json_string_value(v);
   if (json_is_integer(v))
     snprintf(buf, size, "%lld", (long long)json_integer_value(v));
   else if (json_is_real(v))
-    snprintf(buf, size, "%.17g", json_real_value(v));
+    snprintf(buf, size, "%.*g", digits, json_real_value(v));
   else if (json_is_boolean(v))
     snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
   else

@@ -105,6 +105,12 @@ void dg_log_json(dg_log_level_t level, const char *event, json_t *fields) {
   free(text);
 }
 
+void dg_log_illegal_state(const char *what, const char *from, const char *to) {
+  dg_log_json(DG_LOG_ERROR, "illegal_state",
+              json_pack("{s:s,s:s,s:s}", "what", what, "from", from, "to", to));
+  abort();
+}
+
 int dg_log_write_common(dg_buf_t *out) {
   if (common_text != NULL)
     return common_len > 0 ? dg_buf_append(out, common_text, common_len) : 0;

@@ -75,28 +75,28 @@ static series_t *lookup(const char *name, const char *labels, metric_kind_t kind
   return s;
 }
 
-void dg_metrics_counter_add(const char *name, const char *labels, double value) {
-  series_t *s = lookup(name, labels, KIND_COUNTER);
+/* Adds value to the series (or sets it): what counters and gauges share. */
+static void update(const char *name, const char *labels, metric_kind_t kind, double value,
+                   bool add) {
+  series_t *s = lookup(name, labels, kind);
   if (s != NULL)
-    s->value += value;
+    s->value = add ? s->value + value : value;
+}
+
+void dg_metrics_counter_add(const char *name, const char *labels, double value) {
+  update(name, labels, KIND_COUNTER, value, true);
 }
 
 void dg_metrics_counter_set(const char *name, const char *labels, double value) {
-  series_t *s = lookup(name, labels, KIND_COUNTER);
-  if (s != NULL)
-    s->value = value;
+  update(name, labels, KIND_COUNTER, value, false);
 }
 
 void dg_metrics_gauge_add(const char *name, const char *labels, double delta) {
-  series_t *s = lookup(name, labels, KIND_GAUGE);
-  if (s != NULL)
-    s->value += delta;
+  update(name, labels, KIND_GAUGE, delta, true);
 }
 
 void dg_metrics_gauge_set(const char *name, const char *labels, double value) {
-  series_t *s = lookup(name, labels, KIND_GAUGE);
-  if (s != NULL)
-    s->value = value;
+  update(name, labels, KIND_GAUGE, value, false);
 }
 
 static void observe(series_t *s, double seconds) {

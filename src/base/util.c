@@ -272,3 +272,13 @@ size_t dg_decimal(char *out, uint64_t v) {
     out[i] = digits[n - 1 - i];
   return n;
 }
+
+void *dg_array_grow(void *items, size_t *cap, size_t size, size_t first, size_t max) {
+  size_t want = *cap > 0 ? *cap * 2 : first;
+  if (want > max || want < *cap || want > SIZE_MAX / size)
+    return NULL;
+  void *grown = realloc(items, want * size);
+  if (grown != NULL)
+    *cap = want;
+  return grown;
+}

@@ -147,24 +147,22 @@ static const dg__cfg_field_t role_fields[] = {
 };
 #undef RO
 
+/* data is the list's path. */
+static void parse_role(dg__cfg_t *cfg, const json_t *item, void *list, size_t i, const char *at,
+                       const void *data) {
+  dg_role_t *roles = list;
+  dg__cfg_parse_object(cfg, item, at, role_fields, DG_ARRAY_SIZE(role_fields), &roles[i]);
+  for (size_t j = 0; j < i && roles[i].name != NULL; j++) {
+    if (roles[j].name != NULL && strcmp(roles[i].name, roles[j].name) == 0)
+      dg__cfg_error(cfg, at, "duplicate role name '%s' (same as %s/%zu)", roles[i].name,
+                    (const char *)data, j);
+  }
+}
+
 void dg__catalog_parse_roles(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_catalog_t *cat = obj;
-  size_t n;
-  dg_role_t *roles = dg__cfg_array(cfg, v, path, "roles", sizeof(*roles), &n);
-  if (roles == NULL)
-    return;
-  for (size_t i = 0; i < n; i++) {
-    char at[DG__CFG_PATH_MAX];
-    dg__cfg_path_index(at, path, i);
-    dg__cfg_parse_object(cfg, json_array_get(v, i), at, role_fields, DG_ARRAY_SIZE(role_fields),
-                         &roles[i]);
-    for (size_t j = 0; j < i && roles[i].name != NULL; j++) {
-      if (roles[j].name != NULL && strcmp(roles[i].name, roles[j].name) == 0)
-        dg__cfg_error(cfg, at, "duplicate role name '%s' (same as %s/%zu)", roles[i].name, path, j);
-    }
-  }
-  cat->roles = roles;
-  cat->nroles = n;
+  cat->roles =
+      dg__cfg_list(cfg, v, path, "roles", sizeof(dg_role_t), &cat->nroles, parse_role, path);
 }
 
 /* ---- Users ---------------------------------------------------------------------- */
@@ -231,30 +229,25 @@ static void resolve_user_roles(dg__cfg_t *cfg, user_raw_t *raw, const char *path
   raw->user.nroles = n;
 }
 
-static void parse_user(dg__cfg_t *cfg, const json_t *v, dg_user_t *out, const char *path) {
+/* data is the list's path. */
+static void parse_user(dg__cfg_t *cfg, const json_t *item, void *list, size_t i, const char *at,
+                       const void *data) {
+  dg_user_t *users = list;
   user_raw_t raw;
   memset(&raw, 0, sizeof(raw));
-  dg__cfg_parse_object(cfg, v, path, user_fields, DG_ARRAY_SIZE(user_fields), &raw);
-  resolve_user_roles(cfg, &raw, path);
+  dg__cfg_parse_object(cfg, item, at, user_fields, DG_ARRAY_SIZE(user_fields), &raw);
+  resolve_user_roles(cfg, &raw, at);
   hash_token(&raw.user);
-  *out = raw.user;
+  users[i] = raw.user;
+  for (size_t j = 0; j < i && users[i].name != NULL; j++) {
+    if (users[j].name != NULL && strcmp(users[i].name, users[j].name) == 0)
+      dg__cfg_error(cfg, at, "duplicate user name '%s' (same as %s/%zu)", users[i].name,
+                    (const char *)data, j);
+  }
 }
 
 void dg__catalog_parse_users(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_catalog_t *cat = obj;
-  size_t n;
-  dg_user_t *users = dg__cfg_array(cfg, v, path, "users", sizeof(*users), &n);
-  if (users == NULL)
-    return;
-  for (size_t i = 0; i < n; i++) {
-    char at[DG__CFG_PATH_MAX];
-    dg__cfg_path_index(at, path, i);
-    parse_user(cfg, json_array_get(v, i), &users[i], at);
-    for (size_t j = 0; j < i && users[i].name != NULL; j++) {
-      if (users[j].name != NULL && strcmp(users[i].name, users[j].name) == 0)
-        dg__cfg_error(cfg, at, "duplicate user name '%s' (same as %s/%zu)", users[i].name, path, j);
-    }
-  }
-  cat->users = users;
-  cat->nusers = n;
+  cat->users =
+      dg__cfg_list(cfg, v, path, "users", sizeof(dg_user_t), &cat->nusers, parse_user, path);
 }

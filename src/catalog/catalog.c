@@ -179,16 +179,39 @@ const dg_model_t *dg_catalog_model_by_id(const dg_catalog_t *cat, const char *id
   return NULL;
 }
 
-const dg_model_t *dg_catalog_model_by_name(const dg_catalog_t *cat, const char *name) {
-  for (size_t i = 0; name != NULL && i < cat->nmodels; i++) {
-    if (cat->models[i].name != NULL && strcmp(cat->models[i].name, name) == 0)
-      return &cat->models[i];
-  }
-  for (size_t i = 0; name != NULL && i < cat->nmodels; i++) {
-    if (cat->models[i].name != NULL && strcasecmp(cat->models[i].name, name) == 0)
-      return &cat->models[i];
+static const char *field_at(const void *list, size_t i, size_t size, size_t off) {
+  return *(const char *const *)((const char *)list + i * size + off);
+}
+
+static const void *find_by(const void *list, size_t n, size_t size, size_t off, const char *key,
+                           int (*cmp)(const char *, const char *)) {
+  for (size_t i = 0; key != NULL && i < n; i++) {
+    const char *s = field_at(list, i, size, off);
+    if (s != NULL && cmp(s, key) == 0)
+      return (const char *)list + i * size;
   }
   return NULL;
+}
+
+const void *dg__catalog_find_name(const void *list, size_t n, size_t size, size_t name_off,
+                                  const char *name) {
+  const void *found = find_by(list, n, size, name_off, name, strcmp);
+  return found ? found : find_by(list, n, size, name_off, name, strcasecmp);
+}
+
+const void *dg__catalog_find_id_or_name(const void *list, size_t n, size_t size, size_t id_off,
+                                        size_t name_off, const char *key) {
+  for (size_t i = 0; key != NULL && i < n; i++) {
+    const char *id = field_at(list, i, size, id_off), *name = field_at(list, i, size, name_off);
+    if ((id != NULL && strcasecmp(id, key) == 0) || (name != NULL && strcmp(name, key) == 0))
+      return (const char *)list + i * size;
+  }
+  return NULL;
+}
+
+const dg_model_t *dg_catalog_model_by_name(const dg_catalog_t *cat, const char *name) {
+  return dg__catalog_find_name(cat->models, cat->nmodels, sizeof(dg_model_t),
+                               offsetof(dg_model_t, name), name);
 }
 
 const dg_model_t *dg__catalog_find_model(const dg_catalog_t *cat, const char *key) {
@@ -197,15 +220,8 @@ const dg_model_t *dg__catalog_find_model(const dg_catalog_t *cat, const char *ke
 }
 
 const dg_property_t *dg_model_property(const dg_model_t *model, const char *name) {
-  for (size_t i = 0; name != NULL && i < model->nproperties; i++) {
-    if (strcmp(model->properties[i].name, name) == 0)
-      return &model->properties[i];
-  }
-  for (size_t i = 0; name != NULL && i < model->nproperties; i++) {
-    if (strcasecmp(model->properties[i].name, name) == 0)
-      return &model->properties[i];
-  }
-  return NULL;
+  return dg__catalog_find_name(model->properties, model->nproperties, sizeof(dg_property_t),
+                               offsetof(dg_property_t, name), name);
 }
 
 bool dg_model_has_documents(const dg_model_t *model) {

@@ -377,25 +377,21 @@ static void check_unique_connectors(dg__cfg_t *cfg, const dg_connector_t *list, 
   }
 }
 
+static void parse_connector(dg__cfg_t *cfg, const json_t *item, void *list, size_t i,
+                            const char *at, const void *data) {
+  dg_connector_t *c = (dg_connector_t *)list + i;
+  dg__cfg_parse_object(cfg, item, at, connector_fields, DG_ARRAY_SIZE(connector_fields), c);
+  c->index = i;
+  if (c->name == NULL)
+    c->name = "";
+  check_connector(cfg, c, at);
+}
+
 static void parse_connector_list(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_catalog_t *cat = obj;
-  size_t n;
-  dg_connector_t *list = dg__cfg_array(cfg, v, path, "connectors", sizeof(*list), &n);
-  if (list == NULL)
-    return;
-  for (size_t i = 0; i < n; i++) {
-    char at[DG__CFG_PATH_MAX];
-    dg__cfg_path_index(at, path, i);
-    dg__cfg_parse_object(cfg, json_array_get(v, i), at, connector_fields,
-                         DG_ARRAY_SIZE(connector_fields), &list[i]);
-    list[i].index = i;
-    if (list[i].name == NULL)
-      list[i].name = "";
-    check_connector(cfg, &list[i], at);
-  }
-  cat->connectors = list;
-  cat->nconnectors = n;
-  check_unique_connectors(cfg, list, n);
+  cat->connectors = dg__cfg_list(cfg, v, path, "connectors", sizeof(dg_connector_t),
+                                 &cat->nconnectors, parse_connector, NULL);
+  check_unique_connectors(cfg, cat->connectors, cat->nconnectors);
 }
 
 static const dg__cfg_field_t connectors_file_fields[] = {
@@ -408,10 +404,7 @@ void dg__catalog_parse_connectors(dg__cfg_t *cfg, const json_t *root) {
 }
 
 const dg_connector_t *dg_catalog_connector(const dg_catalog_t *cat, const char *id_or_name) {
-  for (size_t i = 0; id_or_name != NULL && i < cat->nconnectors; i++) {
-    const dg_connector_t *c = &cat->connectors[i];
-    if ((c->id && strcasecmp(c->id, id_or_name) == 0) || strcmp(c->name, id_or_name) == 0)
-      return c;
-  }
-  return NULL;
+  return dg__catalog_find_id_or_name(cat->connectors, cat->nconnectors, sizeof(dg_connector_t),
+                                     offsetof(dg_connector_t, id), offsetof(dg_connector_t, name),
+                                     id_or_name);
 }

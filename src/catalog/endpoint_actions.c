@@ -15,13 +15,10 @@
 #include "catalog/internal.h"
 #include "datagate/text.h"
 
-#define MAX_GRAPHQL_LEN 65536
 #define MAX_MAPPING_KEYS 8
 
 static const char *const action_type_names[] = {"EndpointSave", "GetSessionValues", NULL};
 static const char *const expect_names[] = {"json", "any", NULL};
-static const char *const request_kind_names[] = {"REST", "GraphQL", NULL};
-static const char *const method_names[] = {"GET", "POST", "PUT", "PATCH", "DELETE", NULL};
 static const char *const match_names[] = {"All", "Any", NULL};
 static const char *const operator_names[] = {"=",       "!=",       ">",     "<",
                                              "isBlank", "notBlank", "regex", NULL};
@@ -162,146 +159,6 @@ static int sample_value(void *data, const dg_template_var_t *var, dg_template_va
   return 0;
 }
 
-/* A JSON body or variables template, written as JSON or as text. */
-static const dg_template_t *compile_json(actx_t *x, action_raw_t *raw, const json_t *v,
-                                         const char *path) {
-  char *dumped = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-  const char *text = json_is_string(v) ? json_string_value(v) : dumped;
-  const dg_template_t *t = text ? compile(x, raw, text, path) : NULL;
-  free(dumped);
-  if (t == NULL)
-    return NULL;
-  dg__cfg_check_json_template(x->cfg, t, sample_value, x, path);
-  return t;
-}
-
-/* ---- Request --------------------------------------------------------------------- */
-
-typedef struct request_raw {
-  dg_saved_request_t r;
-  int kind;
-  const char *path;
-  const json_t *query, *headers, *body, *mappings, *graphql;
-} request_raw_t;
-
-static void keep(const json_t *v, const json_t **slot) {
-  *slot = v;
-}
-
-static void keep_query(dg__cfg_t *c, const json_t *v, void *o, const char *p) {
-  keep(v, &((request_raw_t *)o)->query);
-}
-static void keep_headers(dg__cfg_t *c, const json_t *v, void *o, const char *p) {
-  keep(v, &((request_raw_t *)o)->headers);
-}
-static void keep_body(dg__cfg_t *c, const json_t *v, void *o, const char *p) {
-  keep(v, &((request_raw_t *)o)->body);
-}
-static void keep_mappings(dg__cfg_t *c, const json_t *v, void *o, const char *p) {
-  keep(v, &((request_raw_t *)o)->mappings);
-}
-static void keep_graphql(dg__cfg_t *c, const json_t *v, void *o, const char *p) {
-  keep(v, &((request_raw_t *)o)->graphql);
-}
-static void skip_field(dg__cfg_t *c, const json_t *v, void *o, const char *p) {
-}
-
-#define R(field) offsetof(request_raw_t, field)
-static const dg__cfg_field_t request_fields[] = {
-    {"type", DG__CFG_ENUM, false, NULL, 0, 0, 0, request_kind_names, R(kind), 0, NULL},
-    {"method", DG__CFG_STRING, false, "POST", 0, 1, 16, NULL, R(r.method), 0, NULL},
-    {"path", DG__CFG_STRING, false, "", 0, 0, 4096, NULL, R(path), 0, NULL},
-    {"query", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_query},
-    {"headers", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_headers},
-    {"body", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_body},
-    {"mappings", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_mappings},
-    {"graphql", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_graphql},
-    {"retryUnsafe", DG__CFG_BOOL, false, NULL, 0, 0, 0, NULL, R(r.retry_unsafe), 0, NULL},
-};
-#undef R
-
-#define G(field) offsetof(dg_saved_request_t, field)
-static const dg__cfg_field_t graphql_fields[] = {
-    {"query", DG__CFG_STRING, true, NULL, 0, 1, MAX_GRAPHQL_LEN, NULL, G(graphql_query), 0, NULL},
-    {"operationName", DG__CFG_STRING, false, NULL, 0, 1, 256, NULL, G(operation_name), 0, NULL},
-    {"variables", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, skip_field},
-};
-#undef G
-
-/* "query" and "headers": objects of names and template strings. */
-static const dg_saved_param_t *compile_params(actx_t *x, action_raw_t *raw, const json_t *v,
-                                              bool headers, const char *path, size_t *count) {
-  *count = 0;
-  if (v == NULL)
-    return NULL;
-  if (!json_is_object(v)) {
-    dg__cfg_error(x->cfg, path, "must be an object of names and template strings");
-    return NULL;
-  }
-  dg_saved_param_t *list = dg_arena_calloc(x->cfg->arena, json_object_size(v) + 1, sizeof(*list));
-  if (list == NULL) {
-    oom(x->cfg);
-    return NULL;
-  }
-  const char *key;
-  json_t *value;
-  json_object_foreach((json_t *)v, key, value) {
-    const char *at = at_key(x->cfg, path, key);
-    bool ok = headers ? dg__cfg_check_header(x->cfg, key, value, at) : json_is_string(value);
-    if (!ok && !headers)
-      dg__cfg_error(x->cfg, at, "must be a template string");
-    if (!ok)
-      continue;
-    list[*count].name = dg_arena_strdup(x->cfg->arena, key);
-    list[(*count)++].value = compile(x, raw, json_string_value(value), at);
-  }
-  return list;
-}
-
-/* False (reported) for an unknown method. */
-static bool check_method(dg__cfg_t *cfg, request_raw_t *rr, const char *path) {
-  for (size_t i = 0; method_names[i] != NULL; i++) {
-    if (strcmp(rr->r.method, method_names[i]) == 0)
-      return true;
-  }
-  dg__cfg_error(cfg, at_key(cfg, path, "method"),
-                "unknown method '%s' (allowed: GET, POST, PUT, PATCH, DELETE)", rr->r.method);
-  return false;
-}
-
-static void check_request_kind(dg__cfg_t *cfg, request_raw_t *rr, const char *path) {
-  bool has_body = strcmp(rr->r.method, "POST") == 0 || strcmp(rr->r.method, "PUT") == 0 ||
-                  strcmp(rr->r.method, "PATCH") == 0;
-  bool graphql = rr->kind == DG_REQUEST_GRAPHQL;
-  if (!graphql && rr->graphql != NULL)
-    dg__cfg_error(cfg, at_key(cfg, path, "graphql"),
-                  "only a request of type GraphQL has 'graphql'");
-  if (graphql && rr->graphql == NULL)
-    dg__cfg_error(cfg, path, "a GraphQL request needs 'graphql' (query, variables)");
-  if (graphql && strcmp(rr->r.method, "POST") != 0)
-    dg__cfg_error(cfg, at_key(cfg, path, "method"), "a GraphQL request is a POST");
-  const char *which = rr->body != NULL ? "body" : "mappings";
-  if ((rr->body != NULL || rr->mappings != NULL) && (graphql || !has_body))
-    dg__cfg_error(cfg, at_key(cfg, path, which), "a %s request has no body",
-                  graphql ? "GraphQL" : rr->r.method);
-  if (rr->body != NULL && rr->mappings != NULL)
-    dg__cfg_error(cfg, at_key(cfg, path, "mappings"),
-                  "give the body either as 'body' (a template) or as 'mappings', not both");
-}
-
-static void parse_graphql(actx_t *x, action_raw_t *raw, request_raw_t *rr, const char *path) {
-  const char *at = at_key(x->cfg, path, "graphql");
-  dg__cfg_parse_object(x->cfg, rr->graphql, at, graphql_fields, DG_ARRAY_SIZE(graphql_fields),
-                       &rr->r);
-  const json_t *vars =
-      json_is_object(rr->graphql) ? json_object_get(rr->graphql, "variables") : NULL;
-  at = at_key(x->cfg, at, "variables");
-  if (vars != NULL && !json_is_object(vars) && !json_is_string(vars))
-    dg__cfg_error(x->cfg, at, "must be an object (or a JSON text) of GraphQL variables");
-  else if (vars != NULL)
-    rr->r.graphql_variables = compile_json(x, raw, vars, at);
-}
-
 /* ---- Body mappings ------------------------------------------------------------------ */
 
 typedef struct mapping_raw {
@@ -380,31 +237,30 @@ static void parse_mappings(actx_t *x, action_raw_t *raw, const json_t *v, const 
   a->nmappings = n;
 }
 
+/* ---- Request ------------------------------------------------------------------------ */
+
+typedef struct request_use {
+  actx_t *x;
+  action_raw_t *raw;
+} request_use_t;
+
+static const dg_template_t *compile_request(void *data, const char *text, bool in_path,
+                                            const char *path) {
+  request_use_t *u = data;
+  return compile(u->x, u->raw, text, path);
+}
+
 static void parse_request(actx_t *x, action_raw_t *raw, const char *path) {
-  request_raw_t rr;
-  memset(&rr, 0, sizeof(rr));
-  dg__cfg_parse_object(x->cfg, raw->request, path, request_fields, DG_ARRAY_SIZE(request_fields),
-                       &rr);
-  rr.r.kind = (dg_saved_request_kind_t)rr.kind;
-  if (rr.r.method == NULL)
-    rr.r.method = "POST";
-  if (check_method(x->cfg, &rr, path))
-    check_request_kind(x->cfg, &rr, path);
-  const char *at = at_key(x->cfg, path, "path");
-  if (rr.path != NULL) {
-    dg__cfg_check_path_text(x->cfg, rr.path, at);
-    rr.r.path = compile(x, raw, rr.path, at);
-  }
-  rr.r.query = compile_params(x, raw, rr.query, false, at_key(x->cfg, path, "query"), &rr.r.nquery);
-  rr.r.headers =
-      compile_params(x, raw, rr.headers, true, at_key(x->cfg, path, "headers"), &rr.r.nheaders);
-  if (rr.body != NULL && rr.kind == DG_REQUEST_REST)
-    rr.r.body = compile_json(x, raw, rr.body, at_key(x->cfg, path, "body"));
-  if (rr.mappings != NULL && rr.kind == DG_REQUEST_REST)
-    parse_mappings(x, raw, rr.mappings, at_key(x->cfg, path, "mappings"));
-  if (rr.kind == DG_REQUEST_GRAPHQL && rr.graphql != NULL)
-    parse_graphql(x, raw, &rr, path);
-  raw->out->request = rr.r;
+  request_use_t u = {x, raw};
+  dg__cfg_request_use_t use = {.compile = compile_request,
+                               .data = &u,
+                               .sample = sample_value,
+                               .sample_data = x,
+                               .default_method = "POST"};
+  const json_t *mappings = NULL;
+  dg__cfg_parse_request(x->cfg, raw->request, path, &use, &raw->out->request, &mappings);
+  if (mappings != NULL)
+    parse_mappings(x, raw, mappings, at_key(x->cfg, path, "mappings"));
 }
 
 /* ---- Paths -------------------------------------------------------------------------- */
@@ -488,10 +344,6 @@ typedef struct extraction_raw {
   const char *path;
 } extraction_raw_t;
 
-static void keep_lists(dg__cfg_t *c, const json_t *v, void *o, const char *p) {
-  ((extraction_raw_t *)o)->lists = v;
-}
-
 #define X(field) offsetof(extraction_raw_t, field)
 static const dg__cfg_field_t extraction_fields[] = {
     {"modelProperty", DG__CFG_STRING, true, NULL, 0, 1, 128, NULL, X(model_property), 0, NULL},
@@ -505,7 +357,7 @@ static const dg__cfg_field_t extraction_fields[] = {
      X(connector_list), 0, NULL},
     {"connectorMatchProperty", DG__CFG_STRING, false, NULL, 0, 1, DG_JSONPATH_MAX_LEN, NULL,
      X(connector_match), 0, NULL},
-    {"connectorLists", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_lists},
+    {"connectorLists", DG__CFG_JSON, false, NULL, 0, 0, 0, NULL, X(lists), 0, NULL},
 };
 #undef X
 
@@ -805,14 +657,11 @@ typedef struct filter_raw {
   const json_t *conditions;
 } filter_raw_t;
 
-static void keep_conditions(dg__cfg_t *c, const json_t *v, void *o, const char *p) {
-  ((filter_raw_t *)o)->conditions = v;
-}
-
 static const dg__cfg_field_t filter_fields[] = {
     {"match", DG__CFG_ENUM, false, NULL, 0, 0, 0, match_names, offsetof(filter_raw_t, match), 0,
      NULL},
-    {"conditions", DG__CFG_CUSTOM, true, NULL, 0, 0, 0, NULL, 0, 0, keep_conditions},
+    {"conditions", DG__CFG_JSON, true, NULL, 0, 0, 0, NULL, offsetof(filter_raw_t, conditions), 0,
+     NULL},
 };
 
 static void parse_filter(actx_t *x, action_raw_t *raw, const char *path) {
@@ -867,31 +716,19 @@ static void parse_operations(actx_t *x, action_raw_t *raw, const char *path) {
 
 /* ---- Actions ------------------------------------------------------------------------ */
 
-#define KEEP(name, member)                                                                         \
-  static void name(dg__cfg_t *c, const json_t *v, void *o, const char *p) {                        \
-    ((action_raw_t *)o)->member = v;                                                               \
-  }
-KEEP(keep_operations, operations)
-KEEP(keep_filter, filter)
-KEEP(keep_request, request)
-KEEP(keep_responses, responses)
-KEEP(keep_actions, actions)
-KEEP(keep_extractions, extractions)
-#undef KEEP
-
 #define A(field) offsetof(action_raw_t, field)
 static const dg__cfg_field_t action_fields[] = {
     {"type", DG__CFG_ENUM, true, NULL, -1, 0, 0, action_type_names, A(type), 0, NULL},
     {"title", DG__CFG_STRING, true, NULL, 0, 1, 128, NULL, A(title), 0, NULL},
     {"afterChildConfigs", DG__CFG_BOOL, false, NULL, 0, 0, 0, NULL, A(after), 0, NULL},
     {"expect", DG__CFG_ENUM, false, NULL, 0, 0, 0, expect_names, A(expect), 0, NULL},
-    {"operations", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_operations},
+    {"operations", DG__CFG_JSON, false, NULL, 0, 0, 0, NULL, A(operations), 0, NULL},
     {"connector", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, A(connector), 0, NULL},
-    {"filter", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_filter},
-    {"request", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_request},
-    {"responseMappings", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_responses},
-    {"actions", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_actions},
-    {"extractions", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_extractions},
+    {"filter", DG__CFG_JSON, false, NULL, 0, 0, 0, NULL, A(filter), 0, NULL},
+    {"request", DG__CFG_JSON, false, NULL, 0, 0, 0, NULL, A(request), 0, NULL},
+    {"responseMappings", DG__CFG_JSON, false, NULL, 0, 0, 0, NULL, A(responses), 0, NULL},
+    {"actions", DG__CFG_JSON, false, NULL, 0, 0, 0, NULL, A(actions), 0, NULL},
+    {"extractions", DG__CFG_JSON, false, NULL, 0, 0, 0, NULL, A(extractions), 0, NULL},
 };
 #undef A
 

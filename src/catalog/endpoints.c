@@ -26,10 +26,6 @@ typedef struct child_raw {
   const char *order_by;
 } child_raw_t;
 
-static void keep_remove_values(dg__cfg_t *c, const json_t *v, void *o, const char *p) {
-  ((child_raw_t *)o)->remove_values = v;
-}
-
 #define C(field) offsetof(child_raw_t, field)
 static const dg__cfg_field_t child_fields[] = {
     {"list", DG__CFG_STRING, true, NULL, 0, 1, 128, NULL, C(list), 0, NULL},
@@ -39,7 +35,7 @@ static const dg__cfg_field_t child_fields[] = {
     {"maxChildren", DG__CFG_UINT, false, NULL, 1000, 1, 10000, NULL, C(c.max_children), 0, NULL},
     {"addEndpoint", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, C(add_endpoint), 0, NULL},
     {"removeEndpoint", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, C(remove_endpoint), 0, NULL},
-    {"removeValues", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_remove_values},
+    {"removeValues", DG__CFG_JSON, false, NULL, 0, 0, 0, NULL, C(remove_values), 0, NULL},
 };
 #undef C
 
@@ -177,14 +173,6 @@ static void parse_children(dg__cfg_t *cfg, dg__catalog_endpoint_t *ep, const cha
 
 /* ---- One endpoint ------------------------------------------------------------------ */
 
-static void keep_save(dg__cfg_t *c, const json_t *v, void *o, const char *p) {
-  ((dg__catalog_endpoint_t *)o)->save = v;
-}
-
-static void keep_children(dg__cfg_t *c, const json_t *v, void *o, const char *p) {
-  ((dg__catalog_endpoint_t *)o)->children = v;
-}
-
 #define E(field) offsetof(dg__catalog_endpoint_t, field)
 static const dg__cfg_field_t endpoint_fields[] = {
     {"id", DG__CFG_STRING, true, NULL, 0, 1, 64, NULL, E(e.id), 0, dg__cfg_check_guid},
@@ -193,8 +181,8 @@ static const dg__cfg_field_t endpoint_fields[] = {
     {"dataModel", DG__CFG_STRING, true, NULL, 0, 1, 128, NULL, E(model), 0, NULL},
     {"connector", DG__CFG_STRING, false, NULL, 0, 1, 128, NULL, E(connector), 0, NULL},
     {"formSubmit", DG__CFG_BOOL, false, NULL, 1, 0, 0, NULL, E(e.form_submit), 0, NULL},
-    {"save", DG__CFG_CUSTOM, true, NULL, 0, 0, 0, NULL, 0, 0, keep_save},
-    {"childConfigs", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_children},
+    {"save", DG__CFG_JSON, true, NULL, 0, 0, 0, NULL, E(save), 0, NULL},
+    {"childConfigs", DG__CFG_JSON, false, NULL, 0, 0, 0, NULL, E(children), 0, NULL},
 };
 #undef E
 
@@ -424,12 +412,9 @@ void dg__catalog_parse_endpoints(dg__cfg_t *cfg, const json_t *root) {
 /* ---- Lookups -------------------------------------------------------------------------- */
 
 const dg_endpoint_t *dg_catalog_endpoint(const dg_catalog_t *cat, const char *id_or_name) {
-  for (size_t i = 0; id_or_name != NULL && i < cat->nendpoints; i++) {
-    const dg_endpoint_t *e = &cat->endpoints[i];
-    if ((e->id && strcasecmp(e->id, id_or_name) == 0) || strcmp(e->name, id_or_name) == 0)
-      return e;
-  }
-  return NULL;
+  return dg__catalog_find_id_or_name(cat->endpoints, cat->nendpoints, sizeof(dg_endpoint_t),
+                                     offsetof(dg_endpoint_t, id), offsetof(dg_endpoint_t, name),
+                                     id_or_name);
 }
 
 const dg_endpoint_t *dg_catalog_form_endpoint(const dg_catalog_t *cat, const dg_model_t *model) {

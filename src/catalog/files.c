@@ -204,33 +204,33 @@ static void check_unique_sources(dg__cfg_t *cfg, const dg_file_source_t *list, s
   }
 }
 
+static void parse_source(dg__cfg_t *cfg, const json_t *item, void *list, size_t i, const char *at,
+                         const void *data) {
+  dg_file_source_t *out = (dg_file_source_t *)list + i;
+  source_raw_t raw;
+  memset(&raw, 0, sizeof(raw));
+  dg__cfg_parse_object(cfg, item, at, source_fields, DG_ARRAY_SIZE(source_fields), &raw);
+  if (json_is_object(item))
+    resolve_source(cfg, &raw, at);
+  /* A connector's own setting decides which addresses its calls reach. */
+  if (raw.source.connector != NULL && json_object_get(item, "allowPrivateAddresses") != NULL)
+    dg__cfg_error(cfg, at,
+                  "allowPrivateAddresses does not apply to a source with a connector (the "
+                  "connector's own setting does)");
+  if (raw.source.connector != NULL)
+    raw.source.allow_private_addresses = raw.source.connector->allow_private_addresses;
+  *out = raw.source;
+  out->roles_given = json_is_object(item) && json_object_get(item, "roles") != NULL;
+  out->index = i;
+}
+
 static void parse_sources(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_file_settings_t *f = obj;
   size_t n;
-  dg_file_source_t *list = dg__cfg_array(cfg, v, path, "sources", sizeof(*list), &n);
+  dg_file_source_t *list =
+      dg__cfg_list(cfg, v, path, "sources", sizeof(*list), &n, parse_source, NULL);
   if (list == NULL)
     return;
-  for (size_t i = 0; i < n; i++) {
-    char at[DG__CFG_PATH_MAX];
-    source_raw_t raw;
-    memset(&raw, 0, sizeof(raw));
-    dg__cfg_path_index(at, path, i);
-    dg__cfg_parse_object(cfg, json_array_get(v, i), at, source_fields, DG_ARRAY_SIZE(source_fields),
-                         &raw);
-    const json_t *item = json_array_get(v, i);
-    if (json_is_object(item))
-      resolve_source(cfg, &raw, at);
-    /* A connector's own setting decides which addresses its calls reach. */
-    if (raw.source.connector != NULL && json_object_get(item, "allowPrivateAddresses") != NULL)
-      dg__cfg_error(cfg, at,
-                    "allowPrivateAddresses does not apply to a source with a connector (the "
-                    "connector's own setting does)");
-    if (raw.source.connector != NULL)
-      raw.source.allow_private_addresses = raw.source.connector->allow_private_addresses;
-    list[i] = raw.source;
-    list[i].roles_given = json_is_object(item) && json_object_get(item, "roles") != NULL;
-    list[i].index = i;
-  }
   f->sources = list;
   f->nsources = n;
   check_unique_sources(cfg, list, n);

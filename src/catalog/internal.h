@@ -37,6 +37,7 @@ typedef enum dg__cfg_kind {
   DG__CFG_U64,     /* uint64_t */
   DG__CFG_ENUM,    /* int, index into names */
   DG__CFG_STRINGS, /* const char *const * at offset, size_t count at count_offset */
+  DG__CFG_JSON,    /* const json_t *, the value as written (NULL when absent), read later */
   DG__CFG_CUSTOM,  /* parsed by fn, which also sees an absent field (value NULL) */
 } dg__cfg_kind_t;
 
@@ -71,6 +72,23 @@ void dg__cfg_check_path_text(dg__cfg_t *cfg, const char *text, const char *path)
  * fills its placeholders (saved_queries.c; Saved Queries and save actions). */
 void dg__cfg_check_json_template(dg__cfg_t *cfg, const dg_template_t *t,
                                  dg_template_lookup_fn sample, void *data, const char *path);
+/* What a user of a request description brings (request.c): how its
+ * templates compile (in_path: the request's path) and check their
+ * placeholders, the sample values a JSON template is checked with, and the
+ * method when none is given (NULL: GET, or POST for GraphQL). */
+typedef struct dg__cfg_request_use {
+  const dg_template_t *(*compile)(void *data, const char *text, bool in_path, const char *path);
+  void *data;
+  dg_template_lookup_fn sample;
+  void *sample_data;
+  const char *default_method;
+} dg__cfg_request_use_t;
+/* Parses the request description v at path into out. With mappings
+ * non-NULL the description may also hold "mappings" (a save action's body
+ * by field), handed back unparsed for a REST request (else NULL). */
+void dg__cfg_parse_request(dg__cfg_t *cfg, const json_t *v, const char *path,
+                           const dg__cfg_request_use_t *use, dg_saved_request_t *out,
+                           const json_t **mappings);
 /* A response path ("$.data.items"), compiled into cfg's arena; NULL with
  * the error recorded at path when text is not one (saved_queries.c). */
 const dg_jsonpath_t *dg__cfg_compile_jsonpath(dg__cfg_t *cfg, const char *text, const char *path);
@@ -87,6 +105,14 @@ void dg__cfg_parse_object(dg__cfg_t *cfg, const json_t *obj, const char *path,
  * *n). NULL when v is absent, not an array (reported) or memory ran out. */
 void *dg__cfg_array(dg__cfg_t *cfg, const json_t *v, const char *path, const char *what,
                     size_t size, size_t *n);
+/* Parses item i of a configuration list (at is its path, list the array
+ * being filled) with what the caller passed as data. */
+typedef void (*dg__cfg_item_fn)(dg__cfg_t *cfg, const json_t *item, void *list, size_t i,
+                                const char *at, const void *data);
+/* dg__cfg_array, then fn on each item in order: the one loop every list of
+ * the configuration files is read with. NULL as for dg__cfg_array. */
+void *dg__cfg_list(dg__cfg_t *cfg, const json_t *v, const char *path, const char *what, size_t size,
+                   size_t *n, dg__cfg_item_fn fn, const void *data);
 /* Reports /<list>/<i>/<field> when a and b are both set and equal ignoring
  * case: the duplicate check every named configuration list makes. */
 void dg__cfg_check_unique(dg__cfg_t *cfg, const char *list, const char *field, const char *what,
@@ -109,6 +135,14 @@ void dg__catalog_parse_roles(dg__cfg_t *cfg, const json_t *v, void *obj, const c
 void dg__catalog_parse_users(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path);
 /* Model by name (exact, then any case) or by GUID, for configured names. */
 const dg_model_t *dg__catalog_find_model(const dg_catalog_t *cat, const char *key);
+/* Lookups over the catalog's arrays: n items size bytes apart, each with a
+ * const char * name at offset name_off (and an id at id_off). By name:
+ * exact first, then ignoring case. By id or name: the first item whose id
+ * matches ignoring case or whose name matches exactly. NULL when none. */
+const void *dg__catalog_find_name(const void *list, size_t n, size_t size, size_t name_off,
+                                  const char *name);
+const void *dg__catalog_find_id_or_name(const void *list, size_t n, size_t size, size_t id_off,
+                                        size_t name_off, const char *key);
 /* "Customers, Orders, ..." for hints. */
 const char *dg__catalog_model_names(dg__cfg_t *cfg);
 /* Loads the OAuth keys (secret from the environment, PEM public key). */

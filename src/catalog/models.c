@@ -439,26 +439,22 @@ static void check_unique_models(dg__cfg_t *cfg, const dg_catalog_t *cat) {
   }
 }
 
+static void parse_model(dg__cfg_t *cfg, const json_t *item, void *list, size_t i, const char *at,
+                        const void *data) {
+  dg_model_t *m = (dg_model_t *)list + i;
+  dg__cfg_parse_object(cfg, item, at, model_fields, DG_ARRAY_SIZE(model_fields), m);
+  m->index = i;
+  /* Later checks print these; a failed field must not leave NULL. */
+  if (m->name == NULL)
+    m->name = "";
+  if (m->entity_type == NULL)
+    m->entity_type = "";
+}
+
 static void parse_model_list(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_catalog_t *cat = obj;
-  size_t n;
-  dg_model_t *models = dg__cfg_array(cfg, v, path, "Data Models", sizeof(*models), &n);
-  if (models == NULL)
-    return;
-  for (size_t i = 0; i < n; i++) {
-    char at[DG__CFG_PATH_MAX];
-    dg__cfg_path_index(at, path, i);
-    dg__cfg_parse_object(cfg, json_array_get(v, i), at, model_fields, DG_ARRAY_SIZE(model_fields),
-                         &models[i]);
-    models[i].index = i;
-    /* Later checks print these; a failed field must not leave NULL. */
-    if (models[i].name == NULL)
-      models[i].name = "";
-    if (models[i].entity_type == NULL)
-      models[i].entity_type = "";
-  }
-  cat->models = models;
-  cat->nmodels = n;
+  cat->models = dg__cfg_list(cfg, v, path, "Data Models", sizeof(dg_model_t), &cat->nmodels,
+                             parse_model, NULL);
 }
 
 static const dg__cfg_field_t models_file_fields[] = {

@@ -13,8 +13,6 @@
 #include "catalog/internal.h"
 #include "datagate/text.h"
 
-#define MAX_GRAPHQL_LEN 65536
-
 static const char *const input_type_names[] = {
     "String", "Int", "Long", "Double", "Decimal", "Boolean", "Date", "DateTime", "Guid", NULL,
 };
@@ -22,8 +20,6 @@ static const dg_data_type_t input_types[] = {
     DG_TYPE_STRING,  DG_TYPE_INT,  DG_TYPE_LONG,     DG_TYPE_DOUBLE, DG_TYPE_DECIMAL,
     DG_TYPE_BOOLEAN, DG_TYPE_DATE, DG_TYPE_DATETIME, DG_TYPE_GUID,
 };
-static const char *const kind_names[] = {"REST", "GraphQL", NULL};
-static const char *const method_names[] = {"GET", "POST", "PUT", "PATCH", "DELETE", NULL};
 
 typedef struct input_raw {
   dg_saved_input_t in;
@@ -36,18 +32,9 @@ typedef struct field_raw {
   const char *path;
 } field_raw_t;
 
-typedef struct request_raw {
-  dg_saved_request_t r;
-  int kind;
-  const char *path;
-  const json_t *query;
-  const json_t *headers;
-  const json_t *body;
-  const json_t *graphql;
-} request_raw_t;
-
 typedef struct query_raw {
   dg_saved_query_t q;
+  dg__cfg_t *cfg; /* for the request's templates */
   const char *connector;
   const char *model;
   const char *result_path;
@@ -238,37 +225,26 @@ static void finish_input(dg__cfg_t *cfg, input_raw_t *raw, const char *path) {
     dg__cfg_error(cfg, at, "a required input has no use for a default");
 }
 
+/* data is the list's path. */
+static void parse_input(dg__cfg_t *cfg, const json_t *item, void *list, size_t i, const char *at,
+                        const void *data) {
+  dg_saved_input_t *inputs = list;
+  input_raw_t raw;
+  memset(&raw, 0, sizeof(raw));
+  dg__cfg_parse_object(cfg, item, at, input_fields, DG_ARRAY_SIZE(input_fields), &raw);
+  finish_input(cfg, &raw, at);
+  inputs[i] = raw.in;
+  for (size_t j = 0; j < i; j++) {
+    if (strcasecmp(inputs[i].name, inputs[j].name) == 0)
+      dg__cfg_error(cfg, at, "duplicate input name '%s' (same as %s/%zu, ignoring case)",
+                    inputs[i].name, (const char *)data, j);
+  }
+}
+
 static void parse_inputs(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_saved_query_t *q = &((query_raw_t *)obj)->q;
-  if (v == NULL)
-    return;
-  if (!json_is_array(v)) {
-    dg__cfg_error(cfg, path, "must be an array of inputs");
-    return;
-  }
-  size_t n = json_array_size(v);
-  dg_saved_input_t *list = dg_arena_calloc(cfg->arena, n + 1, sizeof(*list));
-  if (list == NULL) {
-    cfg->oom = true;
-    return;
-  }
-  for (size_t i = 0; i < n; i++) {
-    char at[DG__CFG_PATH_MAX];
-    input_raw_t raw;
-    memset(&raw, 0, sizeof(raw));
-    dg__cfg_path_index(at, path, i);
-    dg__cfg_parse_object(cfg, json_array_get(v, i), at, input_fields, DG_ARRAY_SIZE(input_fields),
-                         &raw);
-    finish_input(cfg, &raw, at);
-    list[i] = raw.in;
-    for (size_t j = 0; j < i; j++) {
-      if (strcasecmp(list[i].name, list[j].name) == 0)
-        dg__cfg_error(cfg, at, "duplicate input name '%s' (same as %s/%zu, ignoring case)",
-                      list[i].name, path, j);
-    }
-  }
-  q->inputs = list;
-  q->ninputs = n;
+  q->inputs = dg__cfg_list(cfg, v, path, "inputs", sizeof(dg_saved_input_t), &q->ninputs,
+                           parse_input, path);
 }
 
 /* ---- Templates ------------------------------------------------------------------- */
@@ -340,36 +316,7 @@ static int sample_value(void *data, const dg_template_var_t *var, dg_template_va
   return 0;
 }
 
-/* Compiles a JSON body (written as JSON, or as text) and checks that it
- * expands to JSON. */
-static const dg_template_t *compile_json(dg__cfg_t *cfg, const dg_saved_query_t *q, const json_t *v,
-                                         const char *path) {
-  char *dumped = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-  const char *text = json_is_string(v) ? json_string_value(v) : dumped;
-  const dg_template_t *t = text ? compile(cfg, q, text, false, path) : NULL;
-  free(dumped);
-  if (t == NULL)
-    return NULL;
-  dg__cfg_check_json_template(cfg, t, sample_value, (void *)q, path);
-  return t;
-}
-
 /* ---- Request ----------------------------------------------------------------------- */
-
-void dg__cfg_check_json_template(dg__cfg_t *cfg, const dg_template_t *t,
-                                 dg_template_lookup_fn sample, void *data, const char *path) {
-  dg_buf_t out;
-  dg_buf_init(&out, 4 * DG_TEMPLATE_MAX_LEN);
-  dg_errctx_t err;
-  json_error_t jerr;
-  if (dg_template_expand(t, DG_TEMPLATE_JSON, sample, data, &out, &err) == 0) {
-    json_t *doc = json_loadb(out.data ? out.data : "", out.len, JSON_DECODE_ANY, &jerr);
-    if (doc == NULL)
-      dg__cfg_error(cfg, path, "is not JSON once its placeholders are filled in: %s", jerr.text);
-    json_decref(doc);
-  }
-  dg_buf_free(&out);
-}
 
 const dg_jsonpath_t *dg__cfg_compile_jsonpath(dg__cfg_t *cfg, const char *text, const char *path) {
   const dg_jsonpath_t *p = NULL;
@@ -383,174 +330,20 @@ const dg_jsonpath_t *dg__cfg_compile_jsonpath(dg__cfg_t *cfg, const char *text, 
   return rc == 0 ? p : NULL;
 }
 
-void dg__cfg_check_path_text(dg__cfg_t *cfg, const char *text, const char *path) {
-  if (text[0] != '\0' && text[0] != '/')
-    dg__cfg_error(cfg, path, "'%s' must start with '/' (it is appended to the connector's baseUrl)",
-                  text);
-  else if (strpbrk(text, "?#") != NULL)
-    dg__cfg_error(cfg, path, "'%s' must not hold '?' or '#'; give parameters in 'query'", text);
-  for (const char *c = text; *c != '\0'; c++) {
-    if ((unsigned char)*c <= 0x20 || *c == 0x7f) {
-      dg__cfg_error(cfg, path, "'%s' must not hold spaces or control characters", text);
-      break;
-    }
-  }
-}
-
-/* "query" and "headers": objects of name to template. */
-static const dg_saved_param_t *compile_params(dg__cfg_t *cfg, const dg_saved_query_t *q,
-                                              const json_t *v, bool headers, const char *path,
-                                              size_t *count) {
-  *count = 0;
-  if (v == NULL)
-    return NULL;
-  if (!json_is_object(v)) {
-    dg__cfg_error(cfg, path, "must be an object of names and template strings");
-    return NULL;
-  }
-  dg_saved_param_t *list = dg_arena_calloc(cfg->arena, json_object_size(v) + 1, sizeof(*list));
-  if (list == NULL) {
-    cfg->oom = true;
-    return NULL;
-  }
-  const char *key;
-  json_t *value;
-  json_object_foreach((json_t *)v, key, value) {
-    char at[DG__CFG_PATH_MAX];
-    dg__cfg_path_key(at, path, key);
-    if (headers ? !dg__cfg_check_header(cfg, key, value, at) : !json_is_string(value)) {
-      if (!headers)
-        dg__cfg_error(cfg, at, "must be a template string");
-      continue;
-    }
-    list[*count].name = dg_arena_strdup(cfg->arena, key);
-    list[(*count)++].value = compile(cfg, q, json_string_value(value), false, at);
-  }
-  return list;
-}
-
-/* A field read by its parent rather than by the table. */
-static void skip_field(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
-}
-
-#define G(field) offsetof(dg_saved_request_t, field)
-static const dg__cfg_field_t graphql_fields[] = {
-    {"query", DG__CFG_STRING, true, NULL, 0, 1, MAX_GRAPHQL_LEN, NULL, G(graphql_query), 0, NULL},
-    {"operationName", DG__CFG_STRING, false, NULL, 0, 1, 256, NULL, G(operation_name), 0, NULL},
-    {"variables", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, skip_field},
-};
-#undef G
-
-static void keep_query(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
-  ((request_raw_t *)obj)->query = v;
-}
-
-static void keep_headers(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
-  ((request_raw_t *)obj)->headers = v;
-}
-
-static void keep_body(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
-  ((request_raw_t *)obj)->body = v;
-}
-
-static void keep_graphql(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
-  ((request_raw_t *)obj)->graphql = v;
-}
-
-#define R(field) offsetof(request_raw_t, field)
-static const dg__cfg_field_t request_fields[] = {
-    {"type", DG__CFG_ENUM, false, NULL, 0, 0, 0, kind_names, R(kind), 0, NULL},
-    {"method", DG__CFG_STRING, false, NULL, 0, 1, 16, NULL, R(r.method), 0, NULL},
-    {"path", DG__CFG_STRING, false, "", 0, 0, 4096, NULL, R(path), 0, NULL},
-    {"query", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_query},
-    {"headers", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_headers},
-    {"body", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_body},
-    {"graphql", DG__CFG_CUSTOM, false, NULL, 0, 0, 0, NULL, 0, 0, keep_graphql},
-    {"retryUnsafe", DG__CFG_BOOL, false, NULL, 0, 0, 0, NULL, R(r.retry_unsafe), 0, NULL},
-};
-#undef R
-
-/* Fills the default method; false (reported) for an unknown one. */
-static bool check_method(dg__cfg_t *cfg, request_raw_t *raw, const char *path) {
-  char at[DG__CFG_PATH_MAX];
-  dg__cfg_path_key(at, path, "method");
-  if (raw->r.method == NULL)
-    raw->r.method = raw->kind == DG_REQUEST_GRAPHQL ? "POST" : "GET";
-  for (size_t i = 0; method_names[i] != NULL; i++) {
-    if (strcmp(raw->r.method, method_names[i]) == 0)
-      return true;
-  }
-  dg__cfg_error(cfg, at, "unknown method '%s' (allowed: GET, POST, PUT, PATCH, DELETE)",
-                raw->r.method);
-  return false;
-}
-
-static void parse_graphql(dg__cfg_t *cfg, const dg_saved_query_t *q, request_raw_t *raw,
-                          const char *path) {
-  char at[DG__CFG_PATH_MAX];
-  dg__cfg_path_key(at, path, "graphql");
-  if (raw->graphql == NULL) {
-    dg__cfg_error(cfg, path, "a GraphQL request needs 'graphql' (query, variables)");
-    return;
-  }
-  dg__cfg_parse_object(cfg, raw->graphql, at, graphql_fields, DG_ARRAY_SIZE(graphql_fields),
-                       &raw->r);
-  /* "variables" is read here: it is a JSON object template. */
-  const json_t *vars =
-      json_is_object(raw->graphql) ? json_object_get(raw->graphql, "variables") : NULL;
-  dg__cfg_path_key(at, at, "variables");
-  if (vars != NULL && !json_is_object(vars) && !json_is_string(vars))
-    dg__cfg_error(cfg, at, "must be an object (or a JSON text) of GraphQL variables");
-  else if (vars != NULL)
-    raw->r.graphql_variables = compile_json(cfg, q, vars, at);
-}
-
-static void check_request_kind(dg__cfg_t *cfg, request_raw_t *raw, const char *path) {
-  bool has_body = strcmp(raw->r.method, "POST") == 0 || strcmp(raw->r.method, "PUT") == 0 ||
-                  strcmp(raw->r.method, "PATCH") == 0;
-  char at[DG__CFG_PATH_MAX];
-  if (raw->kind == DG_REQUEST_REST && raw->graphql != NULL) {
-    dg__cfg_path_key(at, path, "graphql");
-    dg__cfg_error(cfg, at, "only a request of type GraphQL has 'graphql'");
-  }
-  if (raw->body != NULL && (raw->kind == DG_REQUEST_GRAPHQL || !has_body)) {
-    dg__cfg_path_key(at, path, "body");
-    dg__cfg_error(cfg, at, "a %s request has no body",
-                  raw->kind == DG_REQUEST_GRAPHQL ? "GraphQL" : raw->r.method);
-  }
-  if (raw->kind == DG_REQUEST_GRAPHQL && strcmp(raw->r.method, "POST") != 0) {
-    dg__cfg_path_key(at, path, "method");
-    dg__cfg_error(cfg, at, "a GraphQL request is a POST");
-  }
+static const dg_template_t *compile_request(void *data, const char *text, bool in_path,
+                                            const char *path) {
+  const query_raw_t *raw = data;
+  return compile(raw->cfg, &raw->q, text, in_path, path);
 }
 
 static void parse_request(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
-  dg_saved_query_t *q = &((query_raw_t *)obj)->q;
-  request_raw_t raw;
-  memset(&raw, 0, sizeof(raw));
+  query_raw_t *raw = obj;
   if (v == NULL)
     return;
-  dg__cfg_parse_object(cfg, v, path, request_fields, DG_ARRAY_SIZE(request_fields), &raw);
-  raw.r.kind = (dg_saved_request_kind_t)raw.kind;
-  /* The body and kind checks would only repeat an unknown method. */
-  if (check_method(cfg, &raw, path))
-    check_request_kind(cfg, &raw, path);
-  char at[DG__CFG_PATH_MAX];
-  dg__cfg_path_key(at, path, "path");
-  if (raw.path != NULL) {
-    dg__cfg_check_path_text(cfg, raw.path, at);
-    raw.r.path = compile(cfg, q, raw.path, true, at);
-  }
-  dg__cfg_path_key(at, path, "query");
-  raw.r.query = compile_params(cfg, q, raw.query, false, at, &raw.r.nquery);
-  dg__cfg_path_key(at, path, "headers");
-  raw.r.headers = compile_params(cfg, q, raw.headers, true, at, &raw.r.nheaders);
-  dg__cfg_path_key(at, path, "body");
-  if (raw.body != NULL && raw.kind == DG_REQUEST_REST)
-    raw.r.body = compile_json(cfg, q, raw.body, at);
-  if (raw.kind == DG_REQUEST_GRAPHQL)
-    parse_graphql(cfg, q, &raw, path);
-  q->request = raw.r;
+  raw->cfg = cfg;
+  dg__cfg_request_use_t use = {
+      .compile = compile_request, .data = raw, .sample = sample_value, .sample_data = &raw->q};
+  dg__cfg_parse_request(cfg, v, path, &use, &raw->q.request, NULL);
 }
 
 /* ---- Response paths and fields ------------------------------------------------------ */
@@ -664,10 +457,11 @@ static const dg__cfg_field_t query_fields[] = {
 };
 #undef Q
 
-static void parse_query(dg__cfg_t *cfg, const json_t *v, dg_saved_query_t *out, const char *path) {
+static void parse_query(dg__cfg_t *cfg, const json_t *item, void *list, size_t i, const char *path,
+                        const void *data) {
   query_raw_t raw;
   memset(&raw, 0, sizeof(raw));
-  dg__cfg_parse_object(cfg, v, path, query_fields, DG_ARRAY_SIZE(query_fields), &raw);
+  dg__cfg_parse_object(cfg, item, path, query_fields, DG_ARRAY_SIZE(query_fields), &raw);
   char at[DG__CFG_PATH_MAX];
   dg__cfg_path_key(at, path, "resultPath");
   if (raw.result_path != NULL)
@@ -677,7 +471,8 @@ static void parse_query(dg__cfg_t *cfg, const json_t *v, dg_saved_query_t *out, 
     raw.q.id_path = dg__cfg_compile_jsonpath(cfg, raw.id_path, at);
   if (raw.q.name == NULL)
     raw.q.name = "";
-  *out = raw.q;
+  raw.q.index = i;
+  ((dg_saved_query_t *)list)[i] = raw.q;
 }
 
 /* ---- The file ------------------------------------------------------------------------- */
@@ -695,19 +490,9 @@ static void check_unique_queries(dg__cfg_t *cfg, const dg_saved_query_t *list, s
 
 static void parse_query_list(dg__cfg_t *cfg, const json_t *v, void *obj, const char *path) {
   dg_catalog_t *cat = obj;
-  size_t n;
-  dg_saved_query_t *list = dg__cfg_array(cfg, v, path, "Saved Queries", sizeof(*list), &n);
-  if (list == NULL)
-    return;
-  for (size_t i = 0; i < n; i++) {
-    char at[DG__CFG_PATH_MAX];
-    dg__cfg_path_index(at, path, i);
-    parse_query(cfg, json_array_get(v, i), &list[i], at);
-    list[i].index = i;
-  }
-  cat->saved_queries = list;
-  cat->nsaved_queries = n;
-  check_unique_queries(cfg, list, n);
+  cat->saved_queries = dg__cfg_list(cfg, v, path, "Saved Queries", sizeof(dg_saved_query_t),
+                                    &cat->nsaved_queries, parse_query, NULL);
+  check_unique_queries(cfg, cat->saved_queries, cat->nsaved_queries);
 }
 
 static const dg__cfg_field_t queries_file_fields[] = {
@@ -741,22 +526,12 @@ void dg__catalog_check_role_queries(dg__cfg_t *cfg) {
 /* ---- Lookups ---------------------------------------------------------------------------- */
 
 const dg_saved_query_t *dg_catalog_saved_query(const dg_catalog_t *cat, const char *id_or_name) {
-  for (size_t i = 0; id_or_name != NULL && i < cat->nsaved_queries; i++) {
-    const dg_saved_query_t *q = &cat->saved_queries[i];
-    if ((q->id && strcasecmp(q->id, id_or_name) == 0) || strcmp(q->name, id_or_name) == 0)
-      return q;
-  }
-  return NULL;
+  return dg__catalog_find_id_or_name(cat->saved_queries, cat->nsaved_queries,
+                                     sizeof(dg_saved_query_t), offsetof(dg_saved_query_t, id),
+                                     offsetof(dg_saved_query_t, name), id_or_name);
 }
 
 const dg_saved_input_t *dg_saved_query_input(const dg_saved_query_t *q, const char *name) {
-  for (size_t i = 0; name != NULL && i < q->ninputs; i++) {
-    if (strcmp(q->inputs[i].name, name) == 0)
-      return &q->inputs[i];
-  }
-  for (size_t i = 0; name != NULL && i < q->ninputs; i++) {
-    if (strcasecmp(q->inputs[i].name, name) == 0)
-      return &q->inputs[i];
-  }
-  return NULL;
+  return dg__catalog_find_name(q->inputs, q->ninputs, sizeof(dg_saved_input_t),
+                               offsetof(dg_saved_input_t, name), name);
 }

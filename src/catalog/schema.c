@@ -25,13 +25,10 @@ void dg_config_errors_free(dg_config_errors_t *errors) {
 static bool errors_grow(dg_config_errors_t *errors) {
   if (errors->count < errors->cap)
     return true;
-  size_t cap = errors->cap ? errors->cap * 2 : 16;
-  char **lines = realloc(errors->lines, cap * sizeof(*lines));
-  if (lines == NULL)
-    return false;
-  errors->lines = lines;
-  errors->cap = cap;
-  return true;
+  char **lines = dg_array_grow(errors->lines, &errors->cap, sizeof(*lines), 16, SIZE_MAX);
+  if (lines != NULL)
+    errors->lines = lines;
+  return lines != NULL;
 }
 
 static void errors_addv(dg_config_errors_t *errors, const char *file, const char *path,
@@ -105,6 +102,19 @@ void *dg__cfg_array(dg__cfg_t *cfg, const json_t *v, const char *path, const cha
     return NULL;
   }
   *n = count;
+  return list;
+}
+
+void *dg__cfg_list(dg__cfg_t *cfg, const json_t *v, const char *path, const char *what, size_t size,
+                   size_t *n, dg__cfg_item_fn fn, const void *data) {
+  size_t count;
+  void *list = dg__cfg_array(cfg, v, path, what, size, &count);
+  for (size_t i = 0; list != NULL && i < count; i++) {
+    char at[DG__CFG_PATH_MAX];
+    dg__cfg_path_index(at, path, i);
+    fn(cfg, json_array_get(v, i), list, i, at, data);
+  }
+  *n = count; /* only now: the items see the list as not there yet */
   return list;
 }
 
@@ -286,6 +296,9 @@ static void set_default(dg__cfg_t *cfg, const dg__cfg_field_t *f, void *dst) {
     *(size_t *)((char *)dst + f->count_offset) = n;
     break;
   }
+  case DG__CFG_JSON:
+    *(const json_t **)((char *)dst + f->offset) = NULL;
+    break;
   case DG__CFG_CUSTOM:
     f->fn(cfg, NULL, dst, "");
     break;
@@ -380,6 +393,9 @@ static bool parse_field(dg__cfg_t *cfg, const dg__cfg_field_t *f, const json_t *
     *(size_t *)((char *)dst + f->count_offset) = n;
     return ok;
   }
+  case DG__CFG_JSON:
+    *(const json_t **)((char *)dst + f->offset) = v;
+    return true;
   case DG__CFG_CUSTOM:
     f->fn(cfg, v, dst, path);
     return false; /* the custom parser already did everything */

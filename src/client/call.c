@@ -870,12 +870,7 @@ static void deliver(dg_http_call_t *call) {
   count(call);
   call->done(call, &call->result, call->user);
   /* Unlinked after the callback: the client waits for it when closing. */
-  if (call->prev != NULL)
-    call->prev->next = call->next;
-  else
-    client->calls = call->next;
-  if (call->next != NULL)
-    call->next->prev = call->prev;
+  DG_LIST_UNLINK(client->calls, call, prev, next);
   client->ncalls--;
   uv_close((uv_handle_t *)&call->timer, on_call_closed);
 }

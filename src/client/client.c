@@ -91,29 +91,11 @@ static void complete_config(dg_http_client_config_t *cfg) {
 #define SPARE_CALLS 256
 
 void dg__client_call_free(dg_http_client_t *client, dg_http_call_t *call) {
-  if (client->state != DG__CLIENT_RUNNING || client->nspare >= SPARE_CALLS) {
-    free(call);
-    return;
-  }
-  DG_POISON(call, sizeof(*call));
-  DG_UNPOISON(&call->next, sizeof(call->next));
-  call->next = client->spare;
-  client->spare = call;
-  client->nspare++;
-}
-
-static void spare_free_all(dg_http_client_t *client) {
-  while (client->spare != NULL) {
-    dg_http_call_t *call = client->spare;
-    client->spare = call->next;
-    DG_UNPOISON(call, sizeof(*call));
-    free(call);
-  }
-  client->nspare = 0;
+  dg_spare_release(&client->spare, call, client->state == DG__CLIENT_RUNNING);
 }
 
 static void client_free(dg_http_client_t *client) {
-  spare_free_all(client);
+  dg_spare_free_all(&client->spare);
   dg__connectors_free(client);
   dg__ctls_config_free(client->tls);
   free(client);
@@ -154,6 +136,7 @@ int dg_http_client_new(uv_loop_t *loop, const dg_http_client_config_t *config,
     dg_http_client_config_default(&client->cfg);
   complete_config(&client->cfg);
   client->loop = loop;
+  dg_spare_init(&client->spare, sizeof(dg_http_call_t), SPARE_CALLS);
   int rc = 0;
   if (client->cfg.dns_servers != NULL &&
       !dg_strlcpy(client->dns_servers, client->cfg.dns_servers, sizeof(client->dns_servers)))
@@ -202,7 +185,7 @@ void dg_http_client_close(dg_http_client_t *client) {
   if (client == NULL || client->state == DG__CLIENT_CLOSING)
     return;
   client->state = DG__CLIENT_CLOSING;
-  spare_free_all(client);
+  dg_spare_free_all(&client->spare);
   for (dg_http_call_t *c = client->calls; c != NULL; c = c->next) {
     if (c->state != DG__CALL_FINISHING && c->state != DG__CALL_DONE)
       dg__call_fail(c, DG_HTTP_FAIL_CANCELED, DG_ECANCELED, NULL,
@@ -320,14 +303,7 @@ static void copy_options(dg_http_call_t *call, const dg_http_client_request_t *r
 }
 
 static dg_http_call_t *call_new(dg_http_client_t *client) {
-  dg_http_call_t *call = client->spare;
-  if (call != NULL) {
-    client->spare = call->next;
-    client->nspare--;
-    DG_UNPOISON(call, sizeof(*call));
-  } else {
-    call = malloc(sizeof(*call));
-  }
+  dg_http_call_t *call = dg_spare_alloc(&client->spare);
   if (call == NULL)
     return NULL;
   /* Zeroed up to the response parser, which dg__resp_init prepares. */
@@ -354,10 +330,7 @@ static void call_launch(dg_http_client_t *client, dg_http_call_t *call) {
   dg_buf_init(&call->body_buf, call->max_body);
   dg__resp_init(&call->resp, client->cfg.max_header_bytes, &dg__call_sink, call);
   uv_timer_init(client->loop, &call->timer);
-  call->next = client->calls;
-  if (client->calls != NULL)
-    client->calls->prev = call;
-  client->calls = call;
+  DG_LIST_PUSH(client->calls, call, prev, next);
   client->ncalls++;
   client->handles++;
   call->start_ms = dg_now_ms();

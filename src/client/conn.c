@@ -59,39 +59,16 @@ static dg__pool_t *pool_find(dg_http_client_t *client, const char *origin) {
   return NULL;
 }
 
-static void pool_unlink(dg_http_client_t *client, dg__pool_t *p) {
-  if (p->prev != NULL)
-    p->prev->next = p->next;
-  else
-    client->pools = p->next;
-  if (p->next != NULL)
-    p->next->prev = p->prev;
-  p->prev = p->next = NULL;
-}
-
-static void pool_push_front(dg_http_client_t *client, dg__pool_t *p) {
-  p->next = client->pools;
-  if (client->pools != NULL)
-    client->pools->prev = p;
-  client->pools = p;
-}
-
 /* Takes c out of its pool; an empty pool is freed. */
 static void pool_remove(dg__uconn_t *c) {
   dg__pool_t *p = c->pool;
   dg_http_client_t *client = c->client;
-  if (c->prev != NULL)
-    c->prev->next = c->next;
-  else
-    p->idle = c->next;
-  if (c->next != NULL)
-    c->next->prev = c->prev;
-  c->prev = c->next = NULL;
+  DG_LIST_UNLINK(p->idle, c, prev, next);
   c->pool = NULL;
   p->nidle--;
   client->nidle--;
   if (p->nidle == 0) {
-    pool_unlink(client, p);
+    DG_LIST_UNLINK(client->pools, p, prev, next);
     client->npools--;
     free(p);
   }
@@ -127,8 +104,8 @@ static void on_idle_timeout(uv_timer_t *t) {
 static dg__pool_t *pool_for(dg_http_client_t *client, const char *origin) {
   dg__pool_t *p = pool_find(client, origin);
   if (p != NULL) {
-    pool_unlink(client, p);
-    pool_push_front(client, p);
+    DG_LIST_UNLINK(client->pools, p, prev, next);
+    DG_LIST_PUSH(client->pools, p, prev, next);
     return p;
   }
   if (client->npools >= client->cfg.max_origins)
@@ -137,7 +114,7 @@ static dg__pool_t *pool_for(dg_http_client_t *client, const char *origin) {
   if (p == NULL)
     return NULL;
   dg_strlcpy(p->origin, origin, sizeof(p->origin));
-  pool_push_front(client, p);
+  DG_LIST_PUSH(client->pools, p, prev, next);
   client->npools++;
   return p;
 }
@@ -158,11 +135,7 @@ static void park(dg__uconn_t *c) {
   }
   set_state(c, DG__UCONN_IDLE);
   c->pool = p;
-  c->prev = NULL;
-  c->next = p->idle;
-  if (p->idle != NULL)
-    p->idle->prev = c;
-  p->idle = c;
+  DG_LIST_PUSH(p->idle, c, prev, next);
   p->nidle++;
   client->nidle++;
   c->idle_since_ms = dg_now_ms();
@@ -201,12 +174,7 @@ static void on_closed(uv_handle_t *h) {
   if (--c->handles > 0)
     return;
   dg_http_client_t *client = c->client;
-  if (c->all_prev != NULL)
-    c->all_prev->all_next = c->all_next;
-  else
-    client->conns = c->all_next;
-  if (c->all_next != NULL)
-    c->all_next->all_prev = c->all_prev;
+  DG_LIST_UNLINK(client->conns, c, all_prev, all_next);
   dg__ctls_free(c->tls);
   free(c);
   dg__client_handle_gone(client);
@@ -451,10 +419,7 @@ static dg__uconn_t *conn_new(dg_http_client_t *client, dg_http_call_t *call) {
   c->idle_timer.data = c;
   c->connect_req.data = c;
   c->handles = 2;
-  c->all_next = client->conns;
-  if (client->conns != NULL)
-    client->conns->all_prev = c;
-  client->conns = c;
+  DG_LIST_PUSH(client->conns, c, all_prev, all_next);
   client->handles++;
   return c;
 }

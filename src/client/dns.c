@@ -57,28 +57,6 @@ struct dg__dns {
 
 /* ---- lists ---------------------------------------------------------------- */
 
-static void unlink_entry(entry_t **head, entry_t **tail, entry_t *e) {
-  if (e->prev != NULL)
-    e->prev->next = e->next;
-  else
-    *head = e->next;
-  if (e->next != NULL)
-    e->next->prev = e->prev;
-  else if (tail != NULL)
-    *tail = e->prev;
-  e->prev = e->next = NULL;
-}
-
-static void push_front(entry_t **head, entry_t **tail, entry_t *e) {
-  e->prev = NULL;
-  e->next = *head;
-  if (*head != NULL)
-    (*head)->prev = e;
-  else if (tail != NULL)
-    *tail = e;
-  *head = e;
-}
-
 static entry_t *find(entry_t *list, const char *host) {
   for (entry_t *e = list; e != NULL; e = e->next) {
     if (strcmp(e->host, host) == 0)
@@ -89,24 +67,14 @@ static entry_t *find(entry_t *list, const char *host) {
 
 static void waiter_add(entry_t *e, dg__dns_waiter_t *w) {
   w->entry = e;
-  w->prev = NULL;
-  w->next = e->waiters;
-  if (e->waiters != NULL)
-    e->waiters->prev = w;
-  e->waiters = w;
+  DG_LIST_PUSH(e->waiters, w, prev, next);
 }
 
 void dg__dns_cancel(dg__dns_waiter_t *w) {
   entry_t *e = w->entry;
   if (e == NULL)
     return;
-  if (w->prev != NULL)
-    w->prev->next = w->next;
-  else
-    e->waiters = w->next;
-  if (w->next != NULL)
-    w->next->prev = w->prev;
-  w->prev = w->next = NULL;
+  DG_LIST_UNLINK(e->waiters, w, prev, next);
   w->entry = NULL;
 }
 
@@ -234,7 +202,7 @@ static void free_entry(entry_t *e) {
 static void evict_over_max(dg__dns_t *dns) {
   while (dns->ncached > dns->cache_max && dns->cache_tail != NULL) {
     entry_t *old = dns->cache_tail;
-    unlink_entry(&dns->cache, &dns->cache_tail, old);
+    DG_DLIST_UNLINK(dns->cache, dns->cache_tail, old, prev, next);
     dns->ncached--;
     free_entry(old);
   }
@@ -242,14 +210,14 @@ static void evict_over_max(dg__dns_t *dns) {
 
 /* A finished lookup is cached when it has a TTL, else dropped. */
 static void settle(dg__dns_t *dns, entry_t *e, uint64_t ttl_ms) {
-  unlink_entry(&dns->pending, NULL, e);
+  DG_LIST_UNLINK(dns->pending, e, prev, next);
   e->pending = false;
   if (e->rc != 0 || ttl_ms == 0 || dns->cache_max == 0 || dns->closing) {
     free_entry(e);
     return;
   }
   e->expires_ms = dg_now_ms() + (ttl_ms < dns->max_ttl_ms ? ttl_ms : dns->max_ttl_ms);
-  push_front(&dns->cache, &dns->cache_tail, e);
+  DG_DLIST_PUSH(dns->cache, dns->cache_tail, e, prev, next);
   dns->ncached++;
   evict_over_max(dns);
 }
@@ -322,13 +290,13 @@ static entry_t *cached(dg__dns_t *dns, const char *host) {
   entry_t *e = find(dns->cache, host);
   if (e == NULL)
     return NULL;
-  unlink_entry(&dns->cache, &dns->cache_tail, e);
+  DG_DLIST_UNLINK(dns->cache, dns->cache_tail, e, prev, next);
   if (dg_now_ms() >= e->expires_ms) {
     dns->ncached--;
     free_entry(e);
     return NULL;
   }
-  push_front(&dns->cache, &dns->cache_tail, e);
+  DG_DLIST_PUSH(dns->cache, dns->cache_tail, e, prev, next);
   return e;
 }
 
@@ -380,7 +348,7 @@ int dg__dns_resolve(dg__dns_t *dns, const char *host, dg__dns_waiter_t *w, dg__d
   e->dns = dns;
   e->pending = true;
   dg_strlcpy(e->host, host, sizeof(e->host));
-  push_front(&dns->pending, NULL, e);
+  DG_LIST_PUSH(dns->pending, e, prev, next);
   query(dns, e);
   if (e->answered)
     return answered_now(dns, e, out, why, whysize);

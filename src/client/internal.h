@@ -391,8 +391,7 @@ struct dg_http_client {
   dg__uconn_t *conns; /* every open connection */
   unsigned handles;   /* calls' timers and connections not yet freed, plus the resolver */
   uint64_t rng;
-  dg_http_call_t *spare; /* freed calls kept for the next ones (linked by next) */
-  unsigned nspare;
+  dg_spare_t spare;       /* freed calls kept for the next ones */
   char dns_servers[1025]; /* the configured name servers, or "" */
   bool rbuf_busy;
   char rbuf[DG__READ_BUF_SIZE];

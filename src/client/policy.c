@@ -171,12 +171,7 @@ int dg__connector_admit(dg__connector_t *conn, dg_http_call_t *call) {
   }
   if (conn->queued >= conn->cfg.max_queue)
     return DG_EBUSY;
-  call->qnext = NULL;
-  if (conn->queue_tail != NULL)
-    conn->queue_tail->qnext = call;
-  else
-    conn->queue_head = call;
-  conn->queue_tail = call;
+  DG_QUEUE_PUSH(conn->queue_head, conn->queue_tail, call, qnext);
   conn->queued++;
   return 0;
 }

@@ -41,25 +41,11 @@ dg_extract_cache_t *dg_extract_cache_new(size_t max_bytes, size_t max_entries, u
 }
 
 static void unlink_entry(dg_extract_cache_t *c, entry_t *e) {
-  if (e->prev != NULL)
-    e->prev->next = e->next;
-  else
-    c->head = e->next;
-  if (e->next != NULL)
-    e->next->prev = e->prev;
-  else
-    c->tail = e->prev;
-  e->prev = e->next = NULL;
+  DG_DLIST_UNLINK(c->head, c->tail, e, prev, next);
 }
 
 static void push_front(dg_extract_cache_t *c, entry_t *e) {
-  e->prev = NULL;
-  e->next = c->head;
-  if (c->head != NULL)
-    c->head->prev = e;
-  c->head = e;
-  if (c->tail == NULL)
-    c->tail = e;
+  DG_DLIST_PUSH(c->head, c->tail, e, prev, next);
 }
 
 static void free_entry(entry_t *e) {

@@ -70,13 +70,7 @@ int dg_files_acquire(dg_files_t *f, dg_files_slot_t *slot, unsigned max_active,
   }
   if (f->nqueued >= max_queued)
     return DG_EBUSY;
-  slot->next = NULL;
-  slot->prev = f->tail;
-  if (f->tail != NULL)
-    f->tail->next = slot;
-  else
-    f->head = slot;
-  f->tail = slot;
+  DG_DLIST_APPEND(f->head, f->tail, slot, prev, next);
   slot->queued = true;
   f->nqueued++;
   return 1;
@@ -85,14 +79,7 @@ int dg_files_acquire(dg_files_t *f, dg_files_slot_t *slot, unsigned max_active,
 void dg_files_forget(dg_files_t *f, dg_files_slot_t *slot) {
   if (!slot->queued)
     return;
-  if (slot->prev != NULL)
-    slot->prev->next = slot->next;
-  else
-    f->head = slot->next;
-  if (slot->next != NULL)
-    slot->next->prev = slot->prev;
-  else
-    f->tail = slot->prev;
+  DG_DLIST_UNLINK(f->head, f->tail, slot, prev, next);
   slot->queued = false;
   f->nqueued--;
   if (f->closing && f->active == 0 && f->nqueued == 0)
@@ -101,19 +88,15 @@ void dg_files_forget(dg_files_t *f, dg_files_slot_t *slot) {
 
 /* The slot passes to the oldest waiter, which starts at once. */
 void dg_files_release(dg_files_t *f) {
-  dg_files_slot_t *next = f->head;
-  if (next == NULL || f->closing) {
+  dg_files_slot_t *first = f->head;
+  if (first == NULL || f->closing) {
     f->active--;
     if (f->closing && f->active == 0 && f->nqueued == 0)
       free_files(f);
     return;
   }
-  f->head = next->next;
-  if (f->head != NULL)
-    f->head->prev = NULL;
-  else
-    f->tail = NULL;
-  next->queued = false;
+  DG_DLIST_UNLINK(f->head, f->tail, first, prev, next);
+  first->queued = false;
   f->nqueued--;
-  next->start(next);
+  first->start(first);
 }

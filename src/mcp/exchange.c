@@ -167,10 +167,7 @@ void dg__mcp_exchange_bind(dg__mcp_exchange_t *ex, dg__mcp_session_t *ss,
   dg__mcp_session_ref(ss);
   ex->transport = t;
   ex->data = data;
-  ex->next = ss->exchanges;
-  if (ss->exchanges != NULL)
-    ss->exchanges->prev = ex;
-  ss->exchanges = ex;
+  DG_LIST_PUSH(ss->exchanges, ex, prev, next);
   dg__mcp_session_touch(ss);
 }
 

@@ -19,7 +19,6 @@
 #define MAX_DEPTH 64
 #define PATH_CAP 256
 #define TEXT_CAP 1024
-#define GOT_CHARS 80
 #define DESCRIBE_DEPTH 2
 
 enum {
@@ -104,34 +103,13 @@ static void path_pop(vctx_t *c, size_t saved) {
 }
 
 /* ---- Values as text ------------------------------------------------------ */
-typedef struct dump_sink {
-  char s[GOT_CHARS * 4 + 8];
-  size_t len;
-} dump_sink_t;
 
-static int dump_collect(const char *buffer, size_t size, void *data) {
-  dump_sink_t *d = data;
-  size_t room = sizeof(d->s) - 1 - d->len;
-  size_t n = size < room ? size : room;
-  memcpy(d->s + d->len, buffer, n);
-  d->len += n;
-  /* Stopping early keeps a huge value from being serialised in full. */
-  return n < size ? -1 : 0;
-}
-
-/* Appends value as compact JSON cut to about GOT_CHARS characters, at a
+/* Appends value as compact JSON cut to about 80 characters, at a
  * character boundary, with "..." when cut. */
 static void text_json(text_t *t, const json_t *value) {
-  dump_sink_t d = {.len = 0};
-  size_t flags = JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(15);
-  json_dump_callback(value, dump_collect, &d, flags);
-  size_t chars = 0, i = 0;
-  for (; i < d.len; i++) {
-    if (((unsigned char)d.s[i] & 0xc0) != 0x80 && chars++ == GOT_CHARS)
-      break;
-  }
-  d.s[i] = '\0';
-  text_add(t, "%s%s", d.s, i < d.len || d.len == sizeof(d.s) - 1 ? "..." : "");
+  char shown[DG_JSON_EXCERPT_CHARS * 4 + 16];
+  dg_json_excerpt(value, JSON_REAL_PRECISION(15), shown, sizeof(shown));
+  text_add(t, "%s", shown);
 }
 
 /* Shortest decimal form of a schema limit that reads back exactly. */

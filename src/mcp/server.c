@@ -133,11 +133,7 @@ void dg__mcp_server_queue(dg_mcp_server_t *s, dg__mcp_exchange_t *ex) {
     return;
   ex->queued = true;
   dg__mcp_exchange_ref(ex);
-  if (s->ready_tail != NULL)
-    s->ready_tail->ready_next = ex;
-  else
-    s->ready_head = ex;
-  s->ready_tail = ex;
+  DG_QUEUE_PUSH(s->ready_head, s->ready_tail, ex, ready_next);
   uv_idle_start(&s->flush, on_flush);
 }
 

@@ -58,22 +58,13 @@ static int make_local_id(char out[DG__MCP_SESSION_ID_LEN + 1]) {
 }
 
 static void link_all(dg_mcp_server_t *s, dg__mcp_session_t *ss) {
-  ss->all_next = s->all;
-  if (s->all != NULL)
-    s->all->all_prev = ss;
-  s->all = ss;
+  DG_LIST_PUSH(s->all, ss, all_prev, all_next);
   s->nsessions++;
   dg_metrics_gauge_add("dg_mcp_sessions_open", NULL, 1);
 }
 
 static void unlink_all(dg_mcp_server_t *s, dg__mcp_session_t *ss) {
-  if (ss->all_prev != NULL)
-    ss->all_prev->all_next = ss->all_next;
-  else
-    s->all = ss->all_next;
-  if (ss->all_next != NULL)
-    ss->all_next->all_prev = ss->all_prev;
-  ss->all_prev = ss->all_next = NULL;
+  DG_LIST_UNLINK(s->all, ss, all_prev, all_next);
   s->nsessions--;
   dg_metrics_gauge_add("dg_mcp_sessions_open", NULL, -1);
 }

@@ -176,11 +176,7 @@ static void write_file_next(stdio_conn_t *c) {
 static void enqueue(stdio_conn_t *c, out_chunk_t *chunk) {
   c->pending += chunk->len;
   if (c->out_kind == IO_FILE) {
-    if (c->fs_tail != NULL)
-      c->fs_tail->next = chunk;
-    else
-      c->fs_head = chunk;
-    c->fs_tail = chunk;
+    DG_QUEUE_PUSH(c->fs_head, c->fs_tail, chunk, next);
     write_file_next(c);
   } else {
     uv_buf_t buf = uv_buf_init(chunk->data, (unsigned)chunk->len);

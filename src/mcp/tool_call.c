@@ -111,10 +111,7 @@ bool dg_mcp_tool_call_wants_progress(const dg_mcp_tool_call_t *call) {
 
 static void link_session(dg_mcp_tool_call_t *call, dg__mcp_session_t *ss) {
   call->session = ss;
-  call->next = ss->calls;
-  if (ss->calls != NULL)
-    ss->calls->prev = call;
-  ss->calls = call;
+  DG_LIST_PUSH(ss->calls, call, prev, next);
   ss->ncalls++;
 }
 
@@ -122,13 +119,7 @@ static void unlink_session(dg_mcp_tool_call_t *call) {
   dg__mcp_session_t *ss = call->session;
   if (ss == NULL)
     return;
-  if (call->prev != NULL)
-    call->prev->next = call->next;
-  else
-    ss->calls = call->next;
-  if (call->next != NULL)
-    call->next->prev = call->prev;
-  call->prev = call->next = NULL;
+  DG_LIST_UNLINK(ss->calls, call, prev, next);
   call->session = NULL;
   ss->ncalls--;
 }

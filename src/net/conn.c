@@ -368,10 +368,7 @@ int dg__conn_new(dg_http_server_t *s, dg__conn_t **out) {
   c->handles = 2;
   c->server = s;
   c->state = DG__CONN_HANDSHAKE;
-  c->next = s->conns;
-  if (s->conns != NULL)
-    s->conns->prev = c;
-  s->conns = c;
+  DG_LIST_PUSH(s->conns, c, prev, next);
   s->handles++;
   *out = c;
   return 0;

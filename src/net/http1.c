@@ -151,12 +151,7 @@ static void access_log(const dg_http_request_t *req) {
 
 static void queue_push(dg__http1_t *h, dg_http_request_t *req) {
   req->state = DG__REQ_QUEUED;
-  req->next = NULL;
-  if (h->queue_tail != NULL)
-    h->queue_tail->next = req;
-  else
-    h->queue_head = req;
-  h->queue_tail = req;
+  DG_QUEUE_PUSH(h->queue_head, h->queue_tail, req, next);
   h->queued++;
 }
 
@@ -591,11 +586,7 @@ static void add_header(dg_http_request_t *req, const char *name, const char *val
     return;
   if (k != DG__H_KNOWN)
     req->known[k] = hd;
-  if (req->headers_tail != NULL)
-    req->headers_tail->next = hd;
-  else
-    req->headers = hd;
-  req->headers_tail = hd;
+  DG_QUEUE_PUSH(req->headers, req->headers_tail, hd, next);
 }
 
 static int on_header_value_complete(llhttp_t *p) {

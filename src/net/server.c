@@ -54,12 +54,7 @@ static void drain_check(dg_http_server_t *s) {
 }
 
 void dg__server_conn_gone(dg_http_server_t *s, dg__conn_t *c) {
-  if (c->prev != NULL)
-    c->prev->next = c->next;
-  else
-    s->conns = c->next;
-  if (c->next != NULL)
-    c->next->prev = c->prev;
+  DG_LIST_UNLINK(s->conns, c, prev, next);
   if (c->counted) {
     s->nconns--;
     dg_metrics_gauge_add("dg_http_connections_open", NULL, -1);

@@ -29,12 +29,8 @@ void dg__save_call_set_state(dg_connector_call_t *call, dg__save_call_state_t ne
                                  [DG__SAVE_CALL_DONE] = true},
       [DG__SAVE_CALL_DEFERRED] = {[DG__SAVE_CALL_DONE] = true},
   };
-  if (!legal[call->state][next]) {
-    dg_log_json(DG_LOG_ERROR, "illegal_state",
-                json_pack("{s:s,s:s,s:s}", "what", "connector_call", "from",
-                          state_names[call->state], "to", state_names[next]));
-    abort();
-  }
+  if (!legal[call->state][next])
+    dg_log_illegal_state("connector_call", state_names[call->state], state_names[next]);
   call->state = next;
 }
 
@@ -42,12 +38,7 @@ void dg__save_call_set_state(dg_connector_call_t *call, dg__save_call_state_t ne
 
 static void unlink_call(dg_connector_call_t *call) {
   dg_connectors_t *cs = call->cs;
-  if (call->prev != NULL)
-    call->prev->next = call->next;
-  else
-    cs->calls = call->next;
-  if (call->next != NULL)
-    call->next->prev = call->prev;
+  DG_LIST_UNLINK(cs->calls, call, prev, next);
   cs->ncalls--;
 }
 
@@ -55,25 +46,7 @@ static void unlink_call(dg_connector_call_t *call) {
 #define SPARE_CALLS 256
 
 static void call_free(dg_connectors_t *cs, dg_connector_call_t *call) {
-  if (cs->closing || cs->nspare >= SPARE_CALLS) {
-    free(call);
-    return;
-  }
-  DG_POISON(call, sizeof(*call));
-  DG_UNPOISON(&call->next, sizeof(call->next));
-  call->next = cs->spare;
-  cs->spare = call;
-  cs->nspare++;
-}
-
-static void spare_free_all(dg_connectors_t *cs) {
-  while (cs->spare != NULL) {
-    dg_connector_call_t *call = cs->spare;
-    cs->spare = call->next;
-    DG_UNPOISON(call, sizeof(*call));
-    free(call);
-  }
-  cs->nspare = 0;
+  dg_spare_release(&cs->spare, call, !cs->closing);
 }
 
 static void complete(dg_connector_call_t *call, const dg_connector_result_t *result) {
@@ -111,12 +84,7 @@ void dg__save_call_defer(dg_connector_call_t *call, int rc) {
   call->rc = rc;
   call->http = NULL;
   dg__save_call_set_state(call, DG__SAVE_CALL_DEFERRED);
-  call->next_deferred = NULL;
-  if (cs->deferred_tail != NULL)
-    cs->deferred_tail->next_deferred = call;
-  else
-    cs->deferred = call;
-  cs->deferred_tail = call;
+  DG_QUEUE_PUSH(cs->deferred, cs->deferred_tail, call, next_deferred);
   uv_timer_start(&cs->timer, on_timer, 0, 0);
 }
 
@@ -427,29 +395,15 @@ static int check_request(const dg_connector_t *conn, const dg_connector_request_
 
 static dg_connector_call_t *new_call(dg_connectors_t *cs, const dg_connector_t *conn,
                                      dg_connector_done_fn done, void *user) {
-  dg_connector_call_t *call = cs->spare;
-  if (call != NULL) {
-    cs->spare = call->next;
-    cs->nspare--;
-    DG_UNPOISON(call, sizeof(*call));
-  } else {
-    call = malloc(sizeof(*call));
-  }
+  dg_connector_call_t *call = dg_spare_alloc(&cs->spare);
   dg_arena_t *arena = call ? dg_arena_new(2048) : NULL;
   if (arena == NULL) {
     free(call);
     return NULL;
   }
-  *call = (dg_connector_call_t){.cs = cs,
-                                .conn = conn,
-                                .arena = arena,
-                                .done = done,
-                                .user = user,
-                                .start_ms = dg_now_ms(),
-                                .next = cs->calls};
-  if (cs->calls != NULL)
-    cs->calls->prev = call;
-  cs->calls = call;
+  *call = (dg_connector_call_t){
+      .cs = cs, .conn = conn, .arena = arena, .done = done, .user = user, .start_ms = dg_now_ms()};
+  DG_LIST_PUSH(cs->calls, call, prev, next);
   cs->ncalls++;
   return call;
 }
@@ -547,6 +501,7 @@ int dg_connectors_new(uv_loop_t *loop, dg_http_client_t *client, dg_connectors_t
     return dg_errctx_set(err, DG_ENOMEM, "upstream", "out of memory");
   cs->loop = loop;
   cs->shared = client;
+  dg_spare_init(&cs->spare, sizeof(dg_connector_call_t), SPARE_CALLS);
   if (client == NULL) {
     dg_http_client_config_t config;
     dg_http_client_config_default(&config);
@@ -589,7 +544,7 @@ int dg_connectors_configure(dg_connectors_t *cs, const dg_catalog_t *cat, dg_err
 static void on_timer_closed(uv_handle_t *handle) {
   dg_connectors_t *cs = handle->data;
   dg__save_oauth_free_all(cs);
-  spare_free_all(cs);
+  dg_spare_free_all(&cs->spare);
   free(cs);
 }
 
@@ -613,7 +568,7 @@ void dg_connectors_close(dg_connectors_t *cs) {
   if (cs == NULL || cs->closing)
     return;
   cs->closing = true;
-  spare_free_all(cs);
+  dg_spare_free_all(&cs->spare);
   for (dg_connector_call_t *call = cs->calls; call != NULL;) {
     dg_connector_call_t *next = call->next;
     dg_connector_call_cancel(call);

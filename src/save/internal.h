@@ -47,8 +47,7 @@ struct dg_connectors {
   dg_connector_call_t *deferred_tail;
   uv_timer_t timer;
   bool closing;
-  dg_connector_call_t *spare; /* freed calls kept for the next ones (linked by next) */
-  unsigned nspare;
+  dg_spare_t spare; /* freed calls kept for the next ones */
 };
 
 struct dg_connector_call {

@@ -127,12 +127,7 @@ static dg__save_token_t *find_or_add(dg_connectors_t *cs, const dg_connector_t *
 /* ---- Waiters ---------------------------------------------------------------- */
 
 static void add_waiter(dg__save_token_t *t, dg_connector_call_t *call) {
-  call->next_waiter = NULL;
-  if (t->waiters_tail != NULL)
-    t->waiters_tail->next_waiter = call;
-  else
-    t->waiters = call;
-  t->waiters_tail = call;
+  DG_QUEUE_PUSH(t->waiters, t->waiters_tail, call, next_waiter);
 }
 
 void dg__save_oauth_forget(dg_connector_call_t *call) {

@@ -29,12 +29,8 @@ static void node_set_state(dg__save_node_t *n, dg__save_node_state_t next) {
       [DG__NODE_PARSING] = {[DG__NODE_READY] = true},
       [DG__NODE_CHILDREN] = {[DG__NODE_READY] = true},
   };
-  if (!legal[n->state][next]) {
-    dg_log_json(DG_LOG_ERROR, "illegal_state",
-                json_pack("{s:s,s:s,s:s}", "what", "save_node", "from", node_state_names[n->state],
-                          "to", node_state_names[next]));
-    abort();
-  }
+  if (!legal[n->state][next])
+    dg_log_illegal_state("save_node", node_state_names[n->state], node_state_names[next]);
   n->state = next;
 }
 
@@ -263,17 +259,6 @@ static void node_finish(dg__save_node_t *n) {
 /* ---- Upstream calls ---------------------------------------------------------------------------
  */
 
-static void unlink_calling(dg__save_node_t *n) {
-  dg_save_run_t *run = n->run;
-  if (n->prev_calling != NULL)
-    n->prev_calling->next_calling = n->next_calling;
-  else
-    run->calling = n->next_calling;
-  if (n->next_calling != NULL)
-    n->next_calling->prev_calling = n->prev_calling;
-  n->prev_calling = n->next_calling = NULL;
-}
-
 /* A GraphQL API reports failures in "errors", often with status 200. */
 static const char *graphql_error(const dg_action_t *a, const json_t *doc) {
   const json_t *errors = json_object_get(doc, "errors");
@@ -431,7 +416,7 @@ static void parse_answer(dg__save_node_t *n, const dg_action_t *a, const dg_http
 static void on_call(dg_connector_call_t *call, const dg_connector_result_t *result, void *user) {
   dg__save_node_t *n = user;
   const dg_action_t *a = n->ep->steps[n->step];
-  unlink_calling(n);
+  DG_LIST_UNLINK(n->run->calling, n, prev_calling, next_calling);
   n->call = NULL;
   dg__save_entry_upstream(n->entry, a->connector, a->request.method, n->path, result);
   char *path = n->path;
@@ -482,10 +467,7 @@ static bool start_call(dg__save_node_t *n, const dg_action_t *a) {
     return false;
   }
   node_set_state(n, DG__NODE_CALLING);
-  n->next_calling = run->calling;
-  if (run->calling != NULL)
-    run->calling->prev_calling = n;
-  run->calling = n;
+  DG_LIST_PUSH(run->calling, n, prev_calling, next_calling);
   return true;
 }
 

@@ -218,6 +218,9 @@ int dg__sql_entity_cols(const dg_store_select_t *select, const dg_store_expand_t
                         size_t nexpand, dg_arena_t *arena, dg__sql_cols_t *out);
 /* The column of cols that reads prop, or -1. */
 int dg__sql_col_of(const dg__sql_cols_t *cols, const dg_property_t *prop);
+/* "a.id, a.\"Name\", ...": the columns of cols read from the table aliased
+ * alias, as every SELECT of entities lists them (both backends). */
+void dg__sql_column_list(dg__sql_t *sql, const char *alias, const dg__sql_cols_t *cols);
 
 /* " FROM ... [LEFT JOIN ...] [WHERE ...]" of model with filters (t0 is the
  * model's alias). */
@@ -436,6 +439,23 @@ int dg__store_invalid(dg_errctx_t *err, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* A short JSON rendering of a given value for messages. */
 void dg__store_show(char *out, size_t size, const json_t *value);
+/* The parsers' two common refusals: "Invalid argument '<param>': got
+ * <value>; allowed: <allowed>." (DG_EINVAL), and out of memory at param
+ * (DG_ENOMEM). */
+int dg__store_got(const dg_store_parse_t *ps, const json_t *v, const char *param,
+                  const char *allowed);
+int dg__store_oom(const dg_store_parse_t *ps, const char *param);
+/* A name member of obj (key, at <base>/<key>): NULL when absent or null,
+ * else a string of 1 to 128 bytes; need_name also refuses it missing
+ * ("missing; give <what>."). */
+int dg__store_name_field(const dg_store_parse_t *ps, const json_t *obj, const char *key,
+                         const char *base, const char **out);
+int dg__store_need_name(const dg_store_parse_t *ps, const json_t *obj, const char *key,
+                        const char *base, const char *what, const char **out);
+/* Every key of obj must be one of the n fields: else "unknown field;
+ * allowed fields here: <allowed>." at <base>/<key>. */
+int dg__store_check_fields(const dg_store_parse_t *ps, const json_t *obj, const char *base,
+                           const char *const *fields, size_t n, const char *allowed);
 bool dg__store_is_stored(const dg_property_t *prop);
 bool dg__store_is_inbound(const dg_property_t *prop);
 /* Whether a stored property gets an index "_ix_<model>_<property>": it is

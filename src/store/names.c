@@ -8,8 +8,6 @@
 
 #include "store/internal.h"
 
-#define SHOW_CHARS 80
-
 static const char *const op_names[] = {
 #define XX(name, text) text,
     DG_STORE_OP_MAP(XX)
@@ -127,38 +125,11 @@ int dg__store_invalid(dg_errctx_t *err, const char *param, const char *fmt, ...)
 
 /* ---- Values in messages ------------------------------------------------------------------ */
 
-typedef struct show_sink {
-  char s[SHOW_CHARS * 4 + 8];
-  size_t len;
-} show_sink_t;
-
-static int show_collect(const char *buffer, size_t size, void *data) {
-  show_sink_t *d = data;
-  size_t room = sizeof(d->s) - 1 - d->len;
-  size_t n = size < room ? size : room;
-  memcpy(d->s + d->len, buffer, n);
-  d->len += n;
-  return n < size ? -1 : 0;
-}
-
 void dg__store_show(char *out, size_t size, const json_t *value) {
-  show_sink_t d = {.len = 0};
-  if (value == NULL) {
+  if (value == NULL)
     snprintf(out, size, "nothing");
-    return;
-  }
-  json_dump_callback(value, show_collect, &d, JSON_ENCODE_ANY | JSON_COMPACT);
-  size_t chars = 0, i = 0;
-  for (; i < d.len; i++) {
-    /* Count characters, not bytes, and keep control bytes out. */
-    if (((unsigned char)d.s[i] & 0xc0) != 0x80 && chars++ == SHOW_CHARS)
-      break;
-    if ((unsigned char)d.s[i] < 0x20)
-      d.s[i] = '?';
-  }
-  bool cut = i < d.len || d.len == sizeof(d.s) - 1;
-  d.s[i] = '\0';
-  snprintf(out, size, "%s%s", d.s, cut ? "..." : "");
+  else
+    dg_json_excerpt(value, 0, out, size);
 }
 
 static bool leads_to_model(const dg_property_t *prop) {

@@ -23,49 +23,39 @@ static const char *const group_fields[] = {"andOrOperator", "parameters"};
 
 /* ---- Small readers ------------------------------------------------------------------ */
 
-static int unknown_field(const dg_store_parse_t *ps, const char *base, const char *key,
-                         const char *allowed) {
-  dg__path_t p;
-  return dg__store_invalid(ps->err, dg__path_key(&p, base, key),
-                           "unknown field; allowed fields here: %s.", allowed);
-}
-
-/* Every key of obj must be one of fields. */
-static int check_fields(const dg_store_parse_t *ps, const json_t *obj, const char *base,
-                        const char *const *fields, size_t n, const char *allowed) {
+int dg__store_check_fields(const dg_store_parse_t *ps, const json_t *obj, const char *base,
+                           const char *const *fields, size_t n, const char *allowed) {
   const char *key;
   json_t *v;
   json_object_foreach((json_t *)obj, key, v) {
     bool known = false;
     for (size_t i = 0; i < n && !known; i++)
       known = strcmp(key, fields[i]) == 0;
+    dg__path_t p;
     if (!known)
-      return unknown_field(ps, base, key, allowed);
+      return dg__store_invalid(ps->err, dg__path_key(&p, base, key),
+                               "unknown field; allowed fields here: %s.", allowed);
   }
   return 0;
 }
 
-/* A string member: NULL when absent or null; DG_EINVAL for other kinds. */
-static int string_field(const dg_store_parse_t *ps, const json_t *obj, const char *key,
-                        const char *base, const char **out) {
+int dg__store_name_field(const dg_store_parse_t *ps, const json_t *obj, const char *key,
+                         const char *base, const char **out) {
   const json_t *v = json_object_get(obj, key);
   *out = NULL;
   if (v == NULL || json_is_null(v))
     return 0;
-  if (json_is_string(v) && json_string_length(v) > 0 && json_string_length(v) <= 128) {
-    *out = json_string_value(v);
-    return 0;
-  }
-  char shown[160];
+  size_t len = json_string_length(v);
   dg__path_t p;
-  dg__store_show(shown, sizeof(shown), v);
-  return dg__store_invalid(ps->err, dg__path_key(&p, base, key),
-                           "got %s; allowed: a name of 1 to 128 characters.", shown);
+  if (!json_is_string(v) || len == 0 || len > 128)
+    return dg__store_got(ps, v, dg__path_key(&p, base, key), "a name of 1 to 128 characters");
+  *out = json_string_value(v);
+  return 0;
 }
 
-static int need_string(const dg_store_parse_t *ps, const json_t *obj, const char *key,
-                       const char *base, const char *what, const char **out) {
-  int rc = string_field(ps, obj, key, base, out);
+int dg__store_need_name(const dg_store_parse_t *ps, const json_t *obj, const char *key,
+                        const char *base, const char *what, const char **out) {
+  int rc = dg__store_name_field(ps, obj, key, base, out);
   dg__path_t p;
   if (rc == 0 && *out == NULL)
     return dg__store_invalid(ps->err, dg__path_key(&p, base, key), "missing; give %s.", what);
@@ -94,13 +84,22 @@ static int int_field(const dg_store_parse_t *ps, const json_t *obj, const char *
                            shown, (long long)min, (long long)max, (long long)def);
 }
 
+int dg__store_got(const dg_store_parse_t *ps, const json_t *v, const char *param,
+                  const char *allowed) {
+  char shown[160];
+  dg__store_show(shown, sizeof(shown), v);
+  return dg__store_invalid(ps->err, param, "got %s; allowed: %s.", shown, allowed);
+}
+
+int dg__store_oom(const dg_store_parse_t *ps, const char *param) {
+  return dg_errctx_set(ps->err, DG_ENOMEM, param, "Out of memory.");
+}
+
 static int object_or_null(const dg_store_parse_t *ps, const json_t *v, const char *param,
                           const char *allowed) {
   if (v == NULL || json_is_null(v) || json_is_object(v))
     return 0;
-  char shown[160];
-  dg__store_show(shown, sizeof(shown), v);
-  return dg__store_invalid(ps->err, param, "got %s; allowed: %s.", shown, allowed);
+  return dg__store_got(ps, v, param, allowed);
 }
 
 /* ---- Names ------------------------------------------------------------------------------- */
@@ -168,7 +167,8 @@ static int parse_operator(param_in_t *in, dg_store_filter_t *f) {
   const char *name = NULL;
   dg__path_t p;
   const char *param = dg__path_key(&p, in->path, "operator");
-  int rc = need_string(in->ps, in->obj, "operator", in->path, "an operator such as EqualTo", &name);
+  int rc = dg__store_need_name(in->ps, in->obj, "operator", in->path, "an operator such as EqualTo",
+                               &name);
   if (rc != 0)
     return rc;
   char ops[NAMES_MAX];
@@ -227,7 +227,7 @@ static int parse_comparison(param_in_t *in, const char *name, dg_store_filter_t 
 static int parse_value_type(param_in_t *in, value_type_t *out) {
   const char *name = NULL;
   dg__path_t p;
-  int rc = string_field(in->ps, in->obj, "valueType", in->path, &name);
+  int rc = dg__store_name_field(in->ps, in->obj, "valueType", in->path, &name);
   *out = VT_NONE;
   for (size_t i = 0; rc == 0 && name != NULL && i < DG_ARRAY_SIZE(value_types); i++) {
     if (strcmp(name, value_types[i]) == 0)
@@ -302,7 +302,7 @@ static int parse_value(param_in_t *in, dg_store_filter_t *f) {
 static int parse_reference_part(param_in_t *in, const dg_model_t *base, dg_store_filter_t *f) {
   const char *name = NULL;
   dg__path_t p;
-  int rc = string_field(in->ps, in->obj, "reference", in->path, &name);
+  int rc = dg__store_name_field(in->ps, in->obj, "reference", in->path, &name);
   const json_t *match = json_object_get(in->obj, "match");
   if (rc == 0 && match != NULL && !json_is_null(match) &&
       !(json_is_string(match) && strcmp(json_string_value(match), "Any") == 0)) {
@@ -324,24 +324,22 @@ static int parse_param(const dg_store_parse_t *ps, const dg_model_t *base, const
                        const char *path, dg_store_filter_t *f) {
   param_in_t in = {.ps = ps, .obj = obj, .path = path};
   memset(f, 0, sizeof(*f));
-  if (!json_is_object(obj)) {
-    char shown[160];
-    dg__store_show(shown, sizeof(shown), obj);
-    return dg__store_invalid(ps->err, path,
-                             "got %s; allowed: an object with operator, propertyName and value "
-                             "(or comparisonPropertyName).",
-                             shown);
-  }
-  int rc = check_fields(ps, obj, path, param_fields, DG_ARRAY_SIZE(param_fields),
-                        "operator, propertyName, value, valueType, comparisonPropertyName, "
-                        "reference, match");
+  if (!json_is_object(obj))
+    return dg__store_got(ps, obj, path,
+                         "an object with operator, propertyName and value (or "
+                         "comparisonPropertyName)");
+  int rc =
+      dg__store_check_fields(ps, obj, path, param_fields, DG_ARRAY_SIZE(param_fields),
+                             "operator, propertyName, value, valueType, comparisonPropertyName, "
+                             "reference, match");
   if (rc == 0)
     rc = parse_reference_part(&in, base, f);
   const char *name = NULL, *other = NULL;
   bool is_id = false;
   dg__path_t p;
   if (rc == 0)
-    rc = need_string(ps, obj, "propertyName", path, "the name of the property to compare", &name);
+    rc = dg__store_need_name(ps, obj, "propertyName", path, "the name of the property to compare",
+                             &name);
   if (rc == 0)
     rc = filter_property(ps, in.model, name, dg__path_key(&p, path, "propertyName"), &f->prop,
                          &is_id);
@@ -350,7 +348,7 @@ static int parse_param(const dg_store_parse_t *ps, const dg_model_t *base, const
   if (rc == 0)
     rc = parse_operator(&in, f);
   if (rc == 0)
-    rc = string_field(ps, obj, "comparisonPropertyName", path, &other);
+    rc = dg__store_name_field(ps, obj, "comparisonPropertyName", path, &other);
   if (rc == 0)
     rc = other != NULL ? parse_comparison(&in, other, f) : parse_value(&in, f);
   return rc;
@@ -362,18 +360,15 @@ static int parse_group(const dg_store_parse_t *ps, const dg_model_t *model, cons
                        const char *path, dg_store_group_t *g) {
   char shown[160];
   dg__path_t p;
-  if (!json_is_object(obj)) {
-    dg__store_show(shown, sizeof(shown), obj);
-    return dg__store_invalid(ps->err, path,
-                             "got %s; allowed: an object with andOrOperator (And or Or) and "
-                             "parameters (an array of filters).",
-                             shown);
-  }
-  int rc = check_fields(ps, obj, path, group_fields, DG_ARRAY_SIZE(group_fields),
-                        "andOrOperator, parameters");
+  if (!json_is_object(obj))
+    return dg__store_got(ps, obj, path,
+                         "an object with andOrOperator (And or Or) and parameters (an array of "
+                         "filters)");
+  int rc = dg__store_check_fields(ps, obj, path, group_fields, DG_ARRAY_SIZE(group_fields),
+                                  "andOrOperator, parameters");
   const char *op = NULL;
   if (rc == 0)
-    rc = string_field(ps, obj, "andOrOperator", path, &op);
+    rc = dg__store_name_field(ps, obj, "andOrOperator", path, &op);
   if (rc == 0 && op != NULL && strcmp(op, "And") != 0 && strcmp(op, "Or") != 0)
     return dg__store_invalid(ps->err, dg__path_key(&p, path, "andOrOperator"),
                              "got \"%.64s\"; allowed: And or Or (default And).", op);
@@ -390,7 +385,7 @@ static int parse_group(const dg_store_parse_t *ps, const dg_model_t *model, cons
   g->nfilters = json_array_size(params);
   g->filters = dg_arena_calloc(ps->arena, g->nfilters + 1, sizeof(*g->filters));
   if (g->filters == NULL)
-    return dg_errctx_set(ps->err, DG_ENOMEM, path, "Out of memory.");
+    return dg__store_oom(ps, path);
   dg__path_t ip;
   char base[sizeof(p.s)];
   dg_strlcpy(base, ppath, sizeof(base));
@@ -416,7 +411,7 @@ int dg_store_parse_filters(const dg_store_parse_t *ps, const dg_model_t *model,
   out->ngroups = json_array_size(groups);
   out->groups = dg_arena_calloc(ps->arena, out->ngroups + 1, sizeof(*out->groups));
   if (out->groups == NULL)
-    return dg_errctx_set(ps->err, DG_ENOMEM, param, "Out of memory.");
+    return dg__store_oom(ps, param);
   int rc = 0;
   dg__path_t p;
   for (size_t i = 0; rc == 0 && i < out->ngroups; i++)
@@ -440,11 +435,12 @@ static int parse_sort(const dg_store_parse_t *ps, const dg_model_t *m, const jso
   int rc = object_or_null(ps, obj, "sortCondition", "an object {propertyName, sortOrder}");
   if (rc != 0 || obj == NULL || json_is_null(obj))
     return rc;
-  rc = check_fields(ps, obj, "sortCondition", fields, 2, "propertyName, sortOrder");
+  rc = dg__store_check_fields(ps, obj, "sortCondition", fields, 2, "propertyName, sortOrder");
   if (rc == 0)
-    rc = need_string(ps, obj, "propertyName", "sortCondition", "the property to sort by", &name);
+    rc = dg__store_need_name(ps, obj, "propertyName", "sortCondition", "the property to sort by",
+                             &name);
   if (rc == 0)
-    rc = string_field(ps, obj, "sortOrder", "sortCondition", &order);
+    rc = dg__store_name_field(ps, obj, "sortOrder", "sortCondition", &order);
   if (rc != 0)
     return rc;
   if (order != NULL && strcmp(order, "Ascending") != 0 && strcmp(order, "Descending") != 0)
@@ -478,7 +474,7 @@ static int parse_paging(const dg_store_parse_t *ps, const json_t *obj, dg_store_
   int rc = object_or_null(ps, obj, "paging", "an object {pageNumber, pageSize}");
   if (rc != 0 || obj == NULL || json_is_null(obj))
     return rc;
-  rc = check_fields(ps, obj, "paging", fields, 2, "pageNumber, pageSize");
+  rc = dg__store_check_fields(ps, obj, "paging", fields, 2, "pageNumber, pageSize");
   if (rc == 0)
     rc =
         int_field(ps, obj, "pageNumber", "paging", 1, DG_STORE_PAGE_NUMBER_MAX, 1, &q->page_number);

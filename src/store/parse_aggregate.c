@@ -34,58 +34,12 @@ const char *dg_store_agg_name(dg_store_agg_fn_t fn) {
 
 /* ---- Small readers ------------------------------------------------------------------ */
 
-static int oom(const dg_store_parse_t *ps, const char *param) {
-  return dg_errctx_set(ps->err, DG_ENOMEM, param, "Out of memory.");
-}
-
-static int got(const dg_store_parse_t *ps, const json_t *v, const char *param,
-               const char *allowed) {
-  char shown[160];
-  dg__store_show(shown, sizeof(shown), v);
-  return dg__store_invalid(ps->err, param, "got %s; allowed: %s.", shown, allowed);
-}
-
 /* obj must be an object whose keys are all among fields. */
 static int check_object(const dg_store_parse_t *ps, const json_t *obj, const char *path,
                         const char *const *fields, size_t n, const char *allowed) {
-  const char *key;
-  json_t *v;
   if (!json_is_object(obj))
-    return got(ps, obj, path, allowed);
-  json_object_foreach((json_t *)obj, key, v) {
-    bool known = false;
-    for (size_t i = 0; i < n && !known; i++)
-      known = strcmp(key, fields[i]) == 0;
-    dg__path_t p;
-    if (!known)
-      return dg__store_invalid(ps->err, dg__path_key(&p, path, key),
-                               "unknown field; allowed fields here: %s.", allowed);
-  }
-  return 0;
-}
-
-/* A name member: NULL when absent or null; 1 to 128 characters. */
-static int name_field(const dg_store_parse_t *ps, const json_t *obj, const char *key,
-                      const char *path, const char **out) {
-  const json_t *v = json_object_get(obj, key);
-  dg__path_t p;
-  *out = NULL;
-  if (v == NULL || json_is_null(v))
-    return 0;
-  size_t len = json_string_length(v);
-  if (!json_is_string(v) || len == 0 || len > NAME_MAX_CHARS)
-    return got(ps, v, dg__path_key(&p, path, key), "a name of 1 to 128 characters");
-  *out = json_string_value(v);
-  return 0;
-}
-
-static int need_name(const dg_store_parse_t *ps, const json_t *obj, const char *key,
-                     const char *path, const char *what, const char **out) {
-  int rc = name_field(ps, obj, key, path, out);
-  dg__path_t p;
-  if (rc == 0 && *out == NULL)
-    return dg__store_invalid(ps->err, dg__path_key(&p, path, key), "missing; give %s.", what);
-  return rc;
+    return dg__store_got(ps, obj, path, allowed);
+  return dg__store_check_fields(ps, obj, path, fields, n, allowed);
 }
 
 /* The names of model's properties p may see that pass keep. */
@@ -199,10 +153,10 @@ static int parse_function(const dg_store_parse_t *ps, const json_t *obj, const c
                           dg_store_agg_fn_t *out) {
   const char *name = NULL;
   dg__path_t p;
-  int rc = need_name(ps, obj, "function", path,
-                     "one of Sum, Average, Count, Min, Max, "
-                     "DistinctCount",
-                     &name);
+  int rc = dg__store_need_name(ps, obj, "function", path,
+                               "one of Sum, Average, Count, Min, Max, "
+                               "DistinctCount",
+                               &name);
   for (int i = 0; rc == 0 && i < DG_STORE_AGG__COUNT; i++) {
     if (strcmp(name, agg_names[i]) == 0) {
       *out = (dg_store_agg_fn_t)i;
@@ -237,7 +191,7 @@ static int measured_property(const dg_store_parse_t *ps, const dg_model_t *m, co
   dg__path_t p;
   const char *param = dg__path_key(&p, path, "propertyName");
   char names[NAMES_MAX];
-  int rc = need_name(ps, obj, "propertyName", path, "the property to aggregate", &name);
+  int rc = dg__store_need_name(ps, obj, "propertyName", path, "the property to aggregate", &name);
   if (rc != 0)
     return rc;
   const dg_property_t *related = related_of(ps, m, name);
@@ -261,7 +215,7 @@ static int parse_measure(const dg_store_parse_t *ps, const dg_model_t *m, const 
                          const char *path, dg_store_aggregation_t *g) {
   const char *ref = NULL;
   dg__path_t p;
-  int rc = name_field(ps, obj, "reference", path, &ref);
+  int rc = dg__store_name_field(ps, obj, "reference", path, &ref);
   if (rc != 0)
     return rc;
   if (ref != NULL) {
@@ -307,8 +261,8 @@ static int parse_alias(const dg_store_parse_t *ps, const json_t *obj, const char
   if (v != NULL && !json_is_null(v)) {
     long chars = json_is_string(v) ? text_chars(json_string_value(v), json_string_length(v)) : -1;
     if (chars < 1 || chars > DG_STORE_ALIAS_MAX)
-      return got(ps, v, dg__path_key(&p, path, "alias"),
-                 "a name of 1 to 64 characters without control characters");
+      return dg__store_got(ps, v, dg__path_key(&p, path, "alias"),
+                           "a name of 1 to 64 characters without control characters");
     g->key = dg_camel_first(ps->arena, json_string_value(v));
   } else if (g->prop == NULL) {
     g->key = dg_camel_first(ps->arena, agg_names[g->fn]);
@@ -316,7 +270,7 @@ static int parse_alias(const dg_store_parse_t *ps, const json_t *obj, const char
     snprintf(def, sizeof(def), "%s_%s", agg_names[g->fn], g->prop->name);
     g->key = dg_camel_first(ps->arena, def);
   }
-  return g->key != NULL ? 0 : oom(ps, path);
+  return g->key != NULL ? 0 : dg__store_oom(ps, path);
 }
 
 /* ---- joinFilter ------------------------------------------------------------------------- */
@@ -421,9 +375,11 @@ static int parse_on(const dg_store_parse_t *ps, const dg_model_t *m, const json_
   int rc = check_object(ps, on, path, on_fields, DG_ARRAY_SIZE(on_fields),
                         "localProperty, foreignProperty");
   if (rc == 0)
-    rc = need_name(ps, on, "localProperty", path, "the base property holding the key", &local);
+    rc = dg__store_need_name(ps, on, "localProperty", path, "the base property holding the key",
+                             &local);
   if (rc == 0)
-    rc = need_name(ps, on, "foreignProperty", path, "id, the joined entity's key", &foreign);
+    rc = dg__store_need_name(ps, on, "foreignProperty", path, "id, the joined entity's key",
+                             &foreign);
   if (rc != 0)
     return rc;
   j->key = dg__store_visible(ps->principal, m, local, true, &is_id);
@@ -456,7 +412,7 @@ static int condition_property(const dg_store_parse_t *ps, const dg_model_t *m, c
   bool is_id = false;
   char names[NAMES_MAX];
   dg__path_t p;
-  int rc = need_name(ps, obj, key, path, "a property name", &name);
+  int rc = dg__store_need_name(ps, obj, key, path, "a property name", &name);
   if (rc != 0)
     return rc;
   *out = dg__store_visible(ps->principal, m, name, true, &is_id);
@@ -475,7 +431,8 @@ static int condition_operator(const dg_store_parse_t *ps, const json_t *obj, con
   size_t len = 0;
   dg__path_t p;
   dg_data_type_t t = type_of(j->local);
-  int rc = need_name(ps, obj, "operator", path, "an operator such as LessThanEqualTo", &name);
+  int rc =
+      dg__store_need_name(ps, obj, "operator", path, "an operator such as LessThanEqualTo", &name);
   if (rc != 0)
     return rc;
   ops[0] = '\0';
@@ -563,9 +520,9 @@ static int join_target(const dg_store_parse_t *ps, const dg_model_t *m, const js
   const char *ref = NULL, *entity = NULL;
   char names[NAMES_MAX];
   dg__path_t p;
-  int rc = name_field(ps, obj, "reference", path, &ref);
+  int rc = dg__store_name_field(ps, obj, "reference", path, &ref);
   if (rc == 0)
-    rc = name_field(ps, obj, "entity", path, &entity);
+    rc = dg__store_name_field(ps, obj, "entity", path, &entity);
   const json_t *on = json_object_get(obj, "on");
   bool has_on = on != NULL && !json_is_null(on);
   if (rc == 0 && ref != NULL && entity != NULL)
@@ -594,7 +551,7 @@ static int parse_join(const dg_store_parse_t *ps, const dg_model_t *m, const jso
   dg__path_t p;
   dg_store_join_t *j = dg_arena_calloc(ps->arena, 1, sizeof(*j));
   if (j == NULL)
-    return oom(ps, path);
+    return dg__store_oom(ps, path);
   int rc = check_object(ps, obj, path, join_fields, DG_ARRAY_SIZE(join_fields),
                         "reference, entity, on, condition");
   if (rc == 0)
@@ -650,11 +607,11 @@ static int parse_aggregations(const dg_store_parse_t *ps, const dg_model_t *m, c
                              DG_STORE_AGGREGATIONS_MAX);
   size_t n = json_array_size(list);
   if (!json_is_array(list) || n == 0 || n > DG_STORE_AGGREGATIONS_MAX)
-    return got(ps, list, "aggregations",
-               "an array of 1 to 32 clauses {function, propertyName, alias, joinFilter}");
+    return dg__store_got(ps, list, "aggregations",
+                         "an array of 1 to 32 clauses {function, propertyName, alias, joinFilter}");
   a->aggs = dg_arena_calloc(ps->arena, n, sizeof(*a->aggs));
   if (a->aggs == NULL)
-    return oom(ps, "aggregations");
+    return dg__store_oom(ps, "aggregations");
   int rc = 0;
   dg__path_t p;
   for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -716,7 +673,7 @@ static int key_labels(const dg_store_parse_t *ps, dg_store_group_key_t *k, const
   }
   k->name = dg_arena_sprintf(ps->arena, "%s.%s", k->reference->name, k->prop->name);
   k->key = dg_arena_sprintf(ps->arena, "%s.%s", k->reference->json_name, k->prop->name);
-  return k->name != NULL && k->key != NULL ? 0 : oom(ps, path);
+  return k->name != NULL && k->key != NULL ? 0 : dg__store_oom(ps, path);
 }
 
 static int parse_key(const dg_store_parse_t *ps, const dg_model_t *m, const json_t *obj,
@@ -726,14 +683,14 @@ static int parse_key(const dg_store_parse_t *ps, const dg_model_t *m, const json
   int rc =
       check_object(ps, obj, path, key_fields, DG_ARRAY_SIZE(key_fields), "propertyName, reference");
   if (rc == 0)
-    rc = name_field(ps, obj, "reference", path, &ref);
+    rc = dg__store_name_field(ps, obj, "reference", path, &ref);
   if (rc == 0 && ref != NULL)
     rc = readable_reference(ps, m, ref, dg__path_key(&p, path, "reference"), "group by",
                             &k->reference);
   if (rc != 0)
     return rc;
   k->model = k->reference != NULL ? k->reference->reference->target : m;
-  rc = need_name(ps, obj, "propertyName", path, "the property to group by", &name);
+  rc = dg__store_need_name(ps, obj, "propertyName", path, "the property to group by", &name);
   if (rc == 0)
     rc = key_property(ps, k->model, name, dg__path_key(&p, path, "propertyName"), k);
   return rc == 0 ? key_labels(ps, k, path) : rc;
@@ -745,10 +702,11 @@ static int parse_group_by(const dg_store_parse_t *ps, const dg_model_t *m, const
   if (list == NULL || json_is_null(list))
     return 0;
   if (!json_is_array(list) || n > DG_STORE_GROUP_BY_MAX)
-    return got(ps, list, "groupBy", "an array of at most 8 group keys {propertyName, reference}");
+    return dg__store_got(ps, list, "groupBy",
+                         "an array of at most 8 group keys {propertyName, reference}");
   a->group_by = dg_arena_calloc(ps->arena, n + 1, sizeof(*a->group_by));
   if (a->group_by == NULL)
-    return oom(ps, "groupBy");
+    return dg__store_oom(ps, "groupBy");
   int rc = 0;
   dg__path_t p;
   for (size_t i = 0; rc == 0 && i < n; i++) {

@@ -11,10 +11,6 @@
 
 #define LIST_MAX 640
 
-static int oom(const dg_store_parse_t *ps, const char *param) {
-  return dg_errctx_set(ps->err, DG_ENOMEM, param, "Out of memory.");
-}
-
 /* Letters and digits (and any non-ASCII character) make words; everything
  * else separates them, as the keyword index's tokenizer does. */
 static bool word_byte(unsigned char c) {
@@ -24,7 +20,7 @@ static bool word_byte(unsigned char c) {
 static int split_terms(const dg_store_parse_t *ps, const char *text, dg_store_lookup_t *out) {
   const char **terms = dg_arena_calloc(ps->arena, DG_STORE_SEARCH_TERMS_MAX + 1, sizeof(*terms));
   if (terms == NULL)
-    return oom(ps, "searchValue");
+    return dg__store_oom(ps, "searchValue");
   for (const char *s = text; *s != '\0';) {
     size_t skip = 0, len = 0;
     while (s[skip] != '\0' && !word_byte((unsigned char)s[skip]))
@@ -38,7 +34,7 @@ static int split_terms(const dg_store_parse_t *ps, const char *text, dg_store_lo
     if (len > 0) {
       terms[out->nterms] = dg_arena_strndup(ps->arena, s + skip, len);
       if (terms[out->nterms++] == NULL)
-        return oom(ps, "searchValue");
+        return dg__store_oom(ps, "searchValue");
     }
     s += skip + len;
   }
@@ -140,7 +136,7 @@ static int add_model(const dg_store_parse_t *ps, const dg_model_t *m, dg_store_l
   dg_store_lookup_model_t *lm = &out->models[out->nmodels];
   lm->keywords = dg_arena_calloc(ps->arena, m->nproperties + 1, sizeof(*lm->keywords));
   if (lm->keywords == NULL)
-    return oom(ps, "searchValue");
+    return dg__store_oom(ps, "searchValue");
   for (size_t i = 0; i < m->nproperties; i++) {
     const dg_property_t *prop = &m->properties[i];
     if (prop->keyword && dg_auth_can_see_property(ps->principal, m, prop))
@@ -159,7 +155,7 @@ static int choose_models(const dg_store_parse_t *ps, const char *type, const cha
   int rc = 0;
   out->models = dg_arena_calloc(ps->arena, ps->cat->nmodels + 1, sizeof(*out->models));
   if (out->models == NULL)
-    return oom(ps, "searchValue");
+    return dg__store_oom(ps, "searchValue");
   for (size_t i = 0; rc == 0 && i < ps->cat->nmodels; i++) {
     const dg_model_t *m = &ps->cat->models[i];
     if (!dg_auth_can_read_model(ps->principal, m) || !type_matches(m, type, sub))

@@ -10,24 +10,13 @@
 #define NAMES_MAX 640
 #define SELECT_MAX 256
 
-static int oom(const dg_store_parse_t *ps, const char *param) {
-  return dg_errctx_set(ps->err, DG_ENOMEM, param, "Out of memory.");
-}
-
-static int not_array(const dg_store_parse_t *ps, const json_t *v, const char *param,
-                     const char *allowed) {
-  char shown[160];
-  dg__store_show(shown, sizeof(shown), v);
-  return dg__store_invalid(ps->err, param, "got %s; allowed: %s.", shown, allowed);
-}
-
 /* ---- properties --------------------------------------------------------------------- */
 
 static int select_all(const dg_store_parse_t *ps, const dg_model_t *m, const char *param,
                       dg_store_select_t *out) {
   out->props = dg_arena_calloc(ps->arena, m->nproperties + 1, sizeof(*out->props));
   if (out->props == NULL)
-    return oom(ps, param);
+    return dg__store_oom(ps, param);
   for (size_t i = 0; i < m->nproperties; i++) {
     const dg_property_t *prop = &m->properties[i];
     if (dg__store_is_stored(prop) && dg_auth_can_see_property(ps->principal, m, prop))
@@ -50,7 +39,7 @@ static int select_one(const dg_store_parse_t *ps, const dg_model_t *m, const jso
   bool is_id = false;
   char names[NAMES_MAX];
   if (name == NULL || json_string_length(item) > 128)
-    return not_array(ps, item, param, "a property name (a string)");
+    return dg__store_got(ps, item, param, "a property name (a string)");
   const dg_property_t *prop = dg__store_visible(ps->principal, m, name, true, &is_id);
   if (is_id || (prop != NULL && selected(out, prop)))
     return 0;
@@ -75,10 +64,10 @@ int dg_store_parse_select(const dg_store_parse_t *ps, const dg_model_t *model,
   if (properties == NULL || json_is_null(properties))
     return select_all(ps, model, param, out);
   if (!json_is_array(properties) || json_array_size(properties) > SELECT_MAX)
-    return not_array(ps, properties, param, "an array of property names (at most 256)");
+    return dg__store_got(ps, properties, param, "an array of property names (at most 256)");
   out->props = dg_arena_calloc(ps->arena, json_array_size(properties) + 1, sizeof(*out->props));
   if (out->props == NULL)
-    return oom(ps, param);
+    return dg__store_oom(ps, param);
   int rc = 0;
   dg__path_t p;
   for (size_t i = 0; rc == 0 && i < json_array_size(properties); i++)
@@ -106,7 +95,7 @@ static int expand_entry(const dg_store_parse_t *ps, const dg_model_t *m, const j
   const char *key;
   json_t *v;
   if (!json_is_object(obj))
-    return not_array(ps, obj, param, "an object {reference, properties}");
+    return dg__store_got(ps, obj, param, "an object {reference, properties}");
   json_object_foreach((json_t *)obj, key, v) {
     if (strcmp(key, "reference") != 0 && strcmp(key, "properties") != 0)
       return dg__store_invalid(ps->err, dg__path_key(&p, param, key),
@@ -115,8 +104,8 @@ static int expand_entry(const dg_store_parse_t *ps, const dg_model_t *m, const j
   const json_t *ref = json_object_get(obj, "reference");
   const char *ref_param = dg__path_key(&p, param, "reference");
   if (!json_is_string(ref) || json_string_length(ref) == 0 || json_string_length(ref) > 128)
-    return not_array(ps, ref, ref_param,
-                     "the name of a Reference property, from get_data_model_properties");
+    return dg__store_got(ps, ref, ref_param,
+                         "the name of a Reference property, from get_data_model_properties");
   int rc = expand_reference(ps, m, json_string_value(ref), ref_param, &all[n]);
   for (size_t i = 0; rc == 0 && i < n; i++) {
     if (all[i].reference == all[n].reference)
@@ -138,11 +127,11 @@ int dg_store_parse_expand(const dg_store_parse_t *ps, const dg_model_t *model, c
     return 0;
   size_t n = json_array_size(expand);
   if (!json_is_array(expand) || n > model->nproperties)
-    return not_array(ps, expand, param,
-                     "an array of {reference, properties}, each reference at most once");
+    return dg__store_got(ps, expand, param,
+                         "an array of {reference, properties}, each reference at most once");
   dg_store_expand_t *all = dg_arena_calloc(ps->arena, n + 1, sizeof(*all));
   if (all == NULL)
-    return oom(ps, param);
+    return dg__store_oom(ps, param);
   int rc = 0;
   dg__path_t p;
   for (size_t i = 0; rc == 0 && i < n; i++)
@@ -158,12 +147,12 @@ static int one_id(const dg_store_parse_t *ps, const json_t *item, const char *pa
                   dg_store_fetch_t *out, dg__id_index_t *seen) {
   const char *s = json_string_value(item);
   if (s == NULL || json_string_length(item) != DG_UUID_LEN || !dg_uuid_valid(s))
-    return not_array(ps, item, param,
-                     "a GUID (8-4-4-4-12 hexadecimal digits), the id of an entity from "
-                     "query_entities or lookup_by_keyword");
+    return dg__store_got(ps, item, param,
+                         "a GUID (8-4-4-4-12 hexadecimal digits), the id of an entity from "
+                         "query_entities or lookup_by_keyword");
   char *id = dg_arena_strdup(ps->arena, s);
   if (id == NULL)
-    return oom(ps, param);
+    return dg__store_oom(ps, param);
   for (char *c = id; *c != '\0'; c++)
     *c = (char)tolower((unsigned char)*c);
   out->ids[out->nids] = id;
@@ -175,13 +164,13 @@ static int one_id(const dg_store_parse_t *ps, const json_t *item, const char *pa
 static int parse_ids(const dg_store_parse_t *ps, const json_t *ids, dg_store_fetch_t *out) {
   size_t n = json_array_size(ids);
   if (!json_is_array(ids) || n < 1 || n > DG_STORE_IDS_MAX)
-    return not_array(ps, ids, "entityIds",
-                     "an array of 1 to 50 entity ids (GUIDs); one id is an array of one");
+    return dg__store_got(ps, ids, "entityIds",
+                         "an array of 1 to 50 entity ids (GUIDs); one id is an array of one");
   dg__id_index_t seen;
   out->ids = dg_arena_calloc(ps->arena, n + 1, sizeof(*out->ids));
   if (out->ids == NULL ||
       dg__id_index_init(&seen, ps->arena, (const char *const *)out->ids, n) != 0)
-    return oom(ps, "entityIds");
+    return dg__store_oom(ps, "entityIds");
   int rc = 0;
   dg__path_t p;
   for (size_t i = 0; rc == 0 && i < n; i++)

@@ -31,13 +31,7 @@ static void tsquery(dg__sql_t *sql, const char *const *terms, size_t nterms) {
 void dg__pg_lookup_sql(dg__sql_t *sql, const dg_model_t *m, const dg__sql_cols_t *cols,
                        const char *const *terms, size_t nterms, int64_t limit) {
   dg__sql_put(sql, "SELECT ");
-  for (size_t i = 0; i < cols->n; i++) {
-    dg__sql_put(sql, i ? ", " : "");
-    if (cols->cols[i].prop == NULL)
-      dg__sql_put(sql, "t0.id");
-    else
-      dg__sql_ident(sql, "t0", cols->cols[i].prop->name);
-  }
+  dg__sql_column_list(sql, "t0", cols);
   dg__sql_put(sql, ", -ts_rank(");
   dg__pg_keyword_document(sql, m, "t0");
   dg__sql_put(sql, ", q.q) AS score FROM ");

@@ -99,14 +99,12 @@ static dg_store_value_t *bind_slot(dg__sql_t *sql) {
   if (sql->rc != 0)
     return NULL;
   if (sql->nbinds == sql->cap) {
-    size_t cap = sql->cap ? sql->cap * 2 : 16;
-    dg_store_value_t *b = cap <= DG__SQL_BINDS_MAX ? realloc(sql->binds, cap * sizeof(*b)) : NULL;
+    dg_store_value_t *b = dg_array_grow(sql->binds, &sql->cap, sizeof(*b), 16, DG__SQL_BINDS_MAX);
     if (b == NULL) {
-      sql->rc = cap <= DG__SQL_BINDS_MAX ? DG_ENOMEM : DG_E2BIG;
+      sql->rc = sql->cap * 2 <= DG__SQL_BINDS_MAX ? DG_ENOMEM : DG_E2BIG;
       return NULL;
     }
     sql->binds = b;
-    sql->cap = cap;
   }
   return &sql->binds[sql->nbinds++];
 }
@@ -185,7 +183,7 @@ static void column(dg__sql_t *sql, const char *alias, const dg_property_t *prop)
     dg__sql_ident(sql, alias, prop->name);
 }
 
-static void column_list(dg__sql_t *sql, const char *alias, const dg__sql_cols_t *cols) {
+void dg__sql_column_list(dg__sql_t *sql, const char *alias, const dg__sql_cols_t *cols) {
   for (size_t i = 0; i < cols->n; i++) {
     dg__sql_put(sql, i ? ", " : "");
     column(sql, alias, cols->cols[i].prop);
@@ -407,7 +405,7 @@ static void order_by(dg__sql_t *sql, const dg_store_query_t *q) {
 
 void dg__sql_page(dg__sql_t *sql, const dg_store_query_t *q, const dg__sql_cols_t *cols) {
   dg__sql_put(sql, "SELECT ");
-  column_list(sql, "t0", cols);
+  dg__sql_column_list(sql, "t0", cols);
   dg__sql_from_where(sql, q->model, &q->filters);
   order_by(sql, q);
   dg__sql_put(sql, " LIMIT ");
@@ -433,7 +431,7 @@ static void in_list(dg__sql_t *sql, const char *const *keys, size_t n) {
 void dg__sql_by_ids(dg__sql_t *sql, const dg_model_t *model, const dg__sql_cols_t *cols,
                     const char *const *ids, size_t nids) {
   dg__sql_put(sql, "SELECT ");
-  column_list(sql, "t0", cols);
+  dg__sql_column_list(sql, "t0", cols);
   dg__sql_put(sql, " FROM ");
   dg__sql_ident(sql, NULL, model->name);
   dg__sql_put(sql, " AS t0 WHERE t0.id");
@@ -446,7 +444,7 @@ void dg__sql_expand_many(dg__sql_t *sql, const dg_store_expand_t *e, const dg__s
   dg__sql_put(sql, "SELECT * FROM (SELECT ");
   dg__sql_ident(sql, "t0", inverse);
   dg__sql_put(sql, " AS _k, ");
-  column_list(sql, "t0", cols);
+  dg__sql_column_list(sql, "t0", cols);
   dg__sql_put(sql, ", row_number() OVER (PARTITION BY ");
   dg__sql_ident(sql, "t0", inverse);
   dg__sql_put(sql, " ORDER BY t0.id) AS _rn FROM ");

@@ -202,13 +202,7 @@ static void lookup_sql(dg__sql_t *sql, const dg_model_t *m, const dg__sql_cols_t
   char fts[160];
   snprintf(fts, sizeof(fts), "_fts_%s", m->name);
   dg__sql_put(sql, "SELECT ");
-  for (size_t i = 0; i < cols->n; i++) {
-    dg__sql_put(sql, i ? ", " : "");
-    if (cols->cols[i].prop == NULL)
-      dg__sql_put(sql, "t0.id");
-    else
-      dg__sql_ident(sql, "t0", cols->cols[i].prop->name);
-  }
+  dg__sql_column_list(sql, "t0", cols);
   dg__sql_put(sql, ", f.rank FROM ");
   dg__sql_ident(sql, NULL, fts);
   dg__sql_put(sql, " AS f JOIN ");

@@ -20,12 +20,8 @@ static void set_state(dg_store_t *s, dg__store_state_t next) {
       [DG__STORE_CLOSING] = {[DG__STORE_CLOSED] = true},
   };
   /* Checked in every build: an illegal transition is a bug worth a stop. */
-  if (!legal[s->state][next]) {
-    dg_log_json(DG_LOG_ERROR, "illegal_state",
-                json_pack("{s:s,s:s,s:s}", "what", "store", "from", state_names[s->state], "to",
-                          state_names[next]));
-    abort();
-  }
+  if (!legal[s->state][next])
+    dg_log_illegal_state("store", state_names[s->state], state_names[next]);
   dg_log_json(DG_LOG_DEBUG, "store_state",
               json_pack("{s:s,s:s}", "from", state_names[s->state], "to", state_names[next]));
   s->state = next;
@@ -186,12 +182,7 @@ static const char *const kind_names[] = {"query",     "fetch",  "lookup", "write
 
 static void unlink_req(dg_store_req_t *r) {
   dg_store_t *s = r->store;
-  if (r->prev != NULL)
-    r->prev->next = r->next;
-  else
-    s->reqs = r->next;
-  if (r->next != NULL)
-    r->next->prev = r->prev;
+  DG_LIST_UNLINK(s->reqs, r, prev, next);
   s->inflight--;
 }
 
@@ -382,10 +373,7 @@ static int submit(dg_store_t *s, dg_store_req_t *r, dg_store_req_t **out, dg_err
     return rc;
   }
   r->started = true;
-  r->next = s->reqs;
-  if (s->reqs != NULL)
-    s->reqs->prev = r;
-  s->reqs = r;
+  DG_LIST_PUSH(s->reqs, r, prev, next);
   s->inflight++;
   if (out != NULL)
     *out = r;

@@ -94,10 +94,6 @@ static const char output_schema[] =
     "grouping\"},"
     "\"aggregates\":{\"type\":\"object\",\"description\":\"Each alias with its value\"}}}}}}";
 
-static void run(dg_mcp_tool_call_t *call) {
-  dg__tools_run_entities(call, DG__TOOLS_AGGREGATE);
-}
-
 const dg_tool_t dg_tool_aggregate_entities = {
     .name = "aggregate_entities",
     .title = "Aggregate entities",
@@ -126,5 +122,5 @@ const dg_tool_t dg_tool_aggregate_entities = {
     .accepted_schema = accepted_schema,
     .output_schema = output_schema,
     DG__TOOLS_READS_GATEWAY,
-    .run = run,
+    .run = dg__tools_run_aggregate,
 };

@@ -64,13 +64,13 @@ static const char output_schema[] =
 /* One aggregation, in the call's arena. */
 typedef struct agg {
   dg__tools_saved_run_t run;
-  dg__tools_saved_agg_t a;
+  dg_save_agg_t a;
 } agg_t;
 
 /* Aggregates every item of the answer (on a worker thread when large). */
 static json_t *aggregate(dg__tools_saved_run_t *r, const char *body, size_t len, dg_errctx_t *err) {
   agg_t *x = r->user;
-  return dg__tools_saved_agg_run(&x->a, body, len, err);
+  return dg_save_agg_run(&x->a, body, len, err);
 }
 
 /* ---- Stages ------------------------------------------------------------------------ */
@@ -92,11 +92,13 @@ static int check_args(agg_t *x, const char ***values, dg_errctx_t *err) {
     return err->code;
   int rc = dg__tools_saved_inputs(q, json_object_get(args, "inputs"), arena, values, err);
   if (rc == 0)
-    rc = dg__tools_saved_agg_parse(q, p, args, grouped_cap(cat), arena, &x->a, err);
+    rc = dg_save_agg_parse(q, p, args, grouped_cap(cat), arena, &x->a, err);
   return rc;
 }
 
-static int start(agg_t *x, dg_errctx_t *err) {
+static int start(dg_mcp_tool_call_t *call, void *state, dg_errctx_t *err) {
+  agg_t *x = state;
+  x->run.call = call;
   const char **values = NULL;
   int rc = check_args(x, &values, err);
   if (rc != 0)
@@ -110,14 +112,7 @@ static int start(agg_t *x, dg_errctx_t *err) {
 }
 
 static void run(dg_mcp_tool_call_t *call) {
-  dg_errctx_t err;
-  dg_errctx_clear(&err);
-  agg_t *x = dg__tools_call_state(call, sizeof(*x), "The Saved Query could not be aggregated");
-  if (x == NULL)
-    return;
-  x->run.call = call;
-  if (start(x, &err) != 0)
-    dg_mcp_tool_call_fail(call, &err);
+  dg__tools_start(call, sizeof(agg_t), "The Saved Query could not be aggregated", start);
 }
 
 const dg_tool_t dg_tool_aggregate_saved_query = {

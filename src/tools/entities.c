@@ -101,7 +101,7 @@ static int parse(dg_mcp_tool_call_t *call, const dg_store_parse_t *ps, const dg_
   }
 }
 
-void dg__tools_run_entities(dg_mcp_tool_call_t *call, dg__tools_store_op_t op) {
+static void run_entities(dg_mcp_tool_call_t *call, dg__tools_store_op_t op) {
   dg_errctx_t err;
   dg_store_parse_t ps;
   dg_errctx_clear(&err);
@@ -119,4 +119,20 @@ void dg__tools_run_entities(dg_mcp_tool_call_t *call, dg__tools_store_op_t op) {
   dg_store_t *store = dg__tools_store(call);
   if (store != NULL)
     run_store(call, store, op, desc);
+}
+
+void dg__tools_run_query(dg_mcp_tool_call_t *call) {
+  run_entities(call, DG__TOOLS_QUERY);
+}
+
+void dg__tools_run_fetch(dg_mcp_tool_call_t *call) {
+  run_entities(call, DG__TOOLS_FETCH);
+}
+
+void dg__tools_run_lookup(dg_mcp_tool_call_t *call) {
+  run_entities(call, DG__TOOLS_LOOKUP);
+}
+
+void dg__tools_run_aggregate(dg_mcp_tool_call_t *call) {
+  run_entities(call, DG__TOOLS_AGGREGATE);
 }

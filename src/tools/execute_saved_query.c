@@ -120,7 +120,9 @@ static size_t entity_budget(const dg_catalog_t *cat) {
   return max > 8192 ? max - max / 10 - 4096 : max / 2;
 }
 
-static int start(exec_t *x, dg_errctx_t *err) {
+static int start(dg_mcp_tool_call_t *call, void *state, dg_errctx_t *err) {
+  exec_t *x = state;
+  x->run.call = call;
   const char **values = NULL;
   int rc = check_args(x, &values, err);
   if (rc != 0)
@@ -134,14 +136,7 @@ static int start(exec_t *x, dg_errctx_t *err) {
 }
 
 static void run(dg_mcp_tool_call_t *call) {
-  dg_errctx_t err;
-  dg_errctx_clear(&err);
-  exec_t *x = dg__tools_call_state(call, sizeof(*x), "The Saved Query could not be run");
-  if (x == NULL)
-    return;
-  x->run.call = call;
-  if (start(x, &err) != 0)
-    dg_mcp_tool_call_fail(call, &err);
+  dg__tools_start(call, sizeof(exec_t), "The Saved Query could not be run", start);
 }
 
 const dg_tool_t dg_tool_execute_saved_query = {

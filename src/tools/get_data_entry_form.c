@@ -85,7 +85,7 @@ typedef struct form {
   const dg_model_t *model;
   const char *id;
   bool card;
-  dg__tools_form_value_t *initial;
+  dg_forms_value_t *initial;
   size_t ninitial;
   form_stage_t stage;
   size_t ref; /* the property whose choices are read next */
@@ -109,7 +109,7 @@ static void keep(form_t *f, json_t *v) {
 /* ---- Fields -------------------------------------------------------------------------------- */
 
 static bool on_form(const dg_principal_t *p, const dg_model_t *m, const dg_property_t *prop) {
-  return dg__tools_form_field(p, m, prop) && !prop->form.hidden;
+  return dg_forms_field(p, m, prop) && !prop->form.hidden;
 }
 
 static int by_sequence(const void *a, const void *b) {
@@ -123,10 +123,10 @@ static int by_sequence(const void *a, const void *b) {
 static const char *field_value(form_t *f, const dg_property_t *p, char *buf, size_t size) {
   for (size_t i = 0; i < f->ninitial; i++) {
     if (f->initial[i].prop == p)
-      return dg__tools_form_text(f->initial[i].json, buf, size);
+      return dg_forms_text(f->initial[i].json, buf, size);
   }
   if (f->record != NULL)
-    return dg__tools_form_text(json_object_get(f->record, p->name), buf, size);
+    return dg_forms_text(json_object_get(f->record, p->name), buf, size);
   return p->form.default_value;
 }
 
@@ -215,7 +215,7 @@ static json_t *form_of(form_t *f, json_t *list) {
   if (f->id != NULL)
     json_object_set(r, "lastSubmission", f->last ? f->last : json_null());
   if (f->card)
-    json_object_set_new(r, "card", dg__tools_form_card(f->model, list, f->id, f->lines));
+    json_object_set_new(r, "card", dg_forms_card(f->model, list, f->id, f->lines));
   json_object_set(r, "childLists", f->lines);
   json_object_set_new(r, "fields", list);
   json_object_set_new(r, "instructions", json_string(instructions));
@@ -424,10 +424,9 @@ static json_t *line_json(form_t *f, const dg_model_t *m, const dg_property_t *pa
   for (size_t i = 0; values != NULL && i < m->nproperties; i++) {
     const dg_property_t *prop = &m->properties[i];
     char buf[64];
-    const char *text =
-        line_field(p, m, parent, prop)
-            ? dg__tools_form_text(json_object_get(stored, prop->name), buf, sizeof(buf))
-            : NULL;
+    const char *text = line_field(p, m, parent, prop)
+                           ? dg_forms_text(json_object_get(stored, prop->name), buf, sizeof(buf))
+                           : NULL;
     if (text != NULL)
       json_array_append_new(values, json_pack("{s:s,s:s}", "key", prop->name, "value", text));
   }
@@ -474,7 +473,7 @@ static int read_lines(form_t *f, const dg_property_t *prop, const dg_child_confi
     return 0;
   }
   memset(&f->q, 0, sizeof(f->q));
-  if (dg__tools_stored_select(m, dg_mcp_tool_call_arena(f->call), &f->q.select) != 0)
+  if (dg_forms_stored_select(m, dg_mcp_tool_call_arena(f->call), &f->q.select) != 0)
     return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
   f->filter =
       (dg_store_filter_t){.op = DG_STORE_OP_EQ,
@@ -496,7 +495,7 @@ static const dg_property_t *next_list(form_t *f, const dg_child_config_t **c) {
   const dg_principal_t *p = dg_mcp_tool_call_principal(f->call);
   for (; f->list < f->model->nproperties; f->list++) {
     const dg_property_t *prop = &f->model->properties[f->list];
-    if (dg__tools_line_list(p, f->model, f->endpoint, prop, c) &&
+    if (dg_forms_line_list(p, f->model, f->endpoint, prop, c) &&
         dg_auth_can_write_model(p, prop->reference->target))
       return prop;
   }
@@ -550,7 +549,7 @@ static int check_args(form_t *f, dg_errctx_t *err) {
                          "there is no form to fill in.",
                          f->model->name, f->model->name);
   f->card = strcmp(json_string_value(json_object_get(args, "format")), "AdaptiveCard") == 0;
-  f->id = dg__tools_lower(arena, json_string_value(json_object_get(args, "id")));
+  f->id = dg_forms_lower(arena, json_string_value(json_object_get(args, "id")));
   f->choices = json_object();
   f->lines = json_array();
   if (f->choices == NULL || f->lines == NULL) {
@@ -561,24 +560,24 @@ static int check_args(form_t *f, dg_errctx_t *err) {
   keep(f, f->choices);
   keep(f, f->lines);
   f->endpoint = dg_catalog_form_endpoint(dg_mcp_tool_call_catalog(f->call), f->model);
-  return dg__tools_form_values(p, f->model, json_object_get(args, "initialValues"), "initialValues",
-                               arena, &f->initial, &f->ninitial, err);
+  return dg_forms_values(p, f->model, json_object_get(args, "initialValues"), "initialValues",
+                         arena, &f->initial, &f->ninitial, err);
 }
 
-static void run(dg_mcp_tool_call_t *call) {
-  dg_errctx_t err;
-  dg_errctx_clear(&err);
-  form_t *f = dg__tools_call_state(call, sizeof(*f), "The form could not be built");
-  if (f == NULL)
-    return;
+static int start(dg_mcp_tool_call_t *call, void *state, dg_errctx_t *err) {
+  form_t *f = state;
   f->call = call;
-  if (check_args(f, &err) != 0) {
-    dg_mcp_tool_call_fail(call, &err);
-    return;
-  }
+  int rc = check_args(f, err);
+  if (rc != 0)
+    return rc;
   f->store = dg__tools_store(call);
   if (f->store != NULL)
     next(f);
+  return 0;
+}
+
+static void run(dg_mcp_tool_call_t *call) {
+  dg__tools_start(call, sizeof(form_t), "The form could not be built", start);
 }
 
 const dg_tool_t dg_tool_get_data_entry_form = {

@@ -61,11 +61,8 @@ static void run(dg_mcp_tool_call_t *call) {
     dg_mcp_tool_call_fail(call, &err);
     return;
   }
-  dg__tools_reply(call,
-                  dg__tools_answer(dg__tools_answers_of(call), DG__TOOLS_ANSWER_MODEL_PROPERTIES,
-                                   dg_mcp_tool_call_catalog(call), model,
-                                   dg_mcp_tool_call_principal(call), build),
-                  "The properties could not be listed");
+  dg__tools_reply_answer(call, DG__TOOLS_ANSWER_MODEL_PROPERTIES, model, build,
+                         "The properties could not be listed");
 }
 
 const dg_tool_t dg_tool_get_data_model_properties = {

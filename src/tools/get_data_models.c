@@ -24,11 +24,8 @@ static json_t *build(const dg_catalog_t *cat, const dg_model_t *model, const dg_
 }
 
 static void run(dg_mcp_tool_call_t *call) {
-  dg__tools_reply(call,
-                  dg__tools_answer(dg__tools_answers_of(call), DG__TOOLS_ANSWER_DATA_MODELS,
-                                   dg_mcp_tool_call_catalog(call), NULL,
-                                   dg_mcp_tool_call_principal(call), build),
-                  "The Data Models could not be listed");
+  dg__tools_reply_answer(call, DG__TOOLS_ANSWER_DATA_MODELS, NULL, build,
+                         "The Data Models could not be listed");
 }
 
 const dg_tool_t dg_tool_get_data_models = {

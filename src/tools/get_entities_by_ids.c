@@ -21,10 +21,6 @@ static const char output_schema[] =
     "\"truncated\":{\"type\":\"boolean\"},"
     "\"omittedIds\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}";
 
-static void run(dg_mcp_tool_call_t *call) {
-  dg__tools_run_entities(call, DG__TOOLS_FETCH);
-}
-
 const dg_tool_t dg_tool_get_entities_by_ids = {
     .name = "get_entities_by_ids",
     .title = "Get entities by id",
@@ -40,5 +36,5 @@ const dg_tool_t dg_tool_get_entities_by_ids = {
     .input_schema = input_schema,
     .output_schema = output_schema,
     DG__TOOLS_READS_GATEWAY,
-    .run = run,
+    .run = dg__tools_run_fetch,
 };

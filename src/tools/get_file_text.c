@@ -435,24 +435,20 @@ static int check_args(ft_t *t, dg_errctx_t *err) {
   return rc;
 }
 
-static void run(dg_mcp_tool_call_t *call) {
-  dg_errctx_t err;
-  dg_errctx_clear(&err);
-  ft_t *t = dg__tools_call_state(call, sizeof(*t), "The document could not be read");
-  if (t == NULL)
-    return;
+static int start(dg_mcp_tool_call_t *call, void *state, dg_errctx_t *err) {
+  ft_t *t = state;
   t->call = call;
   t->env = dg_tools_env(call);
   t->files = t->env != NULL ? t->env->files : NULL;
-  int rc = check_args(t, &err);
-  if (rc == 0 && serve_cached(t))
-    return;
-  if (rc == 0)
-    dg_mcp_tool_call_on_cancel(call, on_cancel, t);
-  if (rc == 0)
-    rc = take_slot(t, &err);
-  if (rc != 0)
-    dg_mcp_tool_call_fail(call, &err);
+  int rc = check_args(t, err);
+  if (rc != 0 || serve_cached(t))
+    return rc;
+  dg_mcp_tool_call_on_cancel(call, on_cancel, t);
+  return take_slot(t, err);
+}
+
+static void run(dg_mcp_tool_call_t *call) {
+  dg__tools_start(call, sizeof(ft_t), "The document could not be read", start);
 }
 
 const dg_tool_t dg_tool_get_file_text = {

@@ -12,6 +12,7 @@
 #include "datagate/client.h"
 #include "datagate/extract.h"
 #include "datagate/files.h"
+#include "datagate/forms.h"
 #include "datagate/mcp.h"
 #include "datagate/save.h"
 #include "datagate/store.h"
@@ -77,6 +78,18 @@ void dg__tools_reply(dg_mcp_tool_call_t *call, json_t *result, const char *what)
 /* size zeroed bytes in the call's arena for a tool's state; NULL after
  * ending the call with "<what>: out of memory." */
 void *dg__tools_call_state(dg_mcp_tool_call_t *call, size_t size, const char *what);
+/* Starts a tool that keeps state across callbacks: state is its zeroed
+ * state; 0 once started (or already answered), else the error in err. */
+typedef int (*dg__tools_start_fn)(dg_mcp_tool_call_t *call, void *state, dg_errctx_t *err);
+/* The run() of such a tool: the state (as dg__tools_call_state), then
+ * start; a failed start ends the call with its error. */
+void dg__tools_start(dg_mcp_tool_call_t *call, size_t size, const char *what,
+                     dg__tools_start_fn start);
+/* The run() of a tool that answers with a kept answer (dg__tools_answer)
+ * for model (NULL for a catalog-wide one). */
+void dg__tools_reply_answer(dg_mcp_tool_call_t *call, dg__tools_answer_kind_t kind,
+                            const dg_model_t *model, dg__tools_answer_build_t build,
+                            const char *what);
 
 /* The annotations of a tool that only reads: the gateway's own data, or an
  * external system's (open world). */
@@ -187,11 +200,15 @@ size_t dg__tools_budget(dg_mcp_tool_call_t *call);
 void dg__tools_parse_ctx(dg_mcp_tool_call_t *call, dg_errctx_t *err, dg_store_parse_t *out);
 /* The running store, or NULL after failing the call with a clear error. */
 dg_store_t *dg__tools_store(dg_mcp_tool_call_t *call);
-/* The run() of the entity tools: parses the call's arguments for op (a
- * dataModelId first, except for a lookup), starts it in the store and
- * ends the call with the store's result or its error. A cancelled call
- * cancels the store request; the call still ends from its completion. */
-void dg__tools_run_entities(dg_mcp_tool_call_t *call, dg__tools_store_op_t op);
+/* The run() of each entity tool: parses the call's arguments for its
+ * operation (a dataModelId first, except for a lookup), starts it in the
+ * store and ends the call with the store's result or its error. A
+ * cancelled call cancels the store request; the call still ends from its
+ * completion. */
+void dg__tools_run_query(dg_mcp_tool_call_t *call);
+void dg__tools_run_fetch(dg_mcp_tool_call_t *call);
+void dg__tools_run_lookup(dg_mcp_tool_call_t *call);
+void dg__tools_run_aggregate(dg_mcp_tool_call_t *call);
 
 /* ---- Saved Queries ------------------------------------------------------ */
 struct dg_connector_request;
@@ -279,39 +296,6 @@ struct dg__tools_saved_run {
 int dg__tools_saved_run_start(dg__tools_saved_run_t *r, const char *const *values,
                               dg_errctx_t *err);
 
-/* ---- aggregate_saved_query (saved_aggregate.c) ------------------------- */
-
-/* One clause: fn over the field at index field of the query (Count: none). */
-typedef struct dg__tools_saved_clause {
-  dg_store_agg_fn_t fn;
-  const dg_saved_field_t *field; /* NULL for Count */
-  const char *key;               /* result key, camelCased */
-} dg__tools_saved_clause_t;
-
-/* A checked aggregate_saved_query request, in the call's arena. */
-typedef struct dg__tools_saved_agg {
-  const dg_saved_query_t *q;
-  dg__tools_saved_clause_t *clauses;
-  size_t nclauses;
-  const dg_saved_field_t **keys; /* group keys */
-  size_t nkeys;
-  bool *needed;       /* per field of q: used by a clause or a key */
-  size_t max_grouped; /* records a grouped aggregate may cover */
-} dg__tools_saved_agg_t;
-
-/* Checks aggregations and groupBy against the fields of q that p may see,
- * with err naming the argument, what was given and what is allowed. */
-int dg__tools_saved_agg_parse(const dg_saved_query_t *q, const dg_principal_t *p,
-                              const json_t *args, size_t max_grouped, dg_arena_t *arena,
-                              dg__tools_saved_agg_t *out, dg_errctx_t *err);
-/* Aggregates every item of a Saved Query's response body: {matchedCount,
- * groupByProperties, rows: [{groupKey, aggregates}], warnings?}, rows in
- * key order, nulls first. NULL with err when the body cannot be mapped or
- * a grouped aggregate would cover more than max_grouped records. Safe on
- * a worker thread. */
-json_t *dg__tools_saved_agg_run(const dg__tools_saved_agg_t *a, const char *body, size_t len,
-                                dg_errctx_t *err);
-
 /* ---- Provenance (provenance.c) ------------------------------------------- */
 
 /* Ends a get_file_text call with result (a chunk, stolen; NULL: out of
@@ -325,101 +309,6 @@ void dg__tools_reply_document(dg_mcp_tool_call_t *call, json_t *result, const ch
 /* Bytes of document text that an answer of budget bytes has room for
  * beside its envelope and fence. */
 size_t dg__tools_document_room(size_t budget);
-
-/* ---- Data entry forms (forms.c) ------------------------------------------------ */
-
-/* A field of a model's form for p: a stored property p may see that is
- * not read-only (a hidden one too: hidden only keeps it off the form). */
-bool dg__tools_form_field(const dg_principal_t *p, const dg_model_t *m, const dg_property_t *prop);
-/* "A, B, C": the names of the form fields, cut to fit. */
-void dg__tools_form_field_names(const dg_principal_t *p, const dg_model_t *m, char *out,
-                                size_t size);
-/* The text of a stored value ("12.5", "true", "2024-03-01"); NULL for null. */
-const char *dg__tools_form_text(const json_t *v, char *buf, size_t size);
-
-/* One checked {key, value} item. */
-typedef struct dg__tools_form_value {
-  const dg_property_t *prop;
-  dg_store_value_t value; /* DG_STORE_NULL when cleared */
-  json_t *json;           /* the value as given (null when cleared) */
-  size_t index;           /* position in the argument */
-  const char *param;      /* "formValues[2].value" */
-} dg__tools_form_value_t;
-
-/* Checks [{key, value}] items (already shaped by the schema) against m's
- * form fields for p: unknown, read-only and Inbound keys, keys given twice
- * and values that are not of the field's type are refused, with err
- * naming the item, what was given and what is allowed; "" clears a field
- * that is not a String. The list and values live in arena. */
-int dg__tools_form_values(const dg_principal_t *p, const dg_model_t *m, const json_t *items,
-                          const char *param, dg_arena_t *arena, dg__tools_form_value_t **out,
-                          size_t *n, dg_errctx_t *err);
-
-/* Completes the values of a new m record for p: a required or defaulted
- * field that is not given gets its form default; err (param) names the
- * required fields left without a value. except (may be NULL) is set by
- * the caller and counts as given. *vals has room for one more value per
- * property; the defaults live in arena. */
-int dg__tools_form_defaults(const dg_principal_t *p, const dg_model_t *m,
-                            const dg_property_t *except, dg__tools_form_value_t *vals, size_t *n,
-                            const char *param, dg_arena_t *arena, dg_errctx_t *err);
-
-/* ---- Lines of child lists (form_lines.c) ------------------------------------------ */
-
-/* Whether prop of m is a list of lines p may edit with an m record: an
- * Inbound reference p may see, to a model p may read, that the form
- * endpoint ep (NULL: none, so no list) saves through a child
- * configuration (*config). */
-bool dg__tools_line_list(const dg_principal_t *p, const dg_model_t *m, const dg_endpoint_t *ep,
-                         const dg_property_t *prop, const dg_child_config_t **config);
-/* "A, B": the names of those lists, or "none", cut to fit. */
-void dg__tools_line_list_names(const dg_principal_t *p, const dg_model_t *m,
-                               const dg_endpoint_t *ep, char *out, size_t size);
-
-/* One list of submit_data_entry_form's childLists, checked. */
-typedef struct dg__tools_line_list {
-  const dg_property_t *list;         /* the Inbound reference of the submitted model */
-  const dg_model_t *model;           /* the lines' model */
-  const dg_property_t *parent;       /* the lines' reference to the submitted record */
-  const dg_child_config_t *config;   /* the form endpoint's, or NULL */
-  size_t index;                      /* in childLists */
-  json_t *added, *updated, *removed; /* line ids, lower case (kept by the arena) */
-  json_t *ops;                       /* line id -> "add", "update" or "remove" */
-  json_t *removed_records;           /* [{id, values}] of the removed lines, read before */
-} dg__tools_line_list_t;
-
-typedef struct dg__tools_lines {
-  dg__tools_line_list_t *lists;
-  size_t nlists;
-  dg_store_child_change_t *changes; /* in argument order */
-  size_t nchanges;
-  dg_store_ref_check_t *refs; /* references the lines' values name */
-  size_t nrefs, maxrefs;
-} dg__tools_lines_t;
-
-typedef struct dg__tools_lines_req {
-  const dg_principal_t *principal;
-  const dg_model_t *model;
-  const dg_endpoint_t *endpoint; /* the model's form endpoint, or NULL */
-  const char *parent_id;         /* the record's id, lower case (chosen already for a new one) */
-  bool create;                   /* the record is created: lines may only be added */
-  const json_t *lists;           /* childLists, shaped by the schema */
-} dg__tools_lines_req_t;
-
-/* Checks childLists as a whole into *out (in arena): every list a line
- * list of the form for p with write access to its model, every change's
- * op, id and values; an added line gets a new id and the reference to the
- * record. err names the parameter path, what was given and what is
- * allowed; nothing is written. */
-int dg__tools_check_lines(const dg__tools_lines_req_t *req, dg_arena_t *arena,
-                          dg__tools_lines_t *out, dg_errctx_t *err);
-/* [{list, added, updated, removed}] for the answer; NULL out of memory. */
-json_t *dg__tools_lines_json(const dg__tools_lines_t *lines);
-
-/* Every stored property of m (Inbound references hold no value). */
-int dg__tools_stored_select(const dg_model_t *m, dg_arena_t *arena, dg_store_select_t *out);
-/* A copy of s in lower case (GUIDs), in arena. */
-char *dg__tools_lower(dg_arena_t *arena, const char *s);
 
 /* ---- Confirming a submission (submit_confirm.c) ------------------------------ */
 
@@ -440,7 +329,7 @@ typedef struct dg__tools_confirm_view {
   const dg_store_write_t *write;
   const dg_endpoint_t *endpoint;
   const char *system;
-  const struct dg__tools_lines *lines;
+  const dg_forms_lines_t *lines;
 } dg__tools_confirm_view_t;
 
 /* Asks the caller's user to confirm, as server.submitConfirmation says.
@@ -450,12 +339,5 @@ typedef struct dg__tools_confirm_view {
  * required and this client cannot be asked). */
 int dg__tools_confirm_submit(dg_mcp_tool_call_t *call, const dg__tools_confirm_view_t *view,
                              dg__tools_confirm_fn done, void *data, dg_errctx_t *err);
-
-/* get_data_entry_form's fields ({key, label, type, control, required,
- * group, value, choices?, lookup?}) as an Adaptive Card 1.5, with a
- * repeated group per line of each child list ([{list, fields, lines:
- * [{id, formValues}]}]; may be NULL) (form_card.c). */
-json_t *dg__tools_form_card(const dg_model_t *m, const json_t *fields, const char *id,
-                            const json_t *child_lists);
 
 #endif

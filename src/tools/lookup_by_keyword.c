@@ -35,10 +35,6 @@ static const char output_schema[] =
     "\"omitted\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
     "\"id\":{\"type\":\"string\"},\"dataModelId\":{\"type\":\"string\"}}}}}}";
 
-static void run(dg_mcp_tool_call_t *call) {
-  dg__tools_run_entities(call, DG__TOOLS_LOOKUP);
-}
-
 const dg_tool_t dg_tool_lookup_by_keyword = {
     .name = "lookup_by_keyword",
     .title = "Look up entities by keyword",
@@ -56,5 +52,5 @@ const dg_tool_t dg_tool_lookup_by_keyword = {
     .input_schema = input_schema,
     .output_schema = output_schema,
     DG__TOOLS_READS_GATEWAY,
-    .run = run,
+    .run = dg__tools_run_lookup,
 };

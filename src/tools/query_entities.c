@@ -46,10 +46,6 @@ static const char output_schema[] =
     "\"anyOf\":[{\"required\":[\"entities\",\"pageNumber\",\"pageSize\",\"hasMore\",\"nextPage\"]},"
     "{\"required\":[\"count\"]}]}";
 
-static void run(dg_mcp_tool_call_t *call) {
-  dg__tools_run_entities(call, DG__TOOLS_QUERY);
-}
-
 const dg_tool_t dg_tool_query_entities = {
     .name = "query_entities",
     .title = "Query entities",
@@ -79,5 +75,5 @@ const dg_tool_t dg_tool_query_entities = {
     .accepted_schema = accepted_schema,
     .output_schema = output_schema,
     DG__TOOLS_READS_GATEWAY,
-    .run = run,
+    .run = dg__tools_run_query,
 };

@@ -80,3 +80,21 @@ void *dg__tools_call_state(dg_mcp_tool_call_t *call, size_t size, const char *wh
     dg_mcp_tool_call_failf(call, "%s: out of memory.", what);
   return state;
 }
+
+void dg__tools_start(dg_mcp_tool_call_t *call, size_t size, const char *what,
+                     dg__tools_start_fn start) {
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  void *state = dg__tools_call_state(call, size, what);
+  if (state != NULL && start(call, state, &err) != 0)
+    dg_mcp_tool_call_fail(call, &err);
+}
+
+void dg__tools_reply_answer(dg_mcp_tool_call_t *call, dg__tools_answer_kind_t kind,
+                            const dg_model_t *model, dg__tools_answer_build_t build,
+                            const char *what) {
+  json_t *answer =
+      dg__tools_answer(dg__tools_answers_of(call), kind, dg_mcp_tool_call_catalog(call), model,
+                       dg_mcp_tool_call_principal(call), build);
+  dg__tools_reply(call, answer, what);
+}

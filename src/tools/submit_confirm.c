@@ -45,9 +45,9 @@ static void value_text(const dg_store_value_t *v, dg_buf_t *out) {
 }
 
 /* The lines a childLists call adds, changes and removes, by list. */
-static void describe_lines(const dg__tools_lines_t *lines, dg_buf_t *out) {
+static void describe_lines(const dg_forms_lines_t *lines, dg_buf_t *out) {
   for (size_t i = 0; lines != NULL && i < lines->nlists; i++) {
-    const dg__tools_line_list_t *l = &lines->lists[i];
+    const dg_forms_line_list_t *l = &lines->lists[i];
     dg_buf_appendf(out, "- %s: %zu line(s) added, %zu changed, %zu removed\n", l->list->name,
                    json_array_size(l->added), json_array_size(l->updated),
                    json_array_size(l->removed));

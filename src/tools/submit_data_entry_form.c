@@ -102,9 +102,9 @@ typedef struct submission {
   bool canceled;
   dg_store_finish_t fin;
   json_t *warnings;
-  dg__tools_lines_t lines; /* childLists, checked */
-  size_t reading;          /* the list whose removed lines are read next */
-  bool confirmed;          /* the user confirmed through the client */
+  dg_forms_lines_t lines; /* childLists, checked */
+  size_t reading;         /* the list whose removed lines are read next */
+  bool confirmed;         /* the user confirmed through the client */
 } submission_t;
 
 static void on_finished(int status, json_t *result, const dg_errctx_t *err, void *data);
@@ -125,12 +125,8 @@ static void set_state(submission_t *s, sub_state_t next) {
       [SUB_RUNNING_TREE] = {[SUB_RECORDING] = true},
       [SUB_RECORDING] = {[SUB_ANSWERED] = true},
   };
-  if (!legal[s->state][next]) {
-    dg_log_json(DG_LOG_ERROR, "illegal_state",
-                json_pack("{s:s,s:s,s:s}", "what", "submission", "from", state_names[s->state],
-                          "to", state_names[next]));
-    abort();
-  }
+  if (!legal[s->state][next])
+    dg_log_illegal_state("submission", state_names[s->state], state_names[next]);
   s->state = next;
 }
 
@@ -173,7 +169,7 @@ static json_t *answer(submission_t *s, const char *status) {
   json_t *r = answer_of(s, s->sub.submission_id, s->sub.system,
                         s->endpoint ? s->endpoint->name : NULL, status);
   if (r != NULL && s->lines.nlists > 0)
-    json_object_set_new(r, "childLists", dg__tools_lines_json(&s->lines));
+    json_object_set_new(r, "childLists", dg_forms_lines_json(&s->lines));
   return r;
 }
 
@@ -339,7 +335,7 @@ typedef struct load {
   dg_save_loaded_fn done;
   void *token;
   const dg_child_config_t *config;
-  const dg__tools_line_list_t *lines; /* what the call changed in this list, or NULL */
+  const dg_forms_line_list_t *lines; /* what the call changed in this list, or NULL */
 } load_t;
 
 /* A removed line as the tree sees it: its stored values with the child
@@ -385,7 +381,7 @@ static int load_children(void *data, const dg_child_config_t *c, const char *par
   dg_arena_t *arena = dg_mcp_tool_call_arena(s->call);
   load_t *l = dg_arena_calloc(arena, 1, sizeof(*l));
   const dg_model_t *m = c->list->reference->target;
-  if (l == NULL || dg__tools_stored_select(m, arena, &l->q.select) != 0)
+  if (l == NULL || dg_forms_stored_select(m, arena, &l->q.select) != 0)
     return dg_errctx_set(err, DG_ENOMEM, "", "out of memory");
   l->done = done;
   l->token = token;
@@ -500,12 +496,12 @@ static void on_submitted(int status, json_t *result, const dg_errctx_t *err, voi
 /* ---- Checking the arguments
  * ------------------------------------------------------------------------ */
 
-static bool has_value(const dg__tools_form_value_t *v) {
+static bool has_value(const dg_forms_value_t *v) {
   return v->value.kind != DG_STORE_NULL && !(v->value.kind == DG_STORE_TEXT && v->value.len == 0);
 }
 
 /* A modified record keeps its required fields: none may be cleared. */
-static int check_cleared(const dg__tools_form_value_t *vals, size_t n, dg_errctx_t *err) {
+static int check_cleared(const dg_forms_value_t *vals, size_t n, dg_errctx_t *err) {
   for (size_t i = 0; i < n; i++) {
     if (vals[i].prop->required && !has_value(&vals[i]))
       return dg_errctx_set(err, DG_EINVAL, vals[i].param,
@@ -543,7 +539,7 @@ static const char *fingerprint(submission_t *s, const json_t *args) {
  * model hidden from the caller is treated as if it did not exist (as for
  * a reference to entities without a Data Model): checking its records
  * would tell the caller its name and which of its ids exist. */
-static void add_refs(submission_t *s, const dg__tools_form_value_t *vals, size_t n) {
+static void add_refs(submission_t *s, const dg_forms_value_t *vals, size_t n) {
   dg_arena_t *arena = dg_mcp_tool_call_arena(s->call);
   const dg_principal_t *who = dg_mcp_tool_call_principal(s->call);
   dg_store_ref_check_t *refs = dg_arena_calloc(arena, n + s->lines.nrefs + 1, sizeof(*refs));
@@ -562,26 +558,26 @@ static void add_refs(submission_t *s, const dg__tools_form_value_t *vals, size_t
 
 /* The checked form values, with the defaults of a new record; *all has
  * room for one more value per property. */
-static int checked_values(submission_t *s, bool create, dg__tools_form_value_t **all, size_t *n,
+static int checked_values(submission_t *s, bool create, dg_forms_value_t **all, size_t *n,
                           dg_errctx_t *err) {
   const dg_principal_t *p = dg_mcp_tool_call_principal(s->call);
   dg_arena_t *arena = dg_mcp_tool_call_arena(s->call);
   json_t *items = json_object_get(dg_mcp_tool_call_args(s->call), "formValues");
-  dg__tools_form_value_t *vals = NULL;
-  int rc = dg__tools_form_values(p, s->model, items, "formValues", arena, &vals, n, err);
+  dg_forms_value_t *vals = NULL;
+  int rc = dg_forms_values(p, s->model, items, "formValues", arena, &vals, n, err);
   *all = rc == 0 ? dg_arena_calloc(arena, *n + s->model->nproperties + 1, sizeof(**all)) : NULL;
   if (rc == 0 && *all == NULL)
     rc = dg_errctx_set(err, DG_ENOMEM, "formValues", "out of memory");
   if (rc != 0)
     return rc;
   memcpy(*all, vals, *n * sizeof(**all));
-  return create ? dg__tools_form_defaults(p, s->model, NULL, *all, n, "formValues", arena, err)
+  return create ? dg_forms_defaults(p, s->model, NULL, *all, n, "formValues", arena, err)
                 : check_cleared(*all, *n, err);
 }
 
 /* The record's write: CREATE, or UPDATE of the given id. */
-static int record_write(submission_t *s, const char *id, const dg__tools_form_value_t *all,
-                        size_t n, dg_errctx_t *err) {
+static int record_write(submission_t *s, const char *id, const dg_forms_value_t *all, size_t n,
+                        dg_errctx_t *err) {
   dg_arena_t *arena = dg_mcp_tool_call_arena(s->call);
   const dg_property_t **props = dg_arena_calloc(arena, n + 1, sizeof(*props));
   dg_store_value_t *values = dg_arena_calloc(arena, n + 1, sizeof(*values));
@@ -593,7 +589,7 @@ static int record_write(submission_t *s, const char *id, const dg__tools_form_va
   }
   s->sub.write = (dg_store_write_t){.model = s->model,
                                     .mode = id ? DG_STORE_UPDATE : DG_STORE_CREATE,
-                                    .id = id ? dg__tools_lower(arena, id) : NULL,
+                                    .id = id ? dg_forms_lower(arena, id) : NULL,
                                     .props = props,
                                     .values = values,
                                     .nvalues = n};
@@ -611,13 +607,13 @@ static int check_lines(submission_t *s, const json_t *lists, dg_errctx_t *err) {
     dg_uuid_v4(id);
     s->sub.write.id = id;
   }
-  dg__tools_lines_req_t req = {.principal = dg_mcp_tool_call_principal(s->call),
-                               .model = s->model,
-                               .endpoint = s->endpoint,
-                               .parent_id = s->sub.write.id,
-                               .create = s->sub.write.mode == DG_STORE_CREATE,
-                               .lists = lists};
-  int rc = dg__tools_check_lines(&req, arena, &s->lines, err);
+  dg_forms_lines_req_t req = {.principal = dg_mcp_tool_call_principal(s->call),
+                              .model = s->model,
+                              .endpoint = s->endpoint,
+                              .parent_id = s->sub.write.id,
+                              .create = s->sub.write.mode == DG_STORE_CREATE,
+                              .lists = lists};
+  int rc = dg_forms_check_lines(&req, arena, &s->lines, err);
   s->sub.children = s->lines.changes;
   s->sub.nchildren = s->lines.nchanges;
   return rc;
@@ -634,7 +630,7 @@ static int check_args(submission_t *s, dg_errctx_t *err) {
                          "or modify them (none of your roles grants write access to '%s').",
                          s->model->name, s->model->name);
   const char *id = json_string_value(json_object_get(args, "id"));
-  dg__tools_form_value_t *all = NULL;
+  dg_forms_value_t *all = NULL;
   size_t n = 0;
   s->endpoint = dg_catalog_form_endpoint(dg_mcp_tool_call_catalog(s->call), s->model);
   int rc = checked_values(s, id == NULL, &all, &n, err);
@@ -667,7 +663,7 @@ static int read_removed(submission_t *s, dg_errctx_t *err) {
     s->reading++;
   if (s->reading == s->lines.nlists || s->endpoint == NULL)
     return submit(s, err);
-  const dg__tools_line_list_t *l = &s->lines.lists[s->reading];
+  const dg_forms_line_list_t *l = &s->lines.lists[s->reading];
   size_t n = json_array_size(l->removed);
   const char **ids = dg_arena_calloc(arena, n + 1, sizeof(*ids));
   if (ids == NULL)
@@ -680,7 +676,7 @@ static int read_removed(submission_t *s, dg_errctx_t *err) {
 
 static void on_removed(int status, json_t *records, const dg_errctx_t *err, void *data) {
   submission_t *s = data;
-  dg__tools_line_list_t *l = &s->lines.lists[s->reading];
+  dg_forms_line_list_t *l = &s->lines.lists[s->reading];
   if (status != 0) {
     fail(s, err);
     return;
@@ -713,7 +709,7 @@ static json_t *unconfirmed(submission_t *s, dg__tools_confirmation_t outcome) {
   if (r != NULL && json_is_string(id))
     json_object_set_new(
         r, "id",
-        json_string(dg__tools_lower(dg_mcp_tool_call_arena(s->call), json_string_value(id))));
+        json_string(dg_forms_lower(dg_mcp_tool_call_arena(s->call), json_string_value(id))));
   return r;
 }
 
@@ -738,7 +734,7 @@ static void on_confirmation(void *data, dg__tools_confirmation_t outcome) {
     fail(s, &err);
 }
 
-static int start(submission_t *s, dg_errctx_t *err) {
+static int begin(submission_t *s, dg_errctx_t *err) {
   int rc = check_args(s, err);
   if (rc != 0)
     return rc;
@@ -760,16 +756,19 @@ static int start(submission_t *s, dg_errctx_t *err) {
   return rc == 1 ? read_removed(s, err) : rc;
 }
 
-static void run(dg_mcp_tool_call_t *call) {
-  dg_errctx_t err;
-  dg_errctx_clear(&err);
-  submission_t *s = dg__tools_call_state(call, sizeof(*s), "The form could not be submitted");
-  if (s == NULL)
-    return;
+/* A failed submission ends the call itself (fail), so that the state
+ * machine records the answer. */
+static int start(dg_mcp_tool_call_t *call, void *state, dg_errctx_t *err) {
+  submission_t *s = state;
   s->call = call;
   s->store = dg__tools_store(call);
-  if (s->store != NULL && start(s, &err) != 0)
-    fail(s, &err);
+  if (s->store != NULL && begin(s, err) != 0)
+    fail(s, err);
+  return 0;
+}
+
+static void run(dg_mcp_tool_call_t *call) {
+  dg__tools_start(call, sizeof(submission_t), "The form could not be submitted", start);
 }
 
 const dg_tool_t dg_tool_submit_data_entry_form = {

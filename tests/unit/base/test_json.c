@@ -447,6 +447,30 @@ static void test_scalar_text(void **state) {
       assert_string_equal(got, want[i]);
     json_decref(v[i]);
   }
+  /* Reals: exact by default, as a person wrote them with 15 digits. */
+  json_t *r = json_real(0.1);
+  assert_string_equal(dg_json_scalar_text(r, buf, sizeof(buf)), "0.10000000000000001");
+  assert_string_equal(dg_json_scalar_text_digits(r, 15, buf, sizeof(buf)), "0.1");
+  json_decref(r);
+}
+
+static void test_excerpt(void **state) {
+  (void)state;
+  char out[400];
+  json_t *v = json_pack("{s:s,s:f}", "a", "x\ny", "b", 0.1);
+  dg_json_excerpt(v, JSON_SORT_KEYS | JSON_REAL_PRECISION(15), out, sizeof(out));
+  assert_string_equal(out, "{\"a\":\"x\\ny\",\"b\":0.1}");
+  json_decref(v);
+  /* 100 characters of two bytes each: cut after 80 characters. */
+  char text[201];
+  for (size_t i = 0; i < 100; i++)
+    memcpy(text + 2 * i, "\xc3\xa9", 2);
+  text[200] = '\0';
+  v = json_string(text);
+  dg_json_excerpt(v, 0, out, sizeof(out));
+  assert_int_equal(strlen(out), 1 + 79 * 2 + 3);
+  assert_string_equal(out + strlen(out) - 3, "...");
+  json_decref(v);
 }
 
 int main(void) {
@@ -469,6 +493,7 @@ int main(void) {
       cmocka_unit_test(test_pieces),
       cmocka_unit_test(test_integer_piece),
       cmocka_unit_test(test_scalar_text),
+      cmocka_unit_test(test_excerpt),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -213,6 +214,25 @@ static void test_clocks(void **state) {
   assert_true(y >= 2024 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31);
 }
 
+static void test_array_grow(void **state) {
+  (void)state;
+  size_t cap = 0;
+  int *items = dg_array_grow(NULL, &cap, sizeof(*items), 4, 16);
+  assert_non_null(items);
+  assert_int_equal(cap, 4);
+  items[3] = 7;
+  int *grown = dg_array_grow(items, &cap, sizeof(*items), 4, 16);
+  assert_non_null(grown);
+  assert_int_equal(cap, 8);
+  assert_int_equal(grown[3], 7);
+  items = dg_array_grow(grown, &cap, sizeof(*items), 4, 16);
+  assert_int_equal(cap, 16);
+  /* Past max: refused, the array and its capacity left as they are. */
+  assert_null(dg_array_grow(items, &cap, sizeof(*items), 4, 16));
+  assert_int_equal(cap, 16);
+  free(items);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_uuid_v4_form), cmocka_unit_test(test_uuid_valid),
@@ -221,6 +241,7 @@ int main(void) {
       cmocka_unit_test(test_strieq_n),     cmocka_unit_test(test_parse_int64),
       cmocka_unit_test(test_sha256),       cmocka_unit_test(test_ct_equal),
       cmocka_unit_test(test_random_bytes), cmocka_unit_test(test_clocks),
+      cmocka_unit_test(test_array_grow),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

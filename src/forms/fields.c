@@ -7,38 +7,26 @@
 #include <string.h>
 #include <strings.h>
 
-#include "datagate/tools.h"
-#include "tools/internal.h"
+#include "datagate/forms.h"
 
-bool dg__tools_form_field(const dg_principal_t *p, const dg_model_t *m, const dg_property_t *prop) {
+bool dg_forms_field(const dg_principal_t *p, const dg_model_t *m, const dg_property_t *prop) {
   bool inbound = prop->reference != NULL && prop->reference->direction == DG_REF_INBOUND;
   return !inbound && !prop->read_only && dg_auth_can_see_property(p, m, prop);
 }
 
-void dg__tools_form_field_names(const dg_principal_t *p, const dg_model_t *m, char *out,
-                                size_t size) {
+void dg_forms_field_names(const dg_principal_t *p, const dg_model_t *m, char *out, size_t size) {
   size_t len = 0;
   out[0] = '\0';
   for (size_t i = 0; i < m->nproperties && len + 1 < size; i++) {
-    if (!dg__tools_form_field(p, m, &m->properties[i]))
+    if (!dg_forms_field(p, m, &m->properties[i]))
       continue;
     int n = snprintf(out + len, size - len, "%s%s", len ? ", " : "", m->properties[i].name);
     len = n > 0 && (size_t)n < size - len ? len + (size_t)n : size - 1;
   }
 }
 
-const char *dg__tools_form_text(const json_t *v, char *buf, size_t size) {
-  if (json_is_string(v))
-    return json_string_value(v);
-  if (json_is_integer(v))
-    snprintf(buf, size, "%lld", (long long)json_integer_value(v));
-  else if (json_is_real(v))
-    snprintf(buf, size, "%.15g", json_real_value(v));
-  else if (json_is_boolean(v))
-    snprintf(buf, size, "%s", json_is_true(v) ? "true" : "false");
-  else
-    return NULL;
-  return buf;
+const char *dg_forms_text(const json_t *v, char *buf, size_t size) {
+  return dg_json_scalar_text_digits(v, 15, buf, size);
 }
 
 /* ---- Checking form values ---------------------------------------------------------------- */
@@ -46,7 +34,7 @@ const char *dg__tools_form_text(const json_t *v, char *buf, size_t size) {
 static int refuse_key(const dg_principal_t *p, const dg_model_t *m, const char *param,
                       const char *key, const dg_property_t *prop, dg_errctx_t *err) {
   char fields[1024];
-  dg__tools_form_field_names(p, m, fields, sizeof(fields));
+  dg_forms_field_names(p, m, fields, sizeof(fields));
   bool visible = prop != NULL && dg_auth_can_see_property(p, m, prop);
   const char *why = !visible ? "is not a field of this form"
                     : prop->read_only
@@ -66,14 +54,14 @@ static json_t *given_value(const dg_property_t *prop, const char *text) {
 }
 
 static int check_item(const dg_principal_t *p, const dg_model_t *m, const json_t *item,
-                      const char *param, size_t i, dg_arena_t *arena, dg__tools_form_value_t *out,
+                      const char *param, size_t i, dg_arena_t *arena, dg_forms_value_t *out,
                       dg_errctx_t *err) {
   char at[160];
   const char *key = json_string_value(json_object_get(item, "key"));
   const char *text = json_string_value(json_object_get(item, "value"));
   const dg_property_t *prop = dg_model_property(m, key);
   snprintf(at, sizeof(at), "%s[%zu].key", param, i);
-  if (prop == NULL || !dg__tools_form_field(p, m, prop))
+  if (prop == NULL || !dg_forms_field(p, m, prop))
     return refuse_key(p, m, at, key, prop, err);
   snprintf(at, sizeof(at), "%s[%zu].value", param, i);
   json_t *v = given_value(prop, text);
@@ -92,11 +80,11 @@ static void free_json(void *data) {
   json_decref(data);
 }
 
-int dg__tools_form_values(const dg_principal_t *p, const dg_model_t *m, const json_t *items,
-                          const char *param, dg_arena_t *arena, dg__tools_form_value_t **out,
-                          size_t *n, dg_errctx_t *err) {
+int dg_forms_values(const dg_principal_t *p, const dg_model_t *m, const json_t *items,
+                    const char *param, dg_arena_t *arena, dg_forms_value_t **out, size_t *n,
+                    dg_errctx_t *err) {
   size_t count = json_array_size(items);
-  dg__tools_form_value_t *list = dg_arena_calloc(arena, count + 1, sizeof(*list));
+  dg_forms_value_t *list = dg_arena_calloc(arena, count + 1, sizeof(*list));
   *out = list;
   *n = 0;
   if (list == NULL)
@@ -119,11 +107,11 @@ int dg__tools_form_values(const dg_principal_t *p, const dg_model_t *m, const js
   return 0;
 }
 
-static bool has_value(const dg__tools_form_value_t *v) {
+static bool has_value(const dg_forms_value_t *v) {
   return v->value.kind != DG_STORE_NULL && !(v->value.kind == DG_STORE_TEXT && v->value.len == 0);
 }
 
-static bool given(const dg__tools_form_value_t *vals, size_t n, const dg_property_t *prop) {
+static bool given(const dg_forms_value_t *vals, size_t n, const dg_property_t *prop) {
   for (size_t j = 0; j < n; j++) {
     if (vals[j].prop == prop && has_value(&vals[j]))
       return true;
@@ -132,7 +120,7 @@ static bool given(const dg__tools_form_value_t *vals, size_t n, const dg_propert
 }
 
 /* Adds prop's form default to vals; false when it has none that parses. */
-static bool add_default(const dg_property_t *prop, dg__tools_form_value_t *vals, size_t *n,
+static bool add_default(const dg_property_t *prop, dg_forms_value_t *vals, size_t *n,
                         dg_arena_t *arena) {
   json_t *d = prop->form.default_value ? json_string(prop->form.default_value) : NULL;
   dg_errctx_t ignored;
@@ -148,14 +136,14 @@ static bool add_default(const dg_property_t *prop, dg__tools_form_value_t *vals,
   return true;
 }
 
-int dg__tools_form_defaults(const dg_principal_t *p, const dg_model_t *m,
-                            const dg_property_t *except, dg__tools_form_value_t *vals, size_t *n,
-                            const char *param, dg_arena_t *arena, dg_errctx_t *err) {
+int dg_forms_defaults(const dg_principal_t *p, const dg_model_t *m, const dg_property_t *except,
+                      dg_forms_value_t *vals, size_t *n, const char *param, dg_arena_t *arena,
+                      dg_errctx_t *err) {
   char missing[1024] = "";
   size_t len = 0;
   for (size_t i = 0; i < m->nproperties; i++) {
     const dg_property_t *prop = &m->properties[i];
-    if (prop == except || given(vals, *n, prop) || !dg__tools_form_field(p, m, prop) ||
+    if (prop == except || given(vals, *n, prop) || !dg_forms_field(p, m, prop) ||
         add_default(prop, vals, n, arena) || !prop->required || len + 1 >= sizeof(missing))
       continue;
     int w = snprintf(missing + len, sizeof(missing) - len, "%s%s", len ? ", " : "", prop->name);
@@ -172,7 +160,7 @@ int dg__tools_form_defaults(const dg_principal_t *p, const dg_model_t *m,
 /* ---- Records ------------------------------------------------------------------------------------
  */
 
-int dg__tools_stored_select(const dg_model_t *m, dg_arena_t *arena, dg_store_select_t *out) {
+int dg_forms_stored_select(const dg_model_t *m, dg_arena_t *arena, dg_store_select_t *out) {
   const dg_property_t **props = dg_arena_calloc(arena, m->nproperties + 1, sizeof(*props));
   if (props == NULL)
     return DG_ENOMEM;
@@ -186,7 +174,7 @@ int dg__tools_stored_select(const dg_model_t *m, dg_arena_t *arena, dg_store_sel
   return 0;
 }
 
-char *dg__tools_lower(dg_arena_t *arena, const char *s) {
+char *dg_forms_lower(dg_arena_t *arena, const char *s) {
   char *out = s ? dg_arena_strdup(arena, s) : NULL;
   for (char *c = out; c != NULL && *c != '\0'; c++)
     *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);

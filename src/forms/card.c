@@ -12,8 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "datagate/tools.h"
-#include "tools/internal.h"
+#include "datagate/forms.h"
 
 #define GUID_REGEX "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 #define DATETIME_REGEX                                                                             \
@@ -196,8 +195,8 @@ static void add_lines(json_t *body, const json_t *child_lists) {
   }
 }
 
-json_t *dg__tools_form_card(const dg_model_t *m, const json_t *fields, const char *id,
-                            const json_t *child_lists) {
+json_t *dg_forms_card(const dg_model_t *m, const json_t *fields, const char *id,
+                      const json_t *child_lists) {
   json_t *body = json_array(), *groups = json_object();
   json_array_append_new(body, json_pack("{s:s,s:s,s:s,s:s,s:s,s:b}", "type", "TextBlock", "text",
                                         m->name, "size", "Large", "weight", "Bolder", "style",

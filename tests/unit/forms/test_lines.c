@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: AGPL-3.0-or-later */
-/* Unit tests for form_lines.c: which child lists a caller may edit with a
+/* Unit tests for lines.c: which child lists a caller may edit with a
  * record, and submit_data_entry_form's childLists checked as a whole into
  * store changes (an added line with a new id, its reference to the record
  * and its defaults; a modified and a removed line; the references its
@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "catalog_test.h"
-#include "tools/internal.h"
+#include "datagate/forms.h"
+#include "tools/catalog_test.h"
 
 #define ORDER "83b6460c-7039-56c3-9694-e8fb46ec2322"
 #define LINE_A "00fc00e4-f93d-5619-bea3-c81d1427ce26"
@@ -23,19 +23,19 @@
 #define PRODUCT "8d773c1e-fbb4-5c19-bc4a-6f1a80282d3d"
 
 static int check(fixture_t *fx, const char *who, bool create, const char *lists,
-                 dg__tools_lines_t *out, dg_errctx_t *err) {
+                 dg_forms_lines_t *out, dg_errctx_t *err) {
   json_t *v = json_loads(lists, 0, NULL);
   assert_non_null(v);
   json_array_append_new(fx->keep, v);
   const dg_model_t *orders = dg_catalog_model_by_name(fx->cat, "Orders");
-  dg__tools_lines_req_t req = {.principal = ct_principal(fx, who),
-                               .model = orders,
-                               .endpoint = dg_catalog_form_endpoint(fx->cat, orders),
-                               .parent_id = ORDER,
-                               .create = create,
-                               .lists = v};
+  dg_forms_lines_req_t req = {.principal = ct_principal(fx, who),
+                              .model = orders,
+                              .endpoint = dg_catalog_form_endpoint(fx->cat, orders),
+                              .parent_id = ORDER,
+                              .create = create,
+                              .lists = v};
   dg_errctx_clear(err);
-  return dg__tools_check_lines(&req, fx->arena, out, err);
+  return dg_forms_check_lines(&req, fx->arena, out, err);
 }
 
 static void test_lists(void **state) {
@@ -45,21 +45,21 @@ static void test_lists(void **state) {
   const dg_child_config_t *c = NULL;
   char names[256];
   /* The lists the form endpoint saves; without one, none. */
-  dg__tools_line_list_names(ct_principal(fx, "admin"), orders, ep, names, sizeof(names));
+  dg_forms_line_list_names(ct_principal(fx, "admin"), orders, ep, names, sizeof(names));
   assert_string_equal(names, "OrderLines");
-  assert_true(dg__tools_line_list(ct_principal(fx, "admin"), orders, ep,
-                                  dg_model_property(orders, "OrderLines"), &c));
+  assert_true(dg_forms_line_list(ct_principal(fx, "admin"), orders, ep,
+                                 dg_model_property(orders, "OrderLines"), &c));
   assert_ptr_equal(c, &ep->children[0]);
-  dg__tools_line_list_names(ct_principal(fx, "admin"), orders, NULL, names, sizeof(names));
+  dg_forms_line_list_names(ct_principal(fx, "admin"), orders, NULL, names, sizeof(names));
   assert_string_equal(names, "none");
   /* A list of a model the caller may not read is none of its lists. */
-  dg__tools_line_list_names(ct_principal(fx, "auditor"), orders, ep, names, sizeof(names));
+  dg_forms_line_list_names(ct_principal(fx, "auditor"), orders, ep, names, sizeof(names));
   assert_string_equal(names, "none");
 }
 
 static void test_changes(void **state) {
   fixture_t *fx = *state;
-  dg__tools_lines_t out;
+  dg_forms_lines_t out;
   dg_errctx_t err;
   assert_int_equal(check(fx, "sales", false,
                          "[{\"list\": \"orderlines\", \"changes\": ["
@@ -93,7 +93,7 @@ static void test_changes(void **state) {
   assert_true(rem->remove);
   assert_string_equal(rem->write.id, LINE_B);
   assert_string_equal(rem->parent->name, "Order");
-  json_t *shown = dg__tools_lines_json(&out);
+  json_t *shown = dg_forms_lines_json(&out);
   char *text = json_dumps(shown, JSON_COMPACT);
   char want[512];
   snprintf(want, sizeof(want),
@@ -107,7 +107,7 @@ static void test_changes(void **state) {
 
 #define REFUSED(fx, who, create, lists, want)                                                      \
   do {                                                                                             \
-    dg__tools_lines_t out_;                                                                        \
+    dg_forms_lines_t out_;                                                                         \
     dg_errctx_t err_;                                                                              \
     assert_int_not_equal(check(fx, who, create, lists, &out_, &err_), 0);                          \
     assert_string_equal(err_.message, want);                                                       \

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: AGPL-3.0-or-later */
-/* Unit tests for forms.c and form_card.c: which properties are form fields
+/* Unit tests for fields.c and card.c: which properties are form fields
  * for each role, the checks of [{key, value}] items with their exact
  * messages, the text of stored values, records read back by property
  * name, and the Adaptive Card built from a field list. */
@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "catalog_test.h"
-#include "tools/internal.h"
+#include "datagate/forms.h"
+#include "tools/catalog_test.h"
 
 static json_t *parse(fixture_t *fx, const char *text) {
   json_t *v = json_loads(text, 0, NULL);
@@ -27,26 +27,25 @@ static void test_fields(void **state) {
   fixture_t *fx = *state;
   const dg_model_t *c = dg_catalog_model_by_name(fx->cat, "Customers");
   char names[512];
-  dg__tools_form_field_names(ct_principal(fx, "admin"), c, names, sizeof(names));
+  dg_forms_field_names(ct_principal(fx, "admin"), c, names, sizeof(names));
   assert_string_equal(names, "Name, Email, Region, CreditLimit, RenewalDate");
   /* A denied property is no field; a read-only or Inbound one never is. */
-  dg__tools_form_field_names(ct_principal(fx, "sales"), c, names, sizeof(names));
+  dg_forms_field_names(ct_principal(fx, "sales"), c, names, sizeof(names));
   assert_string_equal(names, "Name, Email, Region, RenewalDate");
-  assert_false(
-      dg__tools_form_field(ct_principal(fx, "admin"), c, dg_model_property(c, "CreatedAt")));
-  assert_false(dg__tools_form_field(ct_principal(fx, "admin"), c, dg_model_property(c, "Orders")));
+  assert_false(dg_forms_field(ct_principal(fx, "admin"), c, dg_model_property(c, "CreatedAt")));
+  assert_false(dg_forms_field(ct_principal(fx, "admin"), c, dg_model_property(c, "Orders")));
 }
 
 static int check(fixture_t *fx, const char *who, const char *model, const char *items,
-                 dg__tools_form_value_t **vals, size_t *n, dg_errctx_t *err) {
+                 dg_forms_value_t **vals, size_t *n, dg_errctx_t *err) {
   dg_errctx_clear(err);
-  return dg__tools_form_values(ct_principal(fx, who), dg_catalog_model_by_name(fx->cat, model),
-                               parse(fx, items), "formValues", fx->arena, vals, n, err);
+  return dg_forms_values(ct_principal(fx, who), dg_catalog_model_by_name(fx->cat, model),
+                         parse(fx, items), "formValues", fx->arena, vals, n, err);
 }
 
 static void test_values(void **state) {
   fixture_t *fx = *state;
-  dg__tools_form_value_t *v = NULL;
+  dg_forms_value_t *v = NULL;
   size_t n = 0;
   dg_errctx_t err;
   assert_int_equal(
@@ -95,12 +94,12 @@ static void test_text_and_lower(void **state) {
   fixture_t *fx = *state;
   char buf[64];
   json_t *v = parse(fx, "[117.61, 8, true, \"2024-02-11\", null]");
-  assert_string_equal(dg__tools_form_text(json_array_get(v, 0), buf, sizeof(buf)), "117.61");
-  assert_string_equal(dg__tools_form_text(json_array_get(v, 1), buf, sizeof(buf)), "8");
-  assert_string_equal(dg__tools_form_text(json_array_get(v, 2), buf, sizeof(buf)), "true");
-  assert_string_equal(dg__tools_form_text(json_array_get(v, 3), buf, sizeof(buf)), "2024-02-11");
-  assert_null(dg__tools_form_text(json_array_get(v, 4), buf, sizeof(buf)));
-  assert_string_equal(dg__tools_lower(fx->arena, "AB-Cd"), "ab-cd");
+  assert_string_equal(dg_forms_text(json_array_get(v, 0), buf, sizeof(buf)), "117.61");
+  assert_string_equal(dg_forms_text(json_array_get(v, 1), buf, sizeof(buf)), "8");
+  assert_string_equal(dg_forms_text(json_array_get(v, 2), buf, sizeof(buf)), "true");
+  assert_string_equal(dg_forms_text(json_array_get(v, 3), buf, sizeof(buf)), "2024-02-11");
+  assert_null(dg_forms_text(json_array_get(v, 4), buf, sizeof(buf)));
+  assert_string_equal(dg_forms_lower(fx->arena, "AB-Cd"), "ab-cd");
 }
 
 static json_t *input_at(json_t *card, size_t container, size_t item) {
@@ -128,7 +127,7 @@ static void test_card(void **state) {
                 "\"toggle\", \"required\": false, \"value\": null}, "
                 "{\"key\": \"Rep\", \"label\": \"Rep\", \"type\": \"Reference\", \"control\": "
                 "\"lookup\", \"required\": false, \"value\": null}]");
-  json_t *card = dg__tools_form_card(o, fields, "id-1", NULL);
+  json_t *card = dg_forms_card(o, fields, "id-1", NULL);
   assert_string_equal(str(card, "type"), "AdaptiveCard");
   assert_string_equal(str(card, "version"), "1.5");
   json_t *body = json_object_get(card, "body");

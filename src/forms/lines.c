@@ -10,8 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "datagate/tools.h"
-#include "tools/internal.h"
+#include "datagate/forms.h"
 
 /* ---- Which lists ---------------------------------------------------------------------- */
 
@@ -23,8 +22,8 @@ static const dg_child_config_t *config_of(const dg_endpoint_t *ep, const dg_prop
   return NULL;
 }
 
-bool dg__tools_line_list(const dg_principal_t *p, const dg_model_t *m, const dg_endpoint_t *ep,
-                         const dg_property_t *prop, const dg_child_config_t **config) {
+bool dg_forms_line_list(const dg_principal_t *p, const dg_model_t *m, const dg_endpoint_t *ep,
+                        const dg_property_t *prop, const dg_child_config_t **config) {
   const dg_reference_t *ref = prop->reference;
   *config = NULL;
   if (ref == NULL || ref->direction != DG_REF_INBOUND || ref->target == NULL ||
@@ -36,13 +35,13 @@ bool dg__tools_line_list(const dg_principal_t *p, const dg_model_t *m, const dg_
   return *config != NULL;
 }
 
-void dg__tools_line_list_names(const dg_principal_t *p, const dg_model_t *m,
-                               const dg_endpoint_t *ep, char *out, size_t size) {
+void dg_forms_line_list_names(const dg_principal_t *p, const dg_model_t *m, const dg_endpoint_t *ep,
+                              char *out, size_t size) {
   size_t len = 0;
   const dg_child_config_t *c;
   out[0] = '\0';
   for (size_t i = 0; i < m->nproperties && len + 1 < size; i++) {
-    if (!dg__tools_line_list(p, m, ep, &m->properties[i], &c))
+    if (!dg_forms_line_list(p, m, ep, &m->properties[i], &c))
       continue;
     int n = snprintf(out + len, size - len, "%s%s", len ? ", " : "", m->properties[i].name);
     len = n > 0 && (size_t)n < size - len ? len + (size_t)n : size - 1;
@@ -60,7 +59,7 @@ typedef struct check {
   const char *parent_id; /* lower case */
   bool create;
   dg_arena_t *arena;
-  dg__tools_lines_t *out;
+  dg_forms_lines_t *out;
   dg_errctx_t *err;
 } check_t;
 
@@ -68,12 +67,12 @@ static int oom(check_t *c) {
   return dg_errctx_set(c->err, DG_ENOMEM, "childLists", "Out of memory while reading childLists.");
 }
 
-static int check_list_name(check_t *c, const json_t *item, size_t i, dg__tools_line_list_t *l) {
+static int check_list_name(check_t *c, const json_t *item, size_t i, dg_forms_line_list_t *l) {
   const char *name = json_string_value(json_object_get(item, "list"));
   const dg_property_t *prop = dg_model_property(c->model, name);
   char lists[1024];
-  dg__tools_line_list_names(c->p, c->model, c->ep, lists, sizeof(lists));
-  if (prop == NULL || !dg__tools_line_list(c->p, c->model, c->ep, prop, &l->config))
+  dg_forms_line_list_names(c->p, c->model, c->ep, lists, sizeof(lists));
+  if (prop == NULL || !dg_forms_line_list(c->p, c->model, c->ep, prop, &l->config))
     return dg_errctx_set(c->err, DG_EINVAL, "childLists",
                          "Invalid argument 'childLists[%zu].list': '%.128s' is not a list of "
                          "lines of the %s form%s%s; its lists are: %s.",
@@ -123,19 +122,19 @@ static int change_op(check_t *c, const json_t *change, const char *at, const cha
   return 0;
 }
 
-static bool has_value(const dg__tools_form_value_t *v) {
+static bool has_value(const dg_forms_value_t *v) {
   return v->value.kind != DG_STORE_NULL && !(v->value.kind == DG_STORE_TEXT && v->value.len == 0);
 }
 
 /* The line's values: checked, the reference to the record never given,
  * defaults and required fields for an added one, none cleared otherwise. */
-static int line_values(check_t *c, dg__tools_line_list_t *l, const json_t *change, const char *at,
-                       bool add, dg__tools_form_value_t **all, size_t *n) {
+static int line_values(check_t *c, dg_forms_line_list_t *l, const json_t *change, const char *at,
+                       bool add, dg_forms_value_t **all, size_t *n) {
   char param[160];
   snprintf(param, sizeof(param), "%s.formValues", at);
-  dg__tools_form_value_t *vals = NULL;
-  int rc = dg__tools_form_values(c->p, l->model, json_object_get(change, "formValues"), param,
-                                 c->arena, &vals, n, c->err);
+  dg_forms_value_t *vals = NULL;
+  int rc = dg_forms_values(c->p, l->model, json_object_get(change, "formValues"), param, c->arena,
+                           &vals, n, c->err);
   if (rc != 0)
     return rc;
   for (size_t k = 0; k < *n; k++) {
@@ -150,7 +149,7 @@ static int line_values(check_t *c, dg__tools_line_list_t *l, const json_t *chang
     return oom(c);
   memcpy(*all, vals, *n * sizeof(**all));
   if (add)
-    return dg__tools_form_defaults(c->p, l->model, l->parent, *all, n, param, c->arena, c->err);
+    return dg_forms_defaults(c->p, l->model, l->parent, *all, n, param, c->arena, c->err);
   for (size_t k = 0; k < *n; k++) {
     if ((*all)[k].prop->required && !has_value(&(*all)[k]))
       return dg_errctx_set(c->err, DG_EINVAL, (*all)[k].param,
@@ -161,8 +160,8 @@ static int line_values(check_t *c, dg__tools_line_list_t *l, const json_t *chang
   return 0;
 }
 
-static int add_ref_checks(check_t *c, const dg__tools_form_value_t *all, size_t n) {
-  dg__tools_lines_t *o = c->out;
+static int add_ref_checks(check_t *c, const dg_forms_value_t *all, size_t n) {
+  dg_forms_lines_t *o = c->out;
   for (size_t k = 0; k < n; k++) {
     const dg_property_t *p = all[k].prop;
     if (p->type != DG_TYPE_REFERENCE || p->reference->target == NULL || !has_value(&all[k]))
@@ -176,13 +175,13 @@ static int add_ref_checks(check_t *c, const dg__tools_form_value_t *all, size_t 
 }
 
 /* The store change of one line. */
-static int line_write(check_t *c, dg__tools_line_list_t *l, const char *id, const char *op,
-                      dg__tools_form_value_t *all, size_t n, const char *at) {
+static int line_write(check_t *c, dg_forms_line_list_t *l, const char *id, const char *op,
+                      dg_forms_value_t *all, size_t n, const char *at) {
   bool add = strcmp(op, "add") == 0;
   dg_store_child_change_t *w = &c->out->changes[c->out->nchanges];
   const dg_property_t **props = dg_arena_calloc(c->arena, n + 2, sizeof(*props));
   dg_store_value_t *values = dg_arena_calloc(c->arena, n + 2, sizeof(*values));
-  char *line_id = add ? dg_arena_alloc(c->arena, DG_UUID_LEN + 1) : dg__tools_lower(c->arena, id);
+  char *line_id = add ? dg_arena_alloc(c->arena, DG_UUID_LEN + 1) : dg_forms_lower(c->arena, id);
   if (props == NULL || values == NULL || line_id == NULL)
     return oom(c);
   if (add)
@@ -214,7 +213,7 @@ static int line_write(check_t *c, dg__tools_line_list_t *l, const char *id, cons
   return 0;
 }
 
-static int check_change(check_t *c, dg__tools_line_list_t *l, const json_t *change, size_t j) {
+static int check_change(check_t *c, dg_forms_line_list_t *l, const json_t *change, size_t j) {
   char at[96];
   snprintf(at, sizeof(at), "childLists[%zu].changes[%zu]", l->index, j);
   const char *given = json_string_value(json_object_get(change, "id"));
@@ -222,7 +221,7 @@ static int check_change(check_t *c, dg__tools_line_list_t *l, const json_t *chan
   int rc = change_op(c, change, at, given, &op);
   if (rc != 0)
     return rc;
-  char *id = dg__tools_lower(c->arena, given);
+  char *id = dg_forms_lower(c->arena, given);
   if (id != NULL && json_object_get(l->ops, id) != NULL)
     return dg_errctx_set(c->err, DG_EINVAL, at,
                          "Invalid argument '%s.id': line '%s' is given twice in childLists[%zu]; "
@@ -239,7 +238,7 @@ static int check_change(check_t *c, dg__tools_line_list_t *l, const json_t *chan
                          "to the external system (its child configuration for %s has no "
                          "removeEndpoint or removeValues); allowed here: \"add\", \"update\".",
                          at, c->ep->name, l->list->name, l->list->name);
-  dg__tools_form_value_t *all = NULL;
+  dg_forms_value_t *all = NULL;
   size_t n = 0;
   rc = line_values(c, l, change, at, strcmp(op, "add") == 0, &all, &n);
   if (rc == 0)
@@ -248,7 +247,7 @@ static int check_change(check_t *c, dg__tools_line_list_t *l, const json_t *chan
 }
 
 static int check_list(check_t *c, const json_t *item, size_t i) {
-  dg__tools_line_list_t *l = &c->out->lists[i];
+  dg_forms_line_list_t *l = &c->out->lists[i];
   int rc = check_list_name(c, item, i, l);
   if (rc != 0)
     return rc;
@@ -290,7 +289,7 @@ static int reserve(check_t *c, const json_t *lists) {
       nvalues += json_object_get(change, "id") == NULL ? defaults : 0;
     }
   }
-  dg__tools_lines_t *o = c->out;
+  dg_forms_lines_t *o = c->out;
   o->lists = dg_arena_calloc(c->arena, json_array_size(lists) + 1, sizeof(*o->lists));
   o->changes = dg_arena_calloc(c->arena, nchanges + 1, sizeof(*o->changes));
   o->maxrefs = nvalues + 1;
@@ -298,7 +297,7 @@ static int reserve(check_t *c, const json_t *lists) {
   if (o->lists == NULL || o->changes == NULL || o->refs == NULL)
     return oom(c);
   for (i = 0; i < json_array_size(lists); i++) {
-    dg__tools_line_list_t *l = &o->lists[i];
+    dg_forms_line_list_t *l = &o->lists[i];
     l->added = kept(c->arena, json_array());
     l->updated = kept(c->arena, json_array());
     l->removed = kept(c->arena, json_array());
@@ -309,8 +308,8 @@ static int reserve(check_t *c, const json_t *lists) {
   return 0;
 }
 
-int dg__tools_check_lines(const dg__tools_lines_req_t *req, dg_arena_t *arena,
-                          dg__tools_lines_t *out, dg_errctx_t *err) {
+int dg_forms_check_lines(const dg_forms_lines_req_t *req, dg_arena_t *arena, dg_forms_lines_t *out,
+                         dg_errctx_t *err) {
   check_t c = {.p = req->principal,
                .model = req->model,
                .ep = req->endpoint,
@@ -332,10 +331,10 @@ int dg__tools_check_lines(const dg__tools_lines_req_t *req, dg_arena_t *arena,
   return rc;
 }
 
-json_t *dg__tools_lines_json(const dg__tools_lines_t *lines) {
+json_t *dg_forms_lines_json(const dg_forms_lines_t *lines) {
   json_t *out = json_array();
   for (size_t i = 0; out != NULL && i < lines->nlists; i++) {
-    const dg__tools_line_list_t *l = &lines->lists[i];
+    const dg_forms_line_list_t *l = &lines->lists[i];
     json_array_append_new(out, json_pack("{s:s,s:O,s:O,s:O}", "list", l->list->name, "added",
                                          l->added, "updated", l->updated, "removed", l->removed));
   }

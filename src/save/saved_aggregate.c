@@ -11,7 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "tools/internal.h"
+#include "datagate/auth.h"
+#include "datagate/save.h"
 
 #define AGGREGATIONS_MAX 32
 #define GROUP_BY_MAX 8
@@ -120,7 +121,7 @@ static int parse_function(parse_t *ps, const json_t *obj, const char *path,
 }
 
 static int parse_measured(parse_t *ps, const json_t *obj, const char *path,
-                          dg__tools_saved_clause_t *c) {
+                          dg_save_agg_clause_t *c) {
   char param[96], names[NAMES_MAX];
   const char *fn = dg_store_agg_name(c->fn);
   const char *name = json_string_value(json_object_get(obj, "propertyName"));
@@ -148,8 +149,7 @@ static int parse_measured(parse_t *ps, const json_t *obj, const char *path,
   return 0;
 }
 
-static int parse_alias(parse_t *ps, const json_t *obj, const char *path,
-                       dg__tools_saved_clause_t *c) {
+static int parse_alias(parse_t *ps, const json_t *obj, const char *path, dg_save_agg_clause_t *c) {
   char param[96], def[160];
   const json_t *v = json_object_get(obj, "alias");
   const char *alias = json_string_value(v);
@@ -164,8 +164,7 @@ static int parse_alias(parse_t *ps, const json_t *obj, const char *path,
   return c->key != NULL ? 0 : dg_errctx_set(ps->err, DG_ENOMEM, path, "Out of memory.");
 }
 
-static int parse_clause(parse_t *ps, const json_t *obj, const char *path,
-                        dg__tools_saved_clause_t *c) {
+static int parse_clause(parse_t *ps, const json_t *obj, const char *path, dg_save_agg_clause_t *c) {
   if (!json_is_object(obj))
     return invalid(ps, path, "allowed: an object {%s}.", clause_fields);
   int rc = refused_member(ps, obj, path, false);
@@ -178,7 +177,7 @@ static int parse_clause(parse_t *ps, const json_t *obj, const char *path,
   return rc;
 }
 
-static int parse_clauses(parse_t *ps, const json_t *list, dg__tools_saved_agg_t *a) {
+static int parse_clauses(parse_t *ps, const json_t *list, dg_save_agg_t *a) {
   size_t n = json_array_size(list);
   char path[48], param[64];
   if (!json_is_array(list) || n == 0 || n > AGGREGATIONS_MAX)
@@ -224,7 +223,7 @@ static int parse_key(parse_t *ps, const json_t *obj, const char *path,
                  ps->q->name, name ? name : "", field_names(ps, -1, names, sizeof(names)));
 }
 
-static int parse_keys(parse_t *ps, const json_t *list, dg__tools_saved_agg_t *a) {
+static int parse_keys(parse_t *ps, const json_t *list, dg_save_agg_t *a) {
   size_t n = json_array_size(list);
   char path[48];
   if (list == NULL || json_is_null(list))
@@ -250,7 +249,7 @@ static int parse_keys(parse_t *ps, const json_t *list, dg__tools_saved_agg_t *a)
 }
 
 /* The fields the mapper must read: those a clause or a key uses. */
-static int mark_needed(parse_t *ps, dg__tools_saved_agg_t *a) {
+static int mark_needed(parse_t *ps, dg_save_agg_t *a) {
   a->needed = dg_arena_calloc(ps->arena, ps->q->nfields + 1, sizeof(*a->needed));
   if (a->needed == NULL)
     return dg_errctx_set(ps->err, DG_ENOMEM, "aggregations", "Out of memory.");
@@ -263,9 +262,8 @@ static int mark_needed(parse_t *ps, dg__tools_saved_agg_t *a) {
   return 0;
 }
 
-int dg__tools_saved_agg_parse(const dg_saved_query_t *q, const dg_principal_t *p,
-                              const json_t *args, size_t max_grouped, dg_arena_t *arena,
-                              dg__tools_saved_agg_t *out, dg_errctx_t *err) {
+int dg_save_agg_parse(const dg_saved_query_t *q, const dg_principal_t *p, const json_t *args,
+                      size_t max_grouped, dg_arena_t *arena, dg_save_agg_t *out, dg_errctx_t *err) {
   parse_t ps = {.q = q, .p = p, .arena = arena, .err = err};
   memset(out, 0, sizeof(*out));
   out->q = q;
@@ -355,7 +353,7 @@ typedef struct group {
 } group_t;
 
 typedef struct run {
-  const dg__tools_saved_agg_t *a;
+  const dg_save_agg_t *a;
   json_t *index; /* group key text -> position in groups */
   group_t **groups;
   size_t ngroups, cap;
@@ -368,7 +366,7 @@ static const json_t *field_of(const json_t *entity, const dg_saved_field_t *f) {
 }
 
 static group_t *group_new(run_t *r, const json_t *entity) {
-  const dg__tools_saved_agg_t *a = r->a;
+  const dg_save_agg_t *a = r->a;
   group_t *g = calloc(1, sizeof(*g));
   if (g == NULL)
     return NULL;
@@ -388,7 +386,7 @@ static group_t *group_new(run_t *r, const json_t *entity) {
   return g;
 }
 
-static void group_free(const dg__tools_saved_agg_t *a, group_t *g) {
+static void group_free(const dg_save_agg_t *a, group_t *g) {
   for (size_t i = 0; i < a->nkeys; i++)
     json_decref(g->values[i]);
   for (size_t i = 0; i < a->nclauses; i++) {
@@ -412,12 +410,10 @@ static group_t *group_of(run_t *r, const json_t *entity) {
   if (at != NULL)
     return r->groups[json_integer_value(at)];
   if (r->ngroups == r->cap) {
-    size_t cap = r->cap ? r->cap * 2 : 16;
-    group_t **grown = realloc(r->groups, cap * sizeof(*grown));
+    group_t **grown = dg_array_grow(r->groups, &r->cap, sizeof(*grown), 16, SIZE_MAX);
     if (grown == NULL)
       return NULL;
     r->groups = grown;
-    r->cap = cap;
   }
   group_t *g = group_new(r, entity);
   if (g == NULL || json_object_setn_new_nocheck(r->index, text, r->key.len,
@@ -459,7 +455,7 @@ static int add_distinct(acc_t *acc, const json_t *v, dg_buf_t *scratch) {
   return json_object_setn_nocheck(acc->seen, text, scratch->len, json_true()) == 0 ? 0 : DG_ENOMEM;
 }
 
-static int add_value(acc_t *acc, const dg__tools_saved_clause_t *c, const json_t *v,
+static int add_value(acc_t *acc, const dg_save_agg_clause_t *c, const json_t *v,
                      dg_buf_t *scratch) {
   if (c->field == NULL || v == NULL || json_is_null(v))
     return 0;
@@ -501,7 +497,7 @@ static int add_entity(void *user, const json_t *entity) {
   r->matched++;
   g->rows++;
   for (size_t i = 0; i < r->a->nclauses; i++) {
-    const dg__tools_saved_clause_t *c = &r->a->clauses[i];
+    const dg_save_agg_clause_t *c = &r->a->clauses[i];
     const json_t *v = c->field ? field_of(entity, c->field) : NULL;
     if (add_value(&g->accs[i], c, v, &s->scratch) != 0)
       return DG_ENOMEM;
@@ -517,7 +513,7 @@ static json_t *sum_json(const acc_t *acc, const dg_saved_field_t *f) {
   return json_real(acc->sum);
 }
 
-static json_t *measure_json(const acc_t *acc, const dg__tools_saved_clause_t *c, size_t rows) {
+static json_t *measure_json(const acc_t *acc, const dg_save_agg_clause_t *c, size_t rows) {
   switch (c->fn) {
   case DG_STORE_AGG_COUNT:
     return json_integer((json_int_t)rows);
@@ -536,7 +532,7 @@ static json_t *measure_json(const acc_t *acc, const dg__tools_saved_clause_t *c,
   }
 }
 
-static json_t *row_json(const dg__tools_saved_agg_t *a, const group_t *g) {
+static json_t *row_json(const dg_save_agg_t *a, const group_t *g) {
   json_t *key = json_object(), *aggs = json_object();
   bool ok = key != NULL && aggs != NULL;
   for (size_t i = 0; ok && i < a->nkeys; i++)
@@ -563,7 +559,7 @@ static int compare_groups(const void *x, const void *y) {
 }
 
 static json_t *answer(run_t *r, json_t *warnings) {
-  const dg__tools_saved_agg_t *a = r->a;
+  const dg_save_agg_t *a = r->a;
   if (r->ngroups > 1)
     qsort(r->groups, r->ngroups, sizeof(*r->groups), compare_groups);
   json_t *names = json_array(), *rows = json_array();
@@ -608,8 +604,7 @@ static int totals_row(run_t *r) {
   return 0;
 }
 
-json_t *dg__tools_saved_agg_run(const dg__tools_saved_agg_t *a, const char *body, size_t len,
-                                dg_errctx_t *err) {
+json_t *dg_save_agg_run(const dg_save_agg_t *a, const char *body, size_t len, dg_errctx_t *err) {
   run_t r = {.a = a, .index = json_object()};
   sink_t s = {.run = &r};
   dg_buf_init(&r.key, SIZE_MAX - 1);

@@ -14,27 +14,27 @@
 
 #include <cmocka.h>
 
-#include "catalog_test.h"
-#include "tools/internal.h"
+#include "datagate/save.h"
+#include "tools/catalog_test.h"
 
 static int parse(fixture_t *fx, const char *query, const char *user, const char *args, size_t cap,
-                 dg__tools_saved_agg_t *out, dg_errctx_t *err) {
+                 dg_save_agg_t *out, dg_errctx_t *err) {
   const dg_saved_query_t *q = dg_catalog_saved_query(fx->cat, query);
   assert_non_null(q);
   json_t *a = json_loads(args, 0, NULL);
   assert_non_null(a);
   json_array_append_new(fx->keep, a);
   dg_errctx_clear(err);
-  return dg__tools_saved_agg_parse(q, ct_principal(fx, user), a, cap, fx->arena, out, err);
+  return dg_save_agg_parse(q, ct_principal(fx, user), a, cap, fx->arena, out, err);
 }
 
 /* The aggregate of body for args over OpenOrdersByCustomer, as admin. */
 static json_t *aggregate(fixture_t *fx, const char *args, const char *body) {
-  dg__tools_saved_agg_t a;
+  dg_save_agg_t a;
   dg_errctx_t err;
   if (parse(fx, "OpenOrdersByCustomer", "admin", args, 1000, &a, &err) != 0)
     fail_msg("%s", err.message);
-  json_t *r = dg__tools_saved_agg_run(&a, body, strlen(body), &err);
+  json_t *r = dg_save_agg_run(&a, body, strlen(body), &err);
   if (r == NULL)
     fail_msg("%s", err.message);
   return r;
@@ -67,7 +67,7 @@ static const char orders[] =
 
 static void expect_refused(fixture_t *fx, const char *query, const char *user, const char *args,
                            const char *param, const char *part) {
-  dg__tools_saved_agg_t a;
+  dg_save_agg_t a;
   dg_errctx_t err;
   assert_int_equal(parse(fx, query, user, args, 1000, &a, &err), DG_EINVAL);
   assert_string_equal(err.param, param);
@@ -133,7 +133,7 @@ static void test_hidden_fields(void **state) {
                  "{\"aggregations\": [{\"function\": \"Count\"}], \"groupBy\": [{\"propertyName\": "
                  "\"CreditLimit\"}]}",
                  "groupBy[0].propertyName", "fields it returns: Name, Email, Region.");
-  dg__tools_saved_agg_t a;
+  dg_save_agg_t a;
   dg_errctx_t err;
   assert_int_equal(parse(fx, "CustomerCredit", "admin", args, 1000, &a, &err), 0);
   assert_true(a.needed[3]);
@@ -205,7 +205,7 @@ static void test_empty_answers(void **state) {
  * an Int). */
 static void test_integer_sums(void **state) {
   fixture_t *fx = *state;
-  dg__tools_saved_agg_t a;
+  dg_save_agg_t a;
   dg_errctx_t err;
   assert_int_equal(parse(fx, "LiveOrderStatus", "admin",
                          "{\"aggregations\": [{\"function\": \"Sum\", \"propertyName\": "
@@ -214,7 +214,7 @@ static void test_integer_sums(void **state) {
                          1000, &a, &err),
                    0);
   const char *body = "{\"order\": {\"id\": \"x\", \"itemCount\": 7}}";
-  json_t *r = dg__tools_saved_agg_run(&a, body, strlen(body), &err);
+  json_t *r = dg_save_agg_run(&a, body, strlen(body), &err);
   json_t *aggs = json_object_get(json_array_get(json_object_get(r, "rows"), 0), "aggregates");
   assert_true(json_is_integer(json_object_get(aggs, "sum_Quantity")));
   assert_int_equal(json_integer_value(json_object_get(aggs, "sum_Quantity")), 7);
@@ -225,32 +225,32 @@ static void test_integer_sums(void **state) {
 /* A grouped aggregate covers at most the cap; totals have none. */
 static void test_grouped_cap(void **state) {
   fixture_t *fx = *state;
-  dg__tools_saved_agg_t a;
+  dg_save_agg_t a;
   dg_errctx_t err;
   assert_int_equal(parse(fx, "OpenOrdersByCustomer", "admin",
                          "{\"aggregations\": [{\"function\": \"Count\"}], \"groupBy\": "
                          "[{\"propertyName\": \"Status\"}]}",
                          4, &a, &err),
                    0);
-  assert_null(dg__tools_saved_agg_run(&a, orders, strlen(orders), &err));
+  assert_null(dg_save_agg_run(&a, orders, strlen(orders), &err));
   assert_int_equal(err.code, DG_E2BIG);
   assert_non_null(strstr(err.message, "more than 4 records"));
   assert_int_equal(parse(fx, "OpenOrdersByCustomer", "admin",
                          "{\"aggregations\": [{\"function\": \"Count\"}]}", 4, &a, &err),
                    0);
-  json_t *r = dg__tools_saved_agg_run(&a, orders, strlen(orders), &err);
+  json_t *r = dg_save_agg_run(&a, orders, strlen(orders), &err);
   assert_int_equal(json_integer_value(json_object_get(r, "matchedCount")), 5);
   json_decref(r);
 }
 
 static void test_bodies_that_cannot_be_mapped(void **state) {
   fixture_t *fx = *state;
-  dg__tools_saved_agg_t a;
+  dg_save_agg_t a;
   dg_errctx_t err;
   assert_int_equal(parse(fx, "OpenOrdersByCustomer", "admin",
                          "{\"aggregations\": [{\"function\": \"Count\"}]}", 10, &a, &err),
                    0);
-  assert_null(dg__tools_saved_agg_run(&a, "{oops", 5, &err));
+  assert_null(dg_save_agg_run(&a, "{oops", 5, &err));
   assert_int_equal(err.code, DG_EPROTO);
   assert_non_null(strstr(err.message, "not JSON"));
 }
