@@ -26,6 +26,8 @@ size_t dg__utf8_advance(const char *s, size_t len, size_t from, uint64_t n, uint
  * written only before the next visible text, and several merge into the
  * strongest, so empty elements never leave runs of blank lines. */
 enum { DG__BREAK_NONE = 0, DG__BREAK_SPACE, DG__BREAK_LINE, DG__BREAK_PARA };
+/* Bytes at the end of the output a break looks back at (newlines). */
+#define DG__SINK_LOOKBACK 2
 
 typedef struct dg__sink {
   dg_buf_t *out;
@@ -111,6 +113,11 @@ int dg__xrun_check(dg__xrun_t *run);
 bool dg__xrun_full(const dg__xrun_t *run);
 /* Records why the text stops short (first reason wins). */
 void dg__xrun_cut(dg__xrun_t *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Forgets the text before byte upto, which the caller has handed on,
+ * except the last DG__SINK_LOOKBACK bytes the sink still looks at; the
+ * text's maximum drops by as much, so the limit still counts all of it.
+ * Returns the bytes forgotten (positions in the text move back by them). */
+size_t dg__xrun_forget(dg__xrun_t *run, size_t upto);
 /* Turns the text into a document (taking it); NULL when out of memory. */
 dg_extract_doc_t *dg__xrun_finish(dg__xrun_t *run);
 void dg__xrun_free(dg__xrun_t *run);

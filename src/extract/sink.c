@@ -32,7 +32,7 @@ static void put(dg__sink_t *s, const char *p, size_t n) {
 
 static size_t trailing_newlines(const dg_buf_t *out) {
   size_t n = 0;
-  while (n < 2 && n < out->len && out->data[out->len - 1 - n] == '\n')
+  while (n < DG__SINK_LOOKBACK && n < out->len && out->data[out->len - 1 - n] == '\n')
     n++;
   return n;
 }

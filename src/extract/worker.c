@@ -86,8 +86,9 @@ static int send_failure(int code, const char *message) {
   return send_frame('E', buf, 4 + mlen);
 }
 
-/* Sends the text written since *sent, in frames of at most DG__WIRE_TEXT. */
-static int send_text(const dg__xrun_t *run, size_t *sent) {
+/* Sends the text written since *sent, in frames of at most DG__WIRE_TEXT,
+ * then forgets it: the process holds one step's text, not the whole. */
+static int send_text(dg__xrun_t *run, size_t *sent) {
   int rc = 0;
   while (rc == 0 && *sent < run->text.len) {
     size_t n = run->text.len - *sent;
@@ -95,6 +96,8 @@ static int send_text(const dg__xrun_t *run, size_t *sent) {
     rc = send_frame('T', run->text.data + *sent, n);
     *sent += n;
   }
+  if (rc == 0)
+    *sent -= dg__xrun_forget(run, *sent);
   return rc;
 }
 
