@@ -103,6 +103,31 @@ static void test_bound_cuts_on_a_character_boundary(void **state) {
   dg_buf_free(&f.buf);
 }
 
+/* Words go out with their spaces in one piece; the text, and where the
+ * bound cuts it, must be what a byte at a time gives. */
+static void test_words_in_one_piece_equal_a_byte_at_a_time(void **state) {
+  static const char text[] = "One two  three\tfour \n five.  Six seven a b c d e f g h i j k "
+                             "lmno-pqrs (tuv) wxyz! end";
+  for (size_t max = 1; max <= sizeof(text) + 4; max++) {
+    sink_fixture_t whole, bytes;
+    start(&whole, max);
+    start(&bytes, max);
+    dg__sink_break(&whole.sink, DG__BREAK_PARA);
+    dg__sink_break(&bytes.sink, DG__BREAK_PARA);
+    put(&whole, "Lead");
+    put(&bytes, "Lead");
+    dg__sink_break(&whole.sink, DG__BREAK_LINE);
+    dg__sink_break(&bytes.sink, DG__BREAK_LINE);
+    put(&whole, text);
+    for (size_t i = 0; text[i] != '\0'; i++)
+      dg__sink_text(&bytes.sink, text + i, 1);
+    assert_string_equal(text_of(&whole), text_of(&bytes));
+    assert_int_equal(whole.sink.truncated, bytes.sink.truncated);
+    dg_buf_free(&whole.buf);
+    dg_buf_free(&bytes.buf);
+  }
+}
+
 /* One step of a script for two runs: text, a break or a label. */
 typedef struct op {
   const char *text;
@@ -172,6 +197,7 @@ int main(void) {
       cmocka_unit_test(test_invalid_input_is_replaced),
       cmocka_unit_test(test_bound_cuts_on_a_character_boundary),
       cmocka_unit_test(test_forgetting_handed_on_text_changes_nothing),
+      cmocka_unit_test(test_words_in_one_piece_equal_a_byte_at_a_time),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
