@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "datagate/extract.h"
 
@@ -66,6 +67,10 @@ typedef struct dg__xrun {
   const unsigned char *in;
   size_t in_len;
   bool in_last; /* no bytes will follow in */
+  /* Or, for an extractor that reads files, the whole document as this
+   * file (in is then NULL): the extractor process's copy on disk, closed
+   * by dg__xrun_free. */
+  FILE *in_file;
   dg_buf_t text;
   dg__sink_t sink;
   char truncated[192]; /* why the text was cut, or "" */
@@ -82,6 +87,7 @@ typedef struct dg__xrun {
 struct dg__extractor {
   const char *name;
   bool whole;        /* needs the whole document before its first step */
+  bool file;         /* whole, and reads it from run->in_file when given */
   size_t state_size; /* bytes of private state in run->state */
   /* Before the first step; returns 0 or a DG_E* code with run->err set. */
   int (*open)(dg__xrun_t *run);

@@ -534,14 +534,19 @@ static void load_page_tree(reader_t *r) {
   }
 }
 
-static int open_document(reader_t *r, const void *data, size_t len, int *pages) {
+/* From the file when there is one (MuPDF then reads what it needs, so the
+ * document is not held in memory), else from the bytes. */
+static int open_document(reader_t *r, const dg__xrun_t *run, int *pages) {
   fz_context *ctx = r->ctx;
   fz_stream *stm = NULL;
   int rc = 0;
   fz_var(stm);
   fz_var(rc);
   fz_try(ctx) {
-    stm = fz_open_memory(ctx, data, len);
+    if (run->in_file != NULL)
+      stm = fz_open_file_ptr_no_close(ctx, run->in_file);
+    else
+      stm = fz_open_memory(ctx, run->in, run->in_len);
     r->doc = pdf_open_document_with_stream(ctx, stm);
     if (pdf_needs_password(ctx, r->doc) && !pdf_authenticate_password(ctx, r->doc, ""))
       rc = DG_ENOTSUP;
@@ -577,7 +582,7 @@ static int reader_open(reader_t *r, dg__xrun_t *run, size_t max_memory, int *pag
   fz_set_user_context(r->ctx, r);
   fz_set_warning_callback(r->ctx, quiet, NULL);
   fz_set_error_callback(r->ctx, quiet, NULL);
-  return open_document(r, run->in, run->in_len, pages);
+  return open_document(r, run, pages);
 }
 
 static void reader_close(reader_t *r) {
@@ -626,6 +631,7 @@ static void pdf_close(dg__xrun_t *run) {
 const dg__extractor_t dg__extract_pdf = {
     .name = "pdf",
     .whole = true,
+    .file = true,
     .state_size = sizeof(pdf_state_t),
     .open = pdf_open,
     .step = pdf_step,

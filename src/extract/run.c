@@ -112,6 +112,9 @@ dg_extract_doc_t *dg__xrun_finish(dg__xrun_t *run) {
 void dg__xrun_free(dg__xrun_t *run) {
   if (run->opened && run->ext != NULL)
     run->ext->close(run);
+  if (run->in_file != NULL)
+    fclose(run->in_file);
+  run->in_file = NULL;
   free(run->state);
   run->state = NULL;
   dg_buf_free(&run->text);

@@ -131,22 +131,65 @@ static int read_head(dg__wire_head_t *head, char *content_type) {
   return read_full(STDIN_FILENO, content_type, head->content_type_len);
 }
 
-/* A whole-document extractor gets the document once it is all in. */
+static int too_large(dg__xrun_t *run) {
+  return dg_errctx_set(&run->err, DG_E2BIG, "url",
+                       "the document is larger than the limit of %zu bytes",
+                       run->limits.max_input_bytes);
+}
+
+static int unreadable(dg__xrun_t *run) {
+  return dg_errctx_set(&run->err, DG_EIO, "url", "the document could not be read");
+}
+
+/* Moves what the file holds into doc when writing to it failed (a full
+ * disk): the document then stays in memory. */
+static int unspool(dg__xrun_t *run, FILE *f, size_t written, dg_buf_t *doc) {
+  int rc = fflush(f) == 0 || written == 0 ? 0 : DG_EIO;
+  rc = rc == 0 && fseek(f, 0, SEEK_SET) == 0 ? dg_buf_reserve(doc, written) : DG_EIO;
+  if (rc == 0 && fread(doc->data, 1, written, f) != written)
+    rc = DG_EIO;
+  if (rc == 0)
+    doc->len = written;
+  fclose(f);
+  return rc == 0 ? 0 : unreadable(run);
+}
+
+/* A whole-document extractor gets the document once it is all in: as a
+ * temporary file (unlinked from the start) when the extractor reads
+ * files, so that the process does not hold it in memory too, else (or
+ * when no file can be made or written) in doc. */
 static int read_document(dg__xrun_t *run, dg_buf_t *doc) {
   char piece[READ_PIECE];
+  FILE *f = run->ext->file ? tmpfile() : NULL;
+  size_t total = 0;
   for (;;) {
     ssize_t n = read_some(STDIN_FILENO, piece, sizeof(piece));
     if (n == 0)
       break;
-    if (n < 0)
-      return dg_errctx_set(&run->err, DG_EIO, "url", "the document could not be read");
-    if (dg_buf_append(doc, piece, (size_t)n) != 0)
-      return dg_errctx_set(&run->err, DG_E2BIG, "url",
-                           "the document is larger than the limit of %zu bytes",
-                           run->limits.max_input_bytes);
+    if (n < 0 || (size_t)n > run->limits.max_input_bytes - total) {
+      if (f != NULL)
+        fclose(f);
+      return n < 0 ? unreadable(run) : too_large(run);
+    }
+    if (f != NULL && fwrite(piece, 1, (size_t)n, f) != (size_t)n) {
+      int rc = unspool(run, f, total, doc);
+      f = NULL;
+      if (rc != 0)
+        return rc;
+    }
+    if (f == NULL && dg_buf_append(doc, piece, (size_t)n) != 0)
+      return too_large(run);
+    total += (size_t)n;
   }
-  run->in = (const unsigned char *)(doc->data != NULL ? doc->data : "");
-  run->in_len = doc->len;
+  if (f != NULL && (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0)) {
+    int rc = unspool(run, f, total, doc);
+    f = NULL;
+    if (rc != 0)
+      return rc;
+  }
+  run->in_file = f; /* closed by dg__xrun_free */
+  run->in = f != NULL ? NULL : (const unsigned char *)(doc->data != NULL ? doc->data : "");
+  run->in_len = f != NULL ? 0 : doc->len;
   run->in_last = true;
   return 0;
 }
