@@ -12,7 +12,9 @@ static unsigned leads8(const char *s) {
   uint64_t w;
   memcpy(&w, s, sizeof(w));
   uint64_t continuation = w & ~(w << 1) & 0x8080808080808080ull;
-  return 8u - (unsigned)__builtin_popcountll(continuation);
+  /* One bit per byte, moved to bit 0 and summed into the top byte (no
+   * population count instruction is assumed). */
+  return 8u - (unsigned)(((continuation >> 7) * 0x0101010101010101ull) >> 56);
 }
 
 static bool lead(char c) {
