@@ -88,9 +88,19 @@ function children(pid) {
 // gateway's own peak so far (VmHWM) and the largest peak of an extractor
 // process still running.
 function memory(pid) {
-  const kids = children(pid);
+  const kids = children(pid).filter(isWorker);
   const rss = kids.reduce((sum, c) => sum + statusKb(c, 'VmRSS'), statusKb(pid, 'VmRSS'));
   return { rss, hwm: statusKb(pid, 'VmHWM'), childHwm: Math.max(0, ...kids.map((c) => statusKb(c, 'VmHWM'))) };
+}
+
+// A child that is an extractor process already: until it has started the
+// program, it still shows the gateway's memory (libuv starts it with vfork).
+function isWorker(pid) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--extract-worker');
+  } catch {
+    return false;
+  }
 }
 
 // CPU seconds of pid and of the children it has reaped: utime, stime,
