@@ -107,6 +107,10 @@ static int apply_limits(const dg__wire_head_t *head) {
   struct rlimit cpu = {head->cpu_seconds, (rlim_t)head->cpu_seconds + 1};
   struct rlimit none = {0, 0};
   int rc = setrlimit(RLIMIT_CORE, &none);
+  /* Past a file-size limit (from the gateway's service, say) writing the
+   * document's temporary file fails and the document stays in memory,
+   * rather than the signal ending the process. */
+  rc |= signal(SIGXFSZ, SIG_IGN) == SIG_ERR;
 #ifndef NO_AS_LIMIT
   struct rlimit as = {head->memory_bytes, head->memory_bytes};
   rc |= setrlimit(RLIMIT_AS, &as);
@@ -141,12 +145,12 @@ static int unreadable(dg__xrun_t *run) {
   return dg_errctx_set(&run->err, DG_EIO, "url", "the document could not be read");
 }
 
-/* Moves what the file holds into doc when writing to it failed (a full
- * disk): the document then stays in memory. */
+/* Moves the first written bytes of the file into doc when writing to it
+ * failed (a full disk): the document then stays in memory. The file is
+ * written through its descriptor, so no bytes wait in a stdio buffer. */
 static int unspool(dg__xrun_t *run, FILE *f, size_t written, dg_buf_t *doc) {
-  int rc = fflush(f) == 0 || written == 0 ? 0 : DG_EIO;
-  rc = rc == 0 && fseek(f, 0, SEEK_SET) == 0 ? dg_buf_reserve(doc, written) : DG_EIO;
-  if (rc == 0 && fread(doc->data, 1, written, f) != written)
+  int rc = fseek(f, 0, SEEK_SET) == 0 ? dg_buf_reserve(doc, written) : DG_EIO;
+  if (rc == 0 && written > 0 && fread(doc->data, 1, written, f) != written)
     rc = DG_EIO;
   if (rc == 0)
     doc->len = written;
@@ -171,7 +175,7 @@ static int read_document(dg__xrun_t *run, dg_buf_t *doc) {
         fclose(f);
       return n < 0 ? unreadable(run) : too_large(run);
     }
-    if (f != NULL && fwrite(piece, 1, (size_t)n, f) != (size_t)n) {
+    if (f != NULL && write_full(fileno(f), piece, (size_t)n) != 0) {
       int rc = unspool(run, f, total, doc);
       f = NULL;
       if (rc != 0)
@@ -181,7 +185,7 @@ static int read_document(dg__xrun_t *run, dg_buf_t *doc) {
       return too_large(run);
     total += (size_t)n;
   }
-  if (f != NULL && (fflush(f) != 0 || fseek(f, 0, SEEK_SET) != 0)) {
+  if (f != NULL && fseek(f, 0, SEEK_SET) != 0) {
     int rc = unspool(run, f, total, doc);
     f = NULL;
     if (rc != 0)
