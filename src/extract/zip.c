@@ -126,11 +126,12 @@ static bool declaration(dg__zip_io_t *io, const unsigned char *p, size_t n) {
   }
   /* Then every "!" with a byte on each side in this read, found with
    * memchr rather than by looking at every byte. */
-  const unsigned char *q = p + 1;
-  while (n > 2 && (q = memchr(q, '!', (size_t)(p + n - 1 - q))) != NULL) {
+  const unsigned char *q = n > 2 ? memchr(p + 1, '!', n - 2) : NULL;
+  while (q != NULL) {
     if (q[-1] == '<' && q[1] != '-' && q[1] != '[')
       return true;
     q++;
+    q = memchr(q, '!', (size_t)(p + n - 1 - q));
   }
   if (n >= 2) {
     io->tail[0] = p[n - 2];
