@@ -8,11 +8,13 @@
 //   node bench/extract.mjs serve DIR
 //       serves every file of DIR at /files/bench/<name> with the mock
 //       upstream of tests/upstream/ and prints {"port": N}.
-//   node bench/extract.mjs stream MCP_URL FILE_URL ROUNDS PID
+//   node bench/extract.mjs stream MCP_URL FILE_URL ROUNDS PID CLK_TCK
 //       calls get_file_text on FILE_URL (a new query string each call, so
 //       that nothing comes from the cache) ROUNDS times with a progress token
 //       over SSE and ROUNDS times without, alternating, while sampling the
-//       resident memory of process PID; prints one JSON line per call.
+//       resident memory of process PID and its children and the CPU time
+//       of PID with the children it has reaped (/proc/PID/stat); prints
+//       one JSON line per call.
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -82,20 +84,46 @@ function children(pid) {
   }
 }
 
-// Resident memory in KiB of pid and its extractor processes: now, and the
-// gateway's own peak so far (VmHWM).
+// Resident memory in KiB of pid and its extractor processes now, the
+// gateway's own peak so far (VmHWM) and the largest peak of an extractor
+// process still running.
 function memory(pid) {
-  const rss = children(pid).reduce((sum, c) => sum + statusKb(c, 'VmRSS'), statusKb(pid, 'VmRSS'));
-  return { rss, hwm: statusKb(pid, 'VmHWM') };
+  const kids = children(pid).filter(isWorker);
+  const rss = kids.reduce((sum, c) => sum + statusKb(c, 'VmRSS'), statusKb(pid, 'VmRSS'));
+  return { rss, hwm: statusKb(pid, 'VmHWM'), childHwm: Math.max(0, ...kids.map((c) => statusKb(c, 'VmHWM'))) };
+}
+
+// A child that is an extractor process already: until it has started the
+// program, it still shows the gateway's memory (libuv starts it with vfork).
+function isWorker(pid) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('--extract-worker');
+  } catch {
+    return false;
+  }
+}
+
+// CPU seconds of pid and of the children it has reaped: utime, stime,
+// cutime and cstime of /proc/<pid>/stat (fields 14 to 17), in clock ticks.
+function cpuSeconds(pid, ticks) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return fields.slice(11, 15).reduce((sum, f) => sum + Number(f), 0) / ticks;
 }
 
 // One call; with a token, the time of the first progress event too.
-async function call(url, sid, fileUrl, id, stream, pid) {
+async function call(url, sid, fileUrl, id, stream, pid, ticks) {
   const params = { name: 'get_file_text', arguments: { url: fileUrl } };
   if (stream) params._meta = { progressToken: id };
   const before = memory(pid).rss;
+  const cpuBefore = cpuSeconds(pid, ticks);
   let peak = before;
-  const sampler = setInterval(() => (peak = Math.max(peak, memory(pid).rss)), 10);
+  let extractorPeak = 0;
+  const sampler = setInterval(() => {
+    const m = memory(pid);
+    peak = Math.max(peak, m.rss);
+    extractorPeak = Math.max(extractorPeak, m.childHwm);
+  }, 10);
   const t0 = performance.now();
   let first = null;
   let chunks = 0;
@@ -128,17 +156,23 @@ async function call(url, sid, fileUrl, id, stream, pid) {
   const total = performance.now() - t0;
   clearInterval(sampler);
   peak = Math.max(peak, memory(pid).rss);
+  // The extractor process may be reaped after the answer has left: wait
+  // (up to half a second) until its CPU time has been added.
+  for (let i = 0; i < 50 && children(pid).length > 0; i++) await new Promise((r) => setTimeout(r, 10));
+  const cpu = cpuSeconds(pid, ticks) - cpuBefore;
   if (!result || result.isError) throw new Error(`get_file_text failed: ${JSON.stringify(result)}`);
   const sc = result.structuredContent;
   return { stream, firstMs: first, totalMs: total, chunks, totalChars: sc.totalChars,
-    truncated: Boolean(sc.truncated), rssBeforeKb: before, rssPeakKb: peak };
+    truncated: Boolean(sc.truncated), rssBeforeKb: before, rssPeakKb: peak,
+    extractorPeakKb: extractorPeak, cpuSeconds: cpu };
 }
 
-async function stream(url, fileUrl, rounds, pid) {
+async function stream(url, fileUrl, rounds, pid, ticks) {
   const sid = await session(url);
   for (let r = 1; r <= Number(rounds); r++) {
     for (const streaming of [true, false]) {
-      const out = await call(url, sid, `${fileUrl}?round=${r}&stream=${streaming}`, r * 10 + streaming, streaming, pid);
+      const out = await call(url, sid, `${fileUrl}?round=${r}&stream=${streaming}`, r * 10 + streaming, streaming,
+        pid, Number(ticks));
       console.log(JSON.stringify({ round: r, ...out }));
     }
   }
@@ -149,6 +183,6 @@ if (cmd === 'docs') docs(...args);
 else if (cmd === 'serve') await serve(...args);
 else if (cmd === 'stream') await stream(...args);
 else {
-  console.error('usage: extract.mjs docs DIR PDF_MB DOCX_MB | serve DIR | stream MCP_URL FILE_URL ROUNDS PID');
+  console.error('usage: extract.mjs docs DIR PDF_MB DOCX_MB | serve DIR | stream MCP_URL FILE_URL ROUNDS PID CLK_TCK');
   process.exit(2);
 }

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* `datagate --extract FILE`: extracts one file with the gateway's
  * extractors, on the threadpool of a private loop (the command is a process
- * of its own already), and prints the text or the File text envelopes. Used to try a document by
- * hand and by benchmarks. */
+ * of its own already) or, with --process, in an extractor process as the
+ * gateway does, and prints the text or the File text envelopes. Used to
+ * try a document by hand and by benchmarks; --usage adds what the
+ * extraction cost (CPU time and peak resident memory of this process and
+ * of its extractor process). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "extract/internal.h"
 
@@ -15,10 +19,19 @@
 #define EXIT_FAILED 1
 #define EXIT_USAGE 2
 
+/* The extractor process's limits: the defaults of extractCpuSeconds and
+ * extractMemoryBytes (docs/configuration.md). */
+#define PROCESS_CPU_SECONDS 30
+#define PROCESS_MEMORY_BYTES ((size_t)1 << 30)
+
 typedef struct cli {
   const char *path;
   dg_extract_request_t req;
   bool json;
+  bool process;   /* in an extractor process, as the gateway */
+  bool usage_out; /* print the CPU time and memory used */
+  dg_extract_isolation_t iso;
+  char worker_path[4096];
   FILE *out;
   FILE *err_out;
   int status;
@@ -31,7 +44,7 @@ static int usage(FILE *err_out, const char *what) {
   fprintf(err_out,
           "datagate: %s\n"
           "Usage: datagate --extract FILE [--content-type TYPE] [--offset N] "
-          "[--chunk-chars N] [--json]\n"
+          "[--chunk-chars N] [--json] [--process] [--usage]\n"
           "  --chunk-chars: %d to %d; --offset: from 0 to the length of the text\n",
           what, DG_EXTRACT_CHUNK_MIN, DG_EXTRACT_CHUNK_MAX);
   return EXIT_USAGE;
@@ -52,6 +65,10 @@ static int parse(cli_t *c, int argc, char **argv) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--json") == 0) {
       c->json = true;
+    } else if (strcmp(a, "--process") == 0) {
+      c->process = true;
+    } else if (strcmp(a, "--usage") == 0) {
+      c->usage_out = true;
     } else if (strcmp(a, "--content-type") == 0 && v != NULL) {
       c->req.content_type = argv[++i];
     } else if (strcmp(a, "--offset") == 0 && number(v, INT64_MAX, &c->req.offset)) {
@@ -68,6 +85,38 @@ static int parse(cli_t *c, int argc, char **argv) {
   }
   c->req.name = c->path;
   return c->path != NULL ? 0 : usage(c->err_out, "--extract needs a FILE");
+}
+
+/* The extractor process is this executable, as in the gateway. */
+static int isolate(cli_t *c) {
+  size_t len = sizeof(c->worker_path);
+  if (uv_exepath(c->worker_path, &len) != 0) {
+    fprintf(c->err_out, "datagate: --process: this program's path is unknown\n");
+    return EXIT_FAILED;
+  }
+  c->iso = (dg_extract_isolation_t){.worker_path = c->worker_path,
+                                    .cpu_seconds = PROCESS_CPU_SECONDS,
+                                    .memory_bytes = PROCESS_MEMORY_BYTES};
+  c->req.isolation = &c->iso;
+  return 0;
+}
+
+static double cpu_seconds(const struct rusage *u) {
+  return (double)u->ru_utime.tv_sec + (double)u->ru_utime.tv_usec / 1e6 +
+         (double)u->ru_stime.tv_sec + (double)u->ru_stime.tv_usec / 1e6;
+}
+
+/* One JSON line on standard error: this process (reading the file, the
+ * chunks, the text kept for the document) and its extractor processes,
+ * all reaped by now (ru_maxrss is in KiB on Linux). */
+static void print_usage(FILE *err_out) {
+  struct rusage self, children;
+  if (getrusage(RUSAGE_SELF, &self) != 0 || getrusage(RUSAGE_CHILDREN, &children) != 0)
+    return;
+  fprintf(err_out,
+          "{\"cpuSeconds\":%.3f,\"maxRssKiB\":%ld,\"extractorCpuSeconds\":%.3f,"
+          "\"extractorMaxRssKiB\":%ld}\n",
+          cpu_seconds(&self), self.ru_maxrss, cpu_seconds(&children), children.ru_maxrss);
 }
 
 static void on_chunk(dg_extract_t *x, const dg_extract_chunk_t *chunk, void *data) {
@@ -139,6 +188,8 @@ int dg_extract_main(int argc, char **argv, FILE *out, FILE *err_out) {
   c.out = out;
   c.err_out = err_out;
   int rc = parse(&c, argc, argv);
+  if (rc == 0 && c.process)
+    rc = isolate(&c);
   if (rc != 0)
     return rc;
   FILE *f = fopen(c.path, "rb");
@@ -152,6 +203,8 @@ int dg_extract_main(int argc, char **argv, FILE *out, FILE *err_out) {
     fputc('\n', out);
   if (rc != 0)
     fprintf(err_out, "datagate: %s: %s\n", c.path, c.message);
+  if (c.usage_out)
+    print_usage(err_out);
   if (rc == 0)
     return 0;
   return c.usage ? EXIT_USAGE : EXIT_FAILED;

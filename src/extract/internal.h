@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "datagate/extract.h"
 
@@ -26,6 +27,8 @@ size_t dg__utf8_advance(const char *s, size_t len, size_t from, uint64_t n, uint
  * written only before the next visible text, and several merge into the
  * strongest, so empty elements never leave runs of blank lines. */
 enum { DG__BREAK_NONE = 0, DG__BREAK_SPACE, DG__BREAK_LINE, DG__BREAK_PARA };
+/* Bytes at the end of the output a break looks back at (newlines). */
+#define DG__SINK_LOOKBACK 2
 
 typedef struct dg__sink {
   dg_buf_t *out;
@@ -64,6 +67,10 @@ typedef struct dg__xrun {
   const unsigned char *in;
   size_t in_len;
   bool in_last; /* no bytes will follow in */
+  /* Or, for an extractor that reads files, the whole document as this
+   * file (in is then NULL): the extractor process's copy on disk, closed
+   * by dg__xrun_free. */
+  FILE *in_file;
   dg_buf_t text;
   dg__sink_t sink;
   char truncated[192]; /* why the text was cut, or "" */
@@ -80,6 +87,7 @@ typedef struct dg__xrun {
 struct dg__extractor {
   const char *name;
   bool whole;        /* needs the whole document before its first step */
+  bool file;         /* whole, and reads it from run->in_file when given */
   size_t state_size; /* bytes of private state in run->state */
   /* Before the first step; returns 0 or a DG_E* code with run->err set. */
   int (*open)(dg__xrun_t *run);
@@ -111,6 +119,11 @@ int dg__xrun_check(dg__xrun_t *run);
 bool dg__xrun_full(const dg__xrun_t *run);
 /* Records why the text stops short (first reason wins). */
 void dg__xrun_cut(dg__xrun_t *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Forgets the text before byte upto, which the caller has handed on,
+ * except the last DG__SINK_LOOKBACK bytes the sink still looks at; the
+ * text's maximum drops by as much, so the limit still counts all of it.
+ * Returns the bytes forgotten (positions in the text move back by them). */
+size_t dg__xrun_forget(dg__xrun_t *run, size_t upto);
 /* Turns the text into a document (taking it); NULL when out of memory. */
 dg_extract_doc_t *dg__xrun_finish(dg__xrun_t *run);
 void dg__xrun_free(dg__xrun_t *run);

@@ -16,12 +16,10 @@
  * cannot be read is left empty (the whole document failing only when no
  * page can be read).
  *
- * Two pages at a time: with more than one CPU, a longer document is also
- * opened by a helper thread with a MuPDF context and document of its own
- * (MuPDF shares nothing between them), which reads the next page while the
- * step reads this one; the step then writes both, in order. Each side gets
- * half the memory limit. The helper is idle between steps, so a step still
- * does a bounded amount of work and the output stays in page order. */
+ * One thread reads the pages. A second MuPDF context reading every other
+ * page on another CPU halves the wall time but costs about a third more
+ * CPU time and memory (the document is opened, and its fonts and objects
+ * loaded, twice): the CPU is better spent on the gateway's other calls. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,10 +55,7 @@ typedef struct mem {
   size_t cached;
 } mem_t;
 
-/* Pages below which a document is read by one thread. */
-#define HELPER_MIN_PAGES 4
-
-/* One MuPDF context with its own copy of the document. */
+/* The MuPDF context and the document. */
 typedef struct reader {
   dg__xrun_t *run;
   mem_t mem;
@@ -68,6 +63,7 @@ typedef struct reader {
   fz_context *ctx;
   pdf_document *doc;
   fz_cookie cookie;
+  bool page_tree; /* MuPDF's page map is loaded */
   unsigned calls;
   bool late; /* the deadline passed while a page ran */
   /* The stext device's own drawing functions, called by the wrappers. */
@@ -75,22 +71,8 @@ typedef struct reader {
   dg_errctx_t err; /* why the last page failed */
 } reader_t;
 
-/* The helper thread and what it is asked; the lock hands the reader over. */
-typedef struct helper {
-  reader_t r;
-  uv_thread_t thread;
-  uv_mutex_t lock;
-  uv_cond_t cond;
-  int page; /* to read, or -1 */
-  bool ready;
-  bool quit;
-  fz_stext_page *text;
-  int rc;
-} helper_t;
-
 typedef struct pdf_state {
   reader_t main;
-  helper_t *helper; /* NULL: one thread */
   int pages;
   int next;
   int failed; /* pages that could not be read */
@@ -512,73 +494,17 @@ static int write_page(dg__xrun_t *run, pdf_state_t *st, reader_t *r, int number,
   return rc == DG_EPROTO ? 0 : rc;
 }
 
-/* ---- The helper thread ------------------------------------------------------------------ */
-
-static void helper_main(void *arg) {
-  helper_t *h = arg;
-  uv_mutex_lock(&h->lock);
-  for (;;) {
-    while (h->page < 0 && !h->quit)
-      uv_cond_wait(&h->cond, &h->lock);
-    if (h->quit)
-      break;
-    int page = h->page;
-    uv_mutex_unlock(&h->lock);
-    fz_stext_page *text = NULL;
-    int rc = read_page(&h->r, page, &text);
-    uv_mutex_lock(&h->lock);
-    h->text = text;
-    h->rc = rc;
-    h->page = -1;
-    h->ready = true;
-    uv_cond_broadcast(&h->cond);
-  }
-  uv_mutex_unlock(&h->lock);
-}
-
-static void helper_ask(helper_t *h, int page) {
-  uv_mutex_lock(&h->lock);
-  h->page = page;
-  h->ready = false;
-  uv_cond_broadcast(&h->cond);
-  uv_mutex_unlock(&h->lock);
-}
-
-static int helper_wait(helper_t *h, fz_stext_page **text) {
-  uv_mutex_lock(&h->lock);
-  while (!h->ready)
-    uv_cond_wait(&h->cond, &h->lock);
-  *text = h->text;
-  h->text = NULL;
-  uv_mutex_unlock(&h->lock);
-  return h->rc;
-}
-
 /* ---- Pages ---------------------------------------------------------------------------------- */
 
-/* One page, or two at once with the helper. */
-static int read_next(dg__xrun_t *run, pdf_state_t *st, int last) {
-  helper_t *h = st->next + 1 < last ? st->helper : NULL;
-  fz_stext_page *mine = NULL, *theirs = NULL;
-  int number = st->next;
-  if (h != NULL)
-    helper_ask(h, number + 1);
-  int rc = read_page(&st->main, number, &mine);
-  int rc2 = h != NULL ? helper_wait(h, &theirs) : 0;
-  st->next += h != NULL ? 2 : 1;
-  rc = write_page(run, st, &st->main, number, rc, mine);
-  if (h == NULL)
-    return rc;
-  if (rc != 0) {
-    fz_drop_stext_page(h->r.ctx, theirs);
-    return rc;
-  }
-  return write_page(run, st, &h->r, number + 1, rc2, theirs);
+static int read_next(dg__xrun_t *run, pdf_state_t *st) {
+  fz_stext_page *text = NULL;
+  int number = st->next++;
+  int rc = read_page(&st->main, number, &text);
+  return write_page(run, st, &st->main, number, rc, text);
 }
 
 /* Pages until the step's page count or time budget is spent or the text
- * is full. The helper never reads past the step's last page, so a step
- * reads max_pages_per_step pages at most, with or without it. */
+ * is full. */
 static int read_pages(dg__xrun_t *run, pdf_state_t *st, int last) {
   unsigned most = run->limits.max_pages_per_step > 0 ? run->limits.max_pages_per_step : 1;
   unsigned left = (unsigned)(last - st->next);
@@ -586,7 +512,7 @@ static int read_pages(dg__xrun_t *run, pdf_state_t *st, int last) {
   uint64_t start = dg_now_ns();
   int rc = 0;
   while (rc == 0 && st->next < end) {
-    rc = read_next(run, st, end);
+    rc = read_next(run, st);
     if (dg__xrun_full(run) || dg_now_ns() - start >= STEP_BUDGET_NS)
       break;
   }
@@ -595,14 +521,32 @@ static int read_pages(dg__xrun_t *run, pdf_state_t *st, int last) {
 
 /* ---- Readers ------------------------------------------------------------------------------- */
 
-static int open_document(reader_t *r, const void *data, size_t len, int *pages) {
+/* Without the page map MuPDF finds page N by walking the page tree's
+ * kids from the first, so reading every page of a flat tree is quadratic
+ * in the page count. A tree that cannot be mapped is walked as before. */
+static void load_page_tree(reader_t *r) {
+  fz_try(r->ctx) {
+    pdf_load_page_tree(r->ctx, r->doc);
+    r->page_tree = true;
+  }
+  fz_catch(r->ctx) {
+    r->page_tree = false;
+  }
+}
+
+/* From the file when there is one (MuPDF then reads what it needs, so the
+ * document is not held in memory), else from the bytes. */
+static int open_document(reader_t *r, const dg__xrun_t *run, int *pages) {
   fz_context *ctx = r->ctx;
   fz_stream *stm = NULL;
   int rc = 0;
   fz_var(stm);
   fz_var(rc);
   fz_try(ctx) {
-    stm = fz_open_memory(ctx, data, len);
+    if (run->in_file != NULL)
+      stm = fz_open_file_ptr_no_close(ctx, run->in_file);
+    else
+      stm = fz_open_memory(ctx, run->in, run->in_len);
     r->doc = pdf_open_document_with_stream(ctx, stm);
     if (pdf_needs_password(ctx, r->doc) && !pdf_authenticate_password(ctx, r->doc, ""))
       rc = DG_ENOTSUP;
@@ -615,6 +559,7 @@ static int open_document(reader_t *r, const void *data, size_t len, int *pages) 
   fz_catch(ctx) {
     return failure(r, "opening the PDF");
   }
+  load_page_tree(r);
   if (rc != 0)
     return dg_errctx_set(&r->err, rc, "url", "the PDF is password-protected");
   if (*pages <= 0)
@@ -637,51 +582,18 @@ static int reader_open(reader_t *r, dg__xrun_t *run, size_t max_memory, int *pag
   fz_set_user_context(r->ctx, r);
   fz_set_warning_callback(r->ctx, quiet, NULL);
   fz_set_error_callback(r->ctx, quiet, NULL);
-  return open_document(r, run->in, run->in_len, pages);
+  return open_document(r, run, pages);
 }
 
 static void reader_close(reader_t *r) {
   if (r->ctx != NULL) {
+    if (r->page_tree)
+      pdf_drop_page_tree(r->ctx, r->doc);
     pdf_drop_document(r->ctx, r->doc);
     fz_drop_context(r->ctx);
   }
   r->ctx = NULL;
   mem_release(&r->mem);
-}
-
-static void helper_free(helper_t *h) {
-  reader_close(&h->r);
-  uv_cond_destroy(&h->cond);
-  uv_mutex_destroy(&h->lock);
-  free(h);
-}
-
-/* With another CPU and enough pages, a helper halves the wall time; each
- * side then gets half the memory. Without one, the document is simply
- * read by one thread. */
-static void start_helper(dg__xrun_t *run, pdf_state_t *st) {
-  size_t half = run->limits.max_memory_bytes / 2;
-  if (uv_available_parallelism() < 2 || st->pages < HELPER_MIN_PAGES || st->main.mem.used > half)
-    return;
-  helper_t *h = calloc(1, sizeof(*h));
-  int pages = 0;
-  if (h == NULL || uv_mutex_init(&h->lock) != 0) {
-    free(h);
-    return;
-  }
-  h->page = -1;
-  if (uv_cond_init(&h->cond) != 0) {
-    uv_mutex_destroy(&h->lock);
-    free(h);
-    return;
-  }
-  if (reader_open(&h->r, run, half, &pages) != 0 || pages != st->pages ||
-      uv_thread_create(&h->thread, helper_main, h) != 0) {
-    helper_free(h);
-    return;
-  }
-  st->main.mem.max = half;
-  st->helper = h;
 }
 
 /* ---- The extractor ---------------------------------------------------------------------- */
@@ -695,7 +607,6 @@ static int pdf_open(dg__xrun_t *run) {
     run->err = st->main.err;
     return rc;
   }
-  start_helper(run, st);
   return 0;
 }
 
@@ -714,22 +625,13 @@ static int pdf_step(dg__xrun_t *run, bool *done) {
 
 static void pdf_close(dg__xrun_t *run) {
   pdf_state_t *st = run->state;
-  helper_t *h = st->helper;
-  if (h != NULL) {
-    uv_mutex_lock(&h->lock);
-    h->quit = true;
-    uv_cond_broadcast(&h->cond);
-    uv_mutex_unlock(&h->lock);
-    uv_thread_join(&h->thread);
-    helper_free(h);
-    st->helper = NULL;
-  }
   reader_close(&st->main);
 }
 
 const dg__extractor_t dg__extract_pdf = {
     .name = "pdf",
     .whole = true,
+    .file = true,
     .state_size = sizeof(pdf_state_t),
     .open = pdf_open,
     .step = pdf_step,

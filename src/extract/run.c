@@ -90,6 +90,17 @@ int dg__xrun_step(dg__xrun_t *run) {
   return rc;
 }
 
+size_t dg__xrun_forget(dg__xrun_t *run, size_t upto) {
+  if (upto > run->text.len)
+    upto = run->text.len;
+  if (upto <= DG__SINK_LOOKBACK)
+    return 0;
+  size_t drop = upto - DG__SINK_LOOKBACK;
+  dg_buf_consume(&run->text, drop);
+  run->text.max -= drop;
+  return drop;
+}
+
 dg_extract_doc_t *dg__xrun_finish(dg__xrun_t *run) {
   size_t len = 0;
   char *text = dg_buf_steal(&run->text, &len);
@@ -101,6 +112,9 @@ dg_extract_doc_t *dg__xrun_finish(dg__xrun_t *run) {
 void dg__xrun_free(dg__xrun_t *run) {
   if (run->opened && run->ext != NULL)
     run->ext->close(run);
+  if (run->in_file != NULL)
+    fclose(run->in_file);
+  run->in_file = NULL;
   free(run->state);
   run->state = NULL;
   dg_buf_free(&run->text);

@@ -32,7 +32,7 @@ static void put(dg__sink_t *s, const char *p, size_t n) {
 
 static size_t trailing_newlines(const dg_buf_t *out) {
   size_t n = 0;
-  while (n < 2 && n < out->len && out->data[out->len - 1 - n] == '\n')
+  while (n < DG__SINK_LOOKBACK && n < out->len && out->data[out->len - 1 - n] == '\n')
     n++;
   return n;
 }
@@ -125,13 +125,23 @@ static void special_byte(dg__sink_t *s, unsigned char c) {
   }
 }
 
-/* Length of the plain run at p: bytes written as they are. */
+static bool visible_ascii(unsigned char c) {
+  return c > 0x20 && c < 0x7f;
+}
+
+/* Length of the plain run at p: bytes written as they are. Collapsing
+ * white space, one space between two visible ASCII characters is plain
+ * too: it would become a space break that the next character writes as
+ * one space, so words go out in one piece instead of three. */
 static size_t plain_run(const dg__sink_t *s, const unsigned char *p, size_t n) {
   size_t i = 0;
   while (i < n) {
     unsigned char c = p[i];
     if (c < 0x80) {
-      bool plain = s->preserve ? (c != 0 && c != '\r' && c != '\n') : (c > 0x20 && c < 0x7f);
+      bool plain = s->preserve ? (c != 0 && c != '\r' && c != '\n') : visible_ascii(c);
+      if (!plain && !s->preserve && c == ' ' && i > 0 && visible_ascii(p[i - 1]) && i + 1 < n &&
+          visible_ascii(p[i + 1]))
+        plain = true;
       if (!plain)
         break;
       i++;

@@ -86,8 +86,9 @@ static int send_failure(int code, const char *message) {
   return send_frame('E', buf, 4 + mlen);
 }
 
-/* Sends the text written since *sent, in frames of at most DG__WIRE_TEXT. */
-static int send_text(const dg__xrun_t *run, size_t *sent) {
+/* Sends the text written since *sent, in frames of at most DG__WIRE_TEXT,
+ * then forgets it: the process holds one step's text, not the whole. */
+static int send_text(dg__xrun_t *run, size_t *sent) {
   int rc = 0;
   while (rc == 0 && *sent < run->text.len) {
     size_t n = run->text.len - *sent;
@@ -95,6 +96,8 @@ static int send_text(const dg__xrun_t *run, size_t *sent) {
     rc = send_frame('T', run->text.data + *sent, n);
     *sent += n;
   }
+  if (rc == 0)
+    *sent -= dg__xrun_forget(run, *sent);
   return rc;
 }
 
@@ -104,6 +107,10 @@ static int apply_limits(const dg__wire_head_t *head) {
   struct rlimit cpu = {head->cpu_seconds, (rlim_t)head->cpu_seconds + 1};
   struct rlimit none = {0, 0};
   int rc = setrlimit(RLIMIT_CORE, &none);
+  /* Past a file-size limit (from the gateway's service, say) writing the
+   * document's temporary file fails and the document stays in memory,
+   * rather than the signal ending the process. */
+  rc |= signal(SIGXFSZ, SIG_IGN) == SIG_ERR;
 #ifndef NO_AS_LIMIT
   struct rlimit as = {head->memory_bytes, head->memory_bytes};
   rc |= setrlimit(RLIMIT_AS, &as);
@@ -128,22 +135,65 @@ static int read_head(dg__wire_head_t *head, char *content_type) {
   return read_full(STDIN_FILENO, content_type, head->content_type_len);
 }
 
-/* A whole-document extractor gets the document once it is all in. */
+static int too_large(dg__xrun_t *run) {
+  return dg_errctx_set(&run->err, DG_E2BIG, "url",
+                       "the document is larger than the limit of %zu bytes",
+                       run->limits.max_input_bytes);
+}
+
+static int unreadable(dg__xrun_t *run) {
+  return dg_errctx_set(&run->err, DG_EIO, "url", "the document could not be read");
+}
+
+/* Moves the first written bytes of the file into doc when writing to it
+ * failed (a full disk): the document then stays in memory. The file is
+ * written through its descriptor, so no bytes wait in a stdio buffer. */
+static int unspool(dg__xrun_t *run, FILE *f, size_t written, dg_buf_t *doc) {
+  int rc = fseek(f, 0, SEEK_SET) == 0 ? dg_buf_reserve(doc, written) : DG_EIO;
+  if (rc == 0 && written > 0 && fread(doc->data, 1, written, f) != written)
+    rc = DG_EIO;
+  if (rc == 0)
+    doc->len = written;
+  fclose(f);
+  return rc == 0 ? 0 : unreadable(run);
+}
+
+/* A whole-document extractor gets the document once it is all in: as a
+ * temporary file (unlinked from the start) when the extractor reads
+ * files, so that the process does not hold it in memory too, else (or
+ * when no file can be made or written) in doc. */
 static int read_document(dg__xrun_t *run, dg_buf_t *doc) {
   char piece[READ_PIECE];
+  FILE *f = run->ext->file ? tmpfile() : NULL;
+  size_t total = 0;
   for (;;) {
     ssize_t n = read_some(STDIN_FILENO, piece, sizeof(piece));
     if (n == 0)
       break;
-    if (n < 0)
-      return dg_errctx_set(&run->err, DG_EIO, "url", "the document could not be read");
-    if (dg_buf_append(doc, piece, (size_t)n) != 0)
-      return dg_errctx_set(&run->err, DG_E2BIG, "url",
-                           "the document is larger than the limit of %zu bytes",
-                           run->limits.max_input_bytes);
+    if (n < 0 || (size_t)n > run->limits.max_input_bytes - total) {
+      if (f != NULL)
+        fclose(f);
+      return n < 0 ? unreadable(run) : too_large(run);
+    }
+    if (f != NULL && write_full(fileno(f), piece, (size_t)n) != 0) {
+      int rc = unspool(run, f, total, doc);
+      f = NULL;
+      if (rc != 0)
+        return rc;
+    }
+    if (f == NULL && dg_buf_append(doc, piece, (size_t)n) != 0)
+      return too_large(run);
+    total += (size_t)n;
   }
-  run->in = (const unsigned char *)(doc->data != NULL ? doc->data : "");
-  run->in_len = doc->len;
+  if (f != NULL && fseek(f, 0, SEEK_SET) != 0) {
+    int rc = unspool(run, f, total, doc);
+    f = NULL;
+    if (rc != 0)
+      return rc;
+  }
+  run->in_file = f; /* closed by dg__xrun_free */
+  run->in = f != NULL ? NULL : (const unsigned char *)(doc->data != NULL ? doc->data : "");
+  run->in_len = f != NULL ? 0 : doc->len;
   run->in_last = true;
   return 0;
 }

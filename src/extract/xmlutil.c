@@ -102,8 +102,47 @@ static void scan_start(dg__attr_scan_t *s, unsigned char c) {
   s->seen++;
 }
 
+/* The byte that ends the state's stretch of uninteresting bytes: text
+ * runs to "<", an end tag to ">", a quoted value to its quote; 0 for the
+ * states that look at every byte. */
+static unsigned char stretch_end(unsigned char state) {
+  switch (state) {
+  case S_TEXT:
+    return '<';
+  case S_END:
+    return '>';
+  case S_TAG_DQ:
+    return '"';
+  case S_TAG_SQ:
+    return '\'';
+  default:
+    return 0;
+  }
+}
+
+/* Skips from i to the byte that ends the current stretch (memchr rather
+ * than a byte at a time through the state machine: the scan was most of
+ * the cost of reading a DOCX), keeping the last two bytes as seen. */
+static size_t skip_stretch(dg__attr_scan_t *s, const unsigned char *p, size_t i, size_t n) {
+  unsigned char end = stretch_end(s->state);
+  if (end == 0 || s->seen < 2)
+    return i;
+  const unsigned char *hit = memchr(p + i, end, n - i);
+  size_t j = hit != NULL ? (size_t)(hit - p) : n;
+  if (j - i >= 2)
+    s->hist[0] = p[j - 2];
+  else if (j - i == 1)
+    s->hist[0] = s->hist[1];
+  if (j > i)
+    s->hist[1] = p[j - 1];
+  return j;
+}
+
 bool dg__attr_scan(dg__attr_scan_t *s, const unsigned char *p, size_t n, unsigned max) {
   for (size_t i = 0; i < n && !s->off; i++) {
+    i = skip_stretch(s, p, i, n);
+    if (i == n)
+      break;
     unsigned char c = p[i];
     if (s->seen < 2)
       scan_start(s, c);

@@ -117,11 +117,21 @@ static int check_read(dg__zip_t *z, size_t n) {
  * no entity is ever declared. tail holds the last bytes of the previous
  * read. */
 static bool declaration(dg__zip_io_t *io, const unsigned char *p, size_t n) {
-  for (size_t i = 0; i < n; i++) {
+  /* The first two bytes, which follow the tail. */
+  for (size_t i = 0; i < n && i < 2; i++) {
     unsigned char prev2 = i >= 2 ? p[i - 2] : io->tail[i == 0 ? 0 : 1];
     unsigned char prev1 = i >= 1 ? p[i - 1] : io->tail[1];
     if (prev2 == '<' && prev1 == '!' && p[i] != '-' && p[i] != '[')
       return true;
+  }
+  /* Then every "!" with a byte on each side in this read, found with
+   * memchr rather than by looking at every byte. */
+  const unsigned char *q = n > 2 ? memchr(p + 1, '!', n - 2) : NULL;
+  while (q != NULL) {
+    if (q[-1] == '<' && q[1] != '-' && q[1] != '[')
+      return true;
+    q++;
+    q = memchr(q, '!', (size_t)(p + n - 1 - q));
   }
   if (n >= 2) {
     io->tail[0] = p[n - 2];

@@ -64,6 +64,30 @@ describe('--extract', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('--process extracts in an extractor process, as the gateway does; --usage prints what it cost', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'datagate-extract-'));
+    const file = path.join(dir, 'page.html');
+    fs.writeFileSync(file, '<html><body><h1>Title</h1><p>First paragraph.</p><p>Second.</p></body></html>');
+    try {
+      const here = await runBinary(['--extract', file, '--usage']);
+      const there = await runBinary(['--extract', file, '--process', '--usage']);
+      assert.equal(here.code, 0, here.stderr);
+      assert.equal(there.code, 0, there.stderr);
+      assert.equal(there.stdout, here.stdout);
+      assert.match(there.stdout, /Title\n\nFirst paragraph\.\n\nSecond\./);
+      const usage = (r) => JSON.parse(r.stderr.trim().split('\n').at(-1));
+      const u = usage(there);
+      assert.deepEqual(Object.keys(u), ['cpuSeconds', 'maxRssKiB', 'extractorCpuSeconds', 'extractorMaxRssKiB']);
+      assert.ok(u.maxRssKiB > 0 && u.extractorMaxRssKiB > 0, there.stderr);
+      assert.ok(u.cpuSeconds >= 0 && u.extractorCpuSeconds >= 0, there.stderr);
+      // Without --process nothing runs in another process.
+      assert.equal(usage(here).extractorMaxRssKiB, 0, here.stderr);
+      assert.equal(usage(here).extractorCpuSeconds, 0, here.stderr);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('--check-config', () => {

@@ -171,9 +171,8 @@ static unsigned char *many_pages(size_t pages, size_t *len) {
 static void test_pdf_chunks_stream_before_the_end(void **state) {
   size_t len = 0;
   unsigned char *d = many_pages(40, &len);
-  /* Two pages a step (one here and one on the helper thread, when there
-   * is one): at least 20 steps, whatever the clock says, so the chunks
-   * from the first pages are final long before the last step. */
+  /* Two pages a step: at least 20 steps, whatever the clock says, so the
+   * chunks from the first pages are final long before the last step. */
   dg_extract_limits_t limits;
   dg_extract_limits_default(&limits);
   limits.max_pages_per_step = 2;

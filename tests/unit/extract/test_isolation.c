@@ -8,6 +8,7 @@
  * and the loop ends with every handle closed; a program that cannot be
  * started is a clear error. */
 #include <signal.h>
+#include <sys/resource.h>
 
 #include "extract_test.h"
 
@@ -148,6 +149,79 @@ static void test_whole_document_format_and_truncation(void **state) {
   free(d);
 }
 
+/* The extractor process keeps a PDF in a temporary file and MuPDF reads
+ * it from there: a damaged one, which MuPDF repairs by reading all of it,
+ * gives the text of the threadpool path, and one over the input limit is
+ * refused with the limit named. */
+static void test_a_pdf_read_from_its_file(void **state) {
+  const char *pages[] = {"BT /F1 12 Tf 72 700 Td (Alpha page) Tj ET",
+                         "BT /F1 12 Tf 72 700 Td (Beta page) Tj ET",
+                         "BT /F1 12 Tf 72 700 Td (Gamma page) Tj ET"};
+  size_t len = 0;
+  unsigned char *d = xt_pdf(pages, 3, &len);
+  unsigned char *xref = (unsigned char *)strstr((char *)d, "xref\n");
+  assert_non_null(xref);
+  memset(xref + 5, '9', 20);
+  dg_extract_isolation_t i = iso(30);
+  dg_extract_request_t req = {
+      .content_type = "application/pdf", .chunk_chars = 16, .isolation = &i};
+  probe_t p;
+  probe_init(&p);
+  run_fed(&p, &req, d, len, 300);
+  assert_int_equal(p.status, 0);
+  char *want = buffer_text(&req, d, len);
+  assert_true(xt_contains(want, "Gamma page"));
+  assert_string_equal(p.text.data, want);
+  free(want);
+  probe_end(&p);
+
+  dg_extract_limits_t limits;
+  dg_extract_limits_default(&limits);
+  limits.max_input_bytes = len - 1;
+  req.limits = &limits;
+  probe_init(&p);
+  run_fed(&p, &req, d, len, 300);
+  assert_int_equal(p.status, DG_E2BIG);
+  assert_true(xt_contains(p.err.message, "larger than the limit"));
+  probe_end(&p);
+  free(d);
+}
+
+/* When the temporary file cannot be written to the end (here: a file-size
+ * limit, which the extractor process inherits, at half the document),
+ * the process keeps the document in memory instead, with the bytes it had
+ * written read back: the text is the same. */
+static void test_a_pdf_kept_in_memory_when_its_file_fails(void **state) {
+  const char *pages[] = {
+      "BT /F1 12 Tf 72 700 Td (Alpha page) Tj ET", "BT /F1 12 Tf 72 700 Td (Beta page) Tj ET",
+      "BT /F1 12 Tf 72 700 Td (Gamma page) Tj ET", "BT /F1 12 Tf 72 700 Td (Delta page) Tj ET"};
+  size_t len = 0;
+  unsigned char *d = xt_pdf(pages, 4, &len);
+  assert_true(len > 900); /* pieces of 300 bytes are written before the limit */
+  dg_extract_isolation_t i = iso(30);
+  dg_extract_request_t req = {
+      .content_type = "application/pdf", .chunk_chars = 16, .isolation = &i};
+  struct rlimit old, small;
+  assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+  small = old;
+  small.rlim_cur = len / 2;
+  /* The test's own writes past the limit fail instead of ending it. */
+  void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+  probe_t p;
+  probe_init(&p);
+  run_fed(&p, &req, d, len, 300);
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+  signal(SIGXFSZ, was);
+  assert_int_equal(p.status, 0);
+  char *want = buffer_text(&req, d, len);
+  assert_true(xt_contains(want, "Delta page"));
+  assert_string_equal(p.text.data, want);
+  free(want);
+  probe_end(&p);
+  free(d);
+}
+
 static void test_a_failure_comes_back_with_its_message(void **state) {
   const char doc[] = "<?xml version=\"1.0\"?>\n<a>\n<b>text</a>";
   dg_extract_isolation_t i = iso(30);
@@ -248,6 +322,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_streamed_text_equals_the_threadpool_path),
       cmocka_unit_test(test_whole_document_format_and_truncation),
+      cmocka_unit_test(test_a_pdf_read_from_its_file),
+      cmocka_unit_test(test_a_pdf_kept_in_memory_when_its_file_fails),
       cmocka_unit_test(test_a_failure_comes_back_with_its_message),
       cmocka_unit_test(test_the_cpu_time_limit_stops_the_process),
       cmocka_unit_test(test_the_wall_time_limit_kills_the_process),

@@ -160,9 +160,9 @@ static size_t page_markers(const dg_buf_t *text) {
   return n;
 }
 
-/* A threadpool step reads at most max_pages_per_step pages, also when the
- * helper thread reads every other page, and at least one; the pages still
- * come whole and in order. Steps may end sooner on the clock, never later. */
+/* A threadpool step reads at most max_pages_per_step pages, and at least
+ * one; the pages come whole and in order. Steps may end sooner on the
+ * clock, never later. */
 static void test_a_step_reads_at_most_the_pages_allowed(void **state) {
   char texts[11][64];
   const char *pages[11];

@@ -103,6 +103,91 @@ static void test_bound_cuts_on_a_character_boundary(void **state) {
   dg_buf_free(&f.buf);
 }
 
+/* Words go out with their spaces in one piece; the text, and where the
+ * bound cuts it, must be what a byte at a time gives. */
+static void test_words_in_one_piece_equal_a_byte_at_a_time(void **state) {
+  static const char text[] = "One two  three\tfour \n five.  Six seven a b c d e f g h i j k "
+                             "lmno-pqrs (tuv) wxyz! end";
+  for (size_t max = 1; max <= sizeof(text) + 4; max++) {
+    sink_fixture_t whole, bytes;
+    start(&whole, max);
+    start(&bytes, max);
+    dg__sink_break(&whole.sink, DG__BREAK_PARA);
+    dg__sink_break(&bytes.sink, DG__BREAK_PARA);
+    put(&whole, "Lead");
+    put(&bytes, "Lead");
+    dg__sink_break(&whole.sink, DG__BREAK_LINE);
+    dg__sink_break(&bytes.sink, DG__BREAK_LINE);
+    put(&whole, text);
+    for (size_t i = 0; text[i] != '\0'; i++)
+      dg__sink_text(&bytes.sink, text + i, 1);
+    assert_string_equal(text_of(&whole), text_of(&bytes));
+    assert_int_equal(whole.sink.truncated, bytes.sink.truncated);
+    dg_buf_free(&whole.buf);
+    dg_buf_free(&bytes.buf);
+  }
+}
+
+/* One step of a script for two runs: text, a break or a label. */
+typedef struct op {
+  const char *text;
+  unsigned brk;
+  const char *label;
+} op_t;
+
+static void apply(dg__xrun_t *run, const op_t *op) {
+  if (op->text != NULL)
+    dg__sink_text(&run->sink, op->text, strlen(op->text));
+  if (op->brk != DG__BREAK_NONE)
+    dg__sink_break(&run->sink, op->brk);
+  if (op->label != NULL)
+    dg__sink_label(&run->sink, op->label, true);
+}
+
+/* The extractor process forgets the text it has sent: the text that
+ * follows, its breaks (which look back at trailing newlines) and where
+ * the limit cuts it must be those of a run that kept everything. */
+static void test_forgetting_handed_on_text_changes_nothing(void **state) {
+  static const op_t script[] = {
+      {"alpha", DG__BREAK_LINE, NULL},
+      {NULL, DG__BREAK_PARA, NULL},
+      {"beta\n", DG__BREAK_PARA, NULL},
+      {NULL, DG__BREAK_NONE, "--- Page 2 ---"},
+      {"gamma \xc3\xa9", DG__BREAK_SPACE, NULL},
+      {"delta", DG__BREAK_LINE, NULL},
+      {"epsilon zeta eta theta", DG__BREAK_PARA, NULL},
+      {"iota", DG__BREAK_NONE, NULL},
+  };
+  bool cut = false, whole_text = false; /* both cases are tried */
+  for (size_t max = 10; max <= 130; max += 15) {
+    dg_extract_limits_t limits;
+    dg_extract_limits_default(&limits);
+    limits.max_text_bytes = max;
+    dg__xrun_t whole, forgetful;
+    assert_int_equal(dg__xrun_init(&whole, DG_EXTRACT_TXT, &limits, NULL), 0);
+    assert_int_equal(dg__xrun_init(&forgetful, DG_EXTRACT_TXT, &limits, NULL), 0);
+    dg_buf_t sent;
+    dg_buf_init(&sent, 4096);
+    size_t at = 0; /* bytes of forgetful's text already in sent */
+    for (size_t i = 0; i < DG_ARRAY_SIZE(script); i++) {
+      apply(&whole, &script[i]);
+      apply(&forgetful, &script[i]);
+      assert_int_equal(dg_buf_append(&sent, forgetful.text.data + at, forgetful.text.len - at), 0);
+      at = forgetful.text.len - dg__xrun_forget(&forgetful, forgetful.text.len);
+      assert_true(forgetful.text.len <= DG__SINK_LOOKBACK);
+    }
+    assert_int_equal(dg_buf_append(&sent, forgetful.text.data + at, forgetful.text.len - at), 0);
+    assert_string_equal(sent.data, whole.text.data);
+    assert_int_equal(forgetful.sink.truncated, whole.sink.truncated);
+    cut |= whole.sink.truncated;
+    whole_text |= !whole.sink.truncated;
+    dg_buf_free(&sent);
+    dg__xrun_free(&whole);
+    dg__xrun_free(&forgetful);
+  }
+  assert_true(cut && whole_text);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_collapses_white_space),
@@ -111,6 +196,8 @@ int main(void) {
       cmocka_unit_test(test_preserve_keeps_spaces_and_normalises_line_ends),
       cmocka_unit_test(test_invalid_input_is_replaced),
       cmocka_unit_test(test_bound_cuts_on_a_character_boundary),
+      cmocka_unit_test(test_forgetting_handed_on_text_changes_nothing),
+      cmocka_unit_test(test_words_in_one_piece_equal_a_byte_at_a_time),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

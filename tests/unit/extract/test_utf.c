@@ -75,12 +75,61 @@ static void test_count_and_advance(void **state) {
   assert_int_equal(taken, 5);
 }
 
+/* A byte at a time, as the counting was first written: the reference the
+ * block-at-a-time counting must agree with. */
+static size_t naive_advance(const char *s, size_t len, size_t from, uint64_t n, uint64_t *taken) {
+  uint64_t count = 0;
+  size_t i = from;
+  while (i < len && count < n) {
+    i++;
+    while (i < len && ((unsigned char)s[i] & 0xc0) == 0x80)
+      i++;
+    count++;
+  }
+  *taken = count;
+  return i;
+}
+
+/* Texts of one- to four-byte characters and stray continuation bytes, at
+ * every start and for counts that end inside, at and past the end of
+ * blocks of eight bytes. */
+static void test_counting_agrees_with_a_byte_at_a_time(void **state) {
+  static const char *const pieces[] = {"a", "\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\x98\x80", "\x80",
+                                       " ", "\n"};
+  char text[200];
+  unsigned seed = 7;
+  for (int round = 0; round < 200; round++) {
+    size_t len = 0;
+    while (len < sizeof(text) - 4) {
+      seed = seed * 1103515245u + 12345u;
+      const char *p = pieces[(seed >> 16) % DG_ARRAY_SIZE(pieces)];
+      memcpy(text + len, p, strlen(p));
+      len += strlen(p);
+      if ((seed >> 8) % 40 == 0)
+        break;
+    }
+    uint64_t want_n = 0;
+    for (size_t i = 0; i < len; i++)
+      want_n += ((unsigned char)text[i] & 0xc0) != 0x80;
+    assert_int_equal(dg__utf8_count(text, len), want_n);
+    for (size_t from = 0; from <= len + 1; from++) {
+      for (uint64_t n = 0; n <= 40; n++) {
+        uint64_t want = 0, got = 0;
+        size_t end = naive_advance(text, len, from, n, &want);
+        assert_int_equal(dg__utf8_advance(text, len, from, n, &got), end);
+        assert_int_equal(got, want);
+      }
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_decode_valid_sequences),
       cmocka_unit_test(test_decode_reports_incomplete_and_invalid),
       cmocka_unit_test(test_encode_round_trips_and_replaces),
       cmocka_unit_test(test_count_and_advance),
+      cmocka_unit_test(test_counting_agrees_with_a_byte_at_a_time),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -121,6 +121,45 @@ static void test_attribute_limit_counts_only_start_tags(void **state) {
   dg_buf_free(&b);
 }
 
+/* Scans doc in two pieces split at cut (all of it at once when cut is
+ * its length). */
+static bool scan_split(const char *doc, size_t cut, unsigned max) {
+  dg__attr_scan_t s;
+  memset(&s, 0, sizeof(s));
+  size_t len = strlen(doc);
+  return dg__attr_scan(&s, (const unsigned char *)doc, cut, max) &&
+         dg__attr_scan(&s, (const unsigned char *)doc + cut, len - cut, max);
+}
+
+static bool scan_bytes(const char *doc, unsigned max) {
+  dg__attr_scan_t s;
+  memset(&s, 0, sizeof(s));
+  for (const char *p = doc; *p != '\0'; p++) {
+    if (!dg__attr_scan(&s, (const unsigned char *)p, 1, max))
+      return false;
+  }
+  return true;
+}
+
+/* The most attributes on one start tag here is three; four-attribute tags
+ * hide in a comment, a CDATA section, a processing instruction, quoted
+ * values (with quotes and ">" of the other kind) and an end tag. Wherever
+ * the bytes are split, the verdict is the same. */
+static void test_attribute_scan_is_the_same_in_any_pieces(void **state) {
+  static const char doc[] =
+      "<?xml version=\"1.0\"?><!-- <e a=1 b=2 c=3 d=4> -- -> --><r>text > = "
+      "<a x=\"1> '<e a=1 b=2 c=3 d=4>\" y='2\" <e a=1 b=2 c=3 d=4>' z=\"3\">v</a x=1 y=2 z=3 w=4>"
+      "<![CDATA[ <e a=1 b=2 c=3 d=4> ] ]> ]]><?pi <e a=1 b=2 c=3 d=4> ? > ?>"
+      "<b p=\"1\" q=\"2\"/></r>";
+  size_t len = strlen(doc);
+  for (unsigned max = 0; max <= 4; max++) {
+    bool want = max == 0 || max >= 3;
+    for (size_t cut = 0; cut <= len; cut++)
+      assert_int_equal(scan_split(doc, cut, max), want);
+    assert_int_equal(scan_bytes(doc, max), want);
+  }
+}
+
 static void test_malformed_is_a_clear_error(void **state) {
   dg_errctx_t err;
   const char *doc = "<?xml version=\"1.0\"?>\n<a>\n<b>text</a>";
@@ -179,6 +218,7 @@ int main(void) {
       cmocka_unit_test(test_depth_limit),
       cmocka_unit_test(test_attribute_limit),
       cmocka_unit_test(test_attribute_limit_counts_only_start_tags),
+      cmocka_unit_test(test_attribute_scan_is_the_same_in_any_pieces),
       cmocka_unit_test(test_malformed_is_a_clear_error),
       cmocka_unit_test(test_encodings),
       cmocka_unit_test(test_split_anywhere_gives_the_same_text),

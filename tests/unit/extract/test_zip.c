@@ -152,6 +152,27 @@ static void test_encrypted_part(void **state) {
   free(d);
 }
 
+/* A declaration far into a part, at several offsets from the pieces the
+ * part is inflated in, is found before libxml2 parses it. */
+static void test_a_declaration_deep_in_a_part(void **state) {
+  for (int shift = 0; shift < 6; shift++) {
+    dg_buf_t body;
+    dg_buf_init(&body, SIZE_MAX);
+    assert_int_equal(dg_buf_appendf(&body, "<w:p><w:r><w:t>%.*s</w:t></w:r></w:p>", shift, "xxxxx"),
+                     0);
+    for (int k = 0; k < 2000; k++)
+      assert_int_equal(dg_buf_append_str(&body, "<w:p><w:r><w:t>word! &lt;!</w:t></w:r></w:p>"), 0);
+    assert_int_equal(dg_buf_append_str(&body, "<!ELEMENT x ANY>"), 0);
+    size_t len = 0;
+    unsigned char *d = xt_docx(body.data, &len);
+    dg_errctx_t err;
+    assert_int_equal(fail_docx(d, len, NULL, &err), DG_EPROTO);
+    assert_true(xt_contains(err.message, "has a DTD, which OOXML forbids"));
+    free(d);
+    dg_buf_free(&body);
+  }
+}
+
 static void test_dtd_entities_and_nesting_in_parts(void **state) {
   dg_errctx_t err;
   size_t len = 0;
@@ -192,6 +213,7 @@ int main(void) {
       cmocka_unit_test(test_broken_and_foreign_packages),
       cmocka_unit_test(test_encrypted_part),
       cmocka_unit_test(test_dtd_entities_and_nesting_in_parts),
+      cmocka_unit_test(test_a_declaration_deep_in_a_part),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
