@@ -5,7 +5,8 @@
 // the first answer's. Prints the number of answers received.
 //
 // Usage: node bench/profile-client.mjs PORT N METHOD
-//   METHOD: get_data_models | tools/list | ping
+//   METHOD: get_data_models | tools/list | ping, or another tool's name
+//   called with the arguments in PROFILE_ARGUMENTS (JSON)
 import net from "node:net";
 
 const [port, count, method] = [Number(process.argv[2]), Number(process.argv[3]), process.argv[4]];
@@ -16,6 +17,10 @@ const bodies = {
   "tools/list": '{"jsonrpc":"2.0","id":2,"method":"tools/list"}',
   "ping": '{"jsonrpc":"2.0","id":4,"method":"ping"}',
 };
+if (!(method in bodies) && process.env.PROFILE_ARGUMENTS) {
+  bodies[method] = JSON.stringify({ jsonrpc: "2.0", id: 5, method: "tools/call",
+    params: { name: method, arguments: JSON.parse(process.env.PROFILE_ARGUMENTS) } });
+}
 if (!(method in bodies)) throw new Error(`unknown method ${method}`);
 
 function request(body, sid) {
