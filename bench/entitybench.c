@@ -282,5 +282,7 @@ int main(int argc, char **argv) {
     return raw_main(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "http") == 0)
     return http_main(argc - 2, argv + 2);
-  die("usage: entitybench workload|raw|http ... (see entitybench.h)");
+  if (argc >= 2 && strcmp(argv[1], "pg") == 0)
+    return pg_main(argc - 2, argv + 2);
+  die("usage: entitybench workload|raw|http|pg ... (see entitybench.h)");
 }

@@ -7,6 +7,8 @@
  *                                      on the database, from libuv's threadpool
  *   entitybench http PORT FILE KIND ... the same requests as MCP tools/call over HTTP
  *                                      keep-alive, one session per client
+ *   entitybench pg URI FILE KIND ...   the store's PostgreSQL statements for each request
+ *                                      sent straight through libpq (query and fetch)
  *
  * Both runners keep CLIENTS requests in flight (closed loop: a client sends
  * its next request when the last one is answered), warm up, then measure
@@ -25,6 +27,9 @@
 #include <stdint.h>
 
 #define IDS_PER_FETCH 50
+#define PAGE_SIZE 25
+#define EXPAND_CAP 100
+#define SQL_MAX 8192
 #define GUID_LEN 36
 
 typedef enum kind { KIND_QUERY, KIND_LOOKUP, KIND_FETCH, KIND__COUNT } kind_t;
@@ -76,8 +81,17 @@ void latencies_add(latencies_t *l, uint64_t ns);
 /* Prints the RESULT line and frees l. */
 void latencies_report(const char *who, kind_t kind, latencies_t *l, double seconds);
 
+/* The store's statements on SQLite (entitybench_raw.c), ? for each bound
+ * value: the page of a query, its Customer and OrderLines expansions for
+ * n keys, and a fetch of n ids. The PostgreSQL reference numbers them. */
+extern const char page_sql[];
+void customers_sql(char *sql, size_t size, int n);
+void lines_sql(char *sql, size_t size, int n);
+void fetch_sql(char *sql, size_t size, int n);
+
 int workload_main(int argc, char **argv);
 int raw_main(int argc, char **argv);
 int http_main(int argc, char **argv);
+int pg_main(int argc, char **argv);
 
 #endif

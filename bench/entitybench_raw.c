@@ -19,9 +19,6 @@
 #include "entitybench.h"
 
 #define CACHE 64
-#define PAGE_SIZE 25
-#define EXPAND_CAP 100
-#define SQL_MAX 8192
 
 /* The columns the admin role sees, in configuration order. */
 #define ORDER_COLS                                                                                 \
@@ -33,9 +30,9 @@
   "t0.\"CreatedAt\""
 #define LINE_COLS                                                                                  \
   "t0.id, t0.\"Order\", t0.\"Product\", t0.\"SKU\", t0.\"Quantity\", t0.\"UnitPrice\", "           \
-  "t0.\"LineItemId\""
+  "t0.\"LineItemId\", t0.\"CalculatedLineItemId\""
 
-static const char page_sql[] =
+const char page_sql[] =
     "SELECT " ORDER_COLS " FROM \"Orders\" AS t0 WHERE (t0.\"Status\" = ? AND t0.\"OrderDate\" >= "
     "?) ORDER BY t0.\"OrderDate\" DESC, t0.id DESC LIMIT ? OFFSET ?";
 
@@ -141,12 +138,12 @@ static void in_list(char *sql, size_t size, int n) {
   snprintf(sql + len, size - len, ")");
 }
 
-static void customers_sql(char *sql, size_t size, int n) {
+void customers_sql(char *sql, size_t size, int n) {
   snprintf(sql, size, "SELECT " CUSTOMER_COLS " FROM \"Customers\" AS t0 WHERE t0.id");
   in_list(sql, size, n);
 }
 
-static void lines_sql(char *sql, size_t size, int n) {
+void lines_sql(char *sql, size_t size, int n) {
   snprintf(sql, size,
            "SELECT * FROM (SELECT t0.\"Order\" AS _k, " LINE_COLS
            ", row_number() OVER (PARTITION BY t0.\"Order\" ORDER BY t0.id) AS _rn FROM "
@@ -156,7 +153,7 @@ static void lines_sql(char *sql, size_t size, int n) {
   snprintf(sql + len, size - len, ") AS x WHERE _rn <= ? ORDER BY _k, _rn");
 }
 
-static void fetch_sql(char *sql, size_t size, int n) {
+void fetch_sql(char *sql, size_t size, int n) {
   snprintf(sql, size, "SELECT " ORDER_COLS " FROM \"Orders\" AS t0 WHERE t0.id");
   in_list(sql, size, n);
 }

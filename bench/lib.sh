@@ -175,3 +175,73 @@ median() {
 ratio() {
   awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f\n", a / b; else print "n/a" }'
 }
+
+# ---- PostgreSQL (bench/query and bench/aggregate with BENCH_STORE=postgresql) ----------------
+
+# Starts a throw-away PostgreSQL 15 (scripts/pg-test-server) stopped when
+# the script exits; sets bench_pg_uri and bench_pg_postmaster.
+bench_pg_start() {
+  local dir="$bench_tmp/pg"
+  bench_pg_uri="$(bash "$bench_root/scripts/pg-test-server" start "$dir")" ||
+    die "PostgreSQL did not start (scripts/pg-test-server)"
+  bench_pg_dir="$dir"
+  trap 'bash "$bench_root/scripts/pg-test-server" stop "$bench_pg_dir" >/dev/null 2>&1 || true;
+        bench_cleanup' EXIT
+  bench_pg_postmaster="$(head -n 1 "$(cat "$dir/cluster")/data/postmaster.pid")"
+}
+
+# CPU time (clock ticks) of the PostgreSQL server so far: the postmaster's
+# own and that of its ended children (the backends of closed connections).
+bench_pg_ticks() {
+  local fields
+  fields="$(sed "s/^.*) //" "/proc/${bench_pg_postmaster:-none}/stat" 2>/dev/null)" || {
+    echo 0
+    return
+  }
+  awk '{print $12 + $13 + $14 + $15}' <<<"$fields"
+}
+
+# Copies the SQLite dataset $1 into the PostgreSQL database $2: the
+# gateway migrates an empty database (a copy of conf/ without sample
+# data), then every model table's stored columns go over as CSV (COPY),
+# and the planner's statistics are gathered. Leaves a database whose
+# Orders table has rows as it is.
+bench_pg_load() {
+  local db="$1" uri="$2" bin="${BENCH_DATAGATE:-$bench_root/build/release/datagate}"
+  local have table cols log="$bench_tmp/pg-migrate.log" pid i
+  have="$(psql "$uri" -qAtc 'SELECT count(*) FROM "Orders"' 2>/dev/null || echo 0)"
+  if [ "${have:-0}" -gt 0 ]; then
+    say "PostgreSQL: $uri already holds $have Orders; not loaded again"
+    return 0
+  fi
+  rm -rf "$bench_tmp/pg-conf"
+  cp -r "$bench_root/conf" "$bench_tmp/pg-conf"
+  rm -rf "$bench_tmp/pg-conf/data"
+  "$bin" --config "$bench_tmp/pg-conf" --database "$uri" --listen 127.0.0.1:0 --log-level info \
+    2>"$log" &
+  pid=$!
+  for i in $(seq 1 600); do
+    grep -q '"event":"listening"' "$log" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q '"event":"listening"' "$log" || {
+    kill -KILL "$pid" 2>/dev/null || true
+    cat "$log" >&2
+    die "the gateway did not migrate $uri"
+  }
+  kill -TERM "$pid"
+  wait "$pid" || die "the gateway did not stop cleanly (log: $log)"
+  local started=$SECONDS
+  for table in $(sqlite3 "$db" "SELECT name FROM sqlite_master WHERE type = 'table' AND
+                   name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'"); do
+    cols="$(sqlite3 "$db" "SELECT group_concat('\"' || name || '\"', ',') FROM
+              pragma_table_info('$table') WHERE name <> '_seq'")"
+    sqlite3 -csv "$db" "SELECT $cols FROM \"$table\" ORDER BY _seq" |
+      psql "$uri" -q -v ON_ERROR_STOP=1 -c "\\copy \"$table\" ($cols) FROM STDIN WITH (FORMAT csv)" ||
+      die "could not copy $table into PostgreSQL"
+  done
+  psql "$uri" -q -c "VACUUM ANALYZE" || die "VACUUM ANALYZE failed"
+  say "PostgreSQL: $(psql "$uri" -qAtc 'SELECT count(*) FROM "Orders"') Orders loaded from $db" \
+    "in $((SECONDS - started)) s"
+}

@@ -6,7 +6,8 @@
 // of answers received.
 //
 // Usage: node bench/profile-client.mjs PORT N METHOD [http|ws]
-//   METHOD: get_data_models | tools/list | ping
+//   METHOD: get_data_models | tools/list | ping, or another tool's name
+//   called with the arguments in PROFILE_ARGUMENTS (JSON)
 import crypto from "node:crypto";
 import net from "node:net";
 
@@ -19,6 +20,10 @@ const bodies = {
   "tools/list": '{"jsonrpc":"2.0","id":2,"method":"tools/list"}',
   "ping": '{"jsonrpc":"2.0","id":4,"method":"ping"}',
 };
+if (!(method in bodies) && process.env.PROFILE_ARGUMENTS) {
+  bodies[method] = JSON.stringify({ jsonrpc: "2.0", id: 5, method: "tools/call",
+    params: { name: method, arguments: JSON.parse(process.env.PROFILE_ARGUMENTS) } });
+}
 if (!(method in bodies)) throw new Error(`unknown method ${method}`);
 
 function request(body, sid) {

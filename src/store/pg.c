@@ -495,15 +495,17 @@ static int op_start(op_t *op, dg_errctx_t *err) {
   dg_store_req_t *r = op->r;
   dg_store_t *s = r->store;
   size_t max = s->max_result_bytes;
+  /* The statement is copied only when the debug log will show it. */
+  char **log_sql = dg_log_enabled(DG_LOG_DEBUG) ? &r->sql : NULL;
   switch (r->kind) {
   case DG__STORE_QUERY:
-    return dg__pg_query_entities(op->conn, r->in.query, max, on_op_done, op, err);
+    return dg__pg_query_entities(op->conn, r->in.query, max, log_sql, on_op_done, op, err);
   case DG__STORE_FETCH:
-    return dg__pg_fetch(op->conn, r->in.fetch, max, on_op_done, op, err);
+    return dg__pg_fetch(op->conn, r->in.fetch, max, log_sql, on_op_done, op, err);
   case DG__STORE_LOOKUP:
-    return dg__pg_lookup(op->conn, r->in.lookup, max, on_op_done, op, err);
+    return dg__pg_lookup(op->conn, r->in.lookup, max, log_sql, on_op_done, op, err);
   case DG__STORE_AGGREGATE:
-    return dg__pg_aggregate(op->conn, r->in.aggregate, max, on_op_done, op, err);
+    return dg__pg_aggregate(op->conn, r->in.aggregate, max, log_sql, on_op_done, op, err);
   case DG__STORE_WRITE:
     return dg__pg_write(op->conn, r->in.write, on_op_done, op, err);
   case DG__STORE_SUBMIT:

@@ -27,6 +27,7 @@ typedef struct agg {
   int64_t matched;
   dg_buf_t text; /* the rows written so far, comma-separated */
   size_t max;
+  char **log_sql;
   json_t *result;
   int status;
   dg_errctx_t err;
@@ -142,6 +143,8 @@ static void agg_next(agg_t *st) {
       dg__sql_aggregate_count(&sql, st->a);
     else
       dg__sql_aggregate(&sql, st->a);
+    if (st->step == A_ROWS)
+      dg__pg_keep_sql(st->log_sql, &sql);
     rc = dg__pg_query(st->conn, &sql, on_agg_result, st, &err);
     dg__sql_free(&sql);
   }
@@ -155,7 +158,7 @@ static void agg_next(agg_t *st) {
   agg_fail(st, rc);
 }
 
-int dg__pg_aggregate(dg__pg_conn_t *conn, const dg_store_aggregate_t *a, size_t max,
+int dg__pg_aggregate(dg__pg_conn_t *conn, const dg_store_aggregate_t *a, size_t max, char **log_sql,
                      dg__pg_done_cb cb, void *data, dg_errctx_t *err) {
   agg_t *st = calloc(1, sizeof(*st));
   if (st == NULL)
@@ -163,6 +166,7 @@ int dg__pg_aggregate(dg__pg_conn_t *conn, const dg_store_aggregate_t *a, size_t 
   st->conn = conn;
   st->a = a;
   st->max = max;
+  st->log_sql = log_sql;
   st->cb = cb;
   st->data = data;
   dg_buf_init(&st->text, max);

@@ -33,6 +33,7 @@ typedef struct ents {
   bool more;
   int64_t count;
   json_t *result;
+  char **log_sql;
   int status;
   dg_errctx_t err;
   dg__pg_done_cb cb;
@@ -191,6 +192,7 @@ static void ents_next(ents_t *st) {
     dg__sql_t sql;
     dg__sql_init(&sql, &dg__sql_postgres);
     first_sql(st, &sql);
+    dg__pg_keep_sql(st->log_sql, &sql);
     send_sql(st, &sql);
     dg__sql_free(&sql);
     return;
@@ -234,31 +236,38 @@ static int start(ents_t *st, size_t cap, const dg_store_select_t *select,
   return rc;
 }
 
-static ents_t *ents_new(dg__pg_conn_t *conn, size_t max, dg__pg_done_cb cb, void *data) {
+static ents_t *ents_new(dg__pg_conn_t *conn, size_t max, char **log_sql, dg__pg_done_cb cb,
+                        void *data) {
   ents_t *st = calloc(1, sizeof(*st));
   if (st == NULL)
     return NULL;
   st->conn = conn;
   st->rd.max = max;
+  st->log_sql = log_sql;
   st->cb = cb;
   st->data = data;
   return st;
 }
 
 int dg__pg_query_entities(dg__pg_conn_t *conn, const dg_store_query_t *q, size_t max,
-                          dg__pg_done_cb cb, void *data, dg_errctx_t *err) {
-  ents_t *st = ents_new(conn, max, cb, data);
+                          char **log_sql, dg__pg_done_cb cb, void *data, dg_errctx_t *err) {
+  ents_t *st = ents_new(conn, max, log_sql, cb, data);
   if (st == NULL)
     return dg_errctx_set(err, DG_ENOMEM, "", "The entity store is out of memory.");
   st->q = q;
   return start(st, (size_t)q->page_size, &q->select, q->expand, q->nexpand, err);
 }
 
-int dg__pg_fetch(dg__pg_conn_t *conn, const dg_store_fetch_t *f, size_t max, dg__pg_done_cb cb,
-                 void *data, dg_errctx_t *err) {
-  ents_t *st = ents_new(conn, max, cb, data);
+int dg__pg_fetch(dg__pg_conn_t *conn, const dg_store_fetch_t *f, size_t max, char **log_sql,
+                 dg__pg_done_cb cb, void *data, dg_errctx_t *err) {
+  ents_t *st = ents_new(conn, max, log_sql, cb, data);
   if (st == NULL)
     return dg_errctx_set(err, DG_ENOMEM, "", "The entity store is out of memory.");
   st->f = f;
   return start(st, f->nids, &f->select, f->expand, f->nexpand, err);
+}
+
+void dg__pg_keep_sql(char **log_sql, const dg__sql_t *sql) {
+  if (log_sql != NULL && *log_sql == NULL && sql->rc == 0 && sql->text.data != NULL)
+    *log_sql = strdup(sql->text.data);
 }

@@ -172,8 +172,8 @@ void dg__pg_lookup_sql(dg__sql_t *sql, const dg_model_t *m, const dg__sql_cols_t
 
 /* lookup_by_keyword: the answer as on SQLite's shape (hits of every model,
  * best first), written out as JSON text of at most max bytes. */
-int dg__pg_lookup(dg__pg_conn_t *conn, const dg_store_lookup_t *l, size_t max, dg__pg_done_cb cb,
-                  void *data, dg_errctx_t *err);
+int dg__pg_lookup(dg__pg_conn_t *conn, const dg_store_lookup_t *l, size_t max, char **log_sql,
+                  dg__pg_done_cb cb, void *data, dg_errctx_t *err);
 /* A write, as dg_store_write: result {"id", "created"}; DG_EEXIST (param
  * "id") when a create finds the id taken, DG_ENOENT when an update finds
  * no entity. */
@@ -183,15 +183,21 @@ int dg__pg_write(dg__pg_conn_t *conn, const dg_store_write_t *w, dg__pg_done_cb 
 /* query_entities and get_entities_by_ids (pg_entities.c): the answers as
  * on SQLite, written out as JSON text (dg_json_raw) of at most max bytes. */
 int dg__pg_query_entities(dg__pg_conn_t *conn, const dg_store_query_t *q, size_t max,
-                          dg__pg_done_cb cb, void *data, dg_errctx_t *err);
-int dg__pg_fetch(dg__pg_conn_t *conn, const dg_store_fetch_t *f, size_t max, dg__pg_done_cb cb,
-                 void *data, dg_errctx_t *err);
+                          char **log_sql, dg__pg_done_cb cb, void *data, dg_errctx_t *err);
+int dg__pg_fetch(dg__pg_conn_t *conn, const dg_store_fetch_t *f, size_t max, char **log_sql,
+                 dg__pg_done_cb cb, void *data, dg_errctx_t *err);
 
 /* aggregate_entities (pg_aggregate.c): the answer as on SQLite, written
  * out as JSON text (a dg_json_raw value) of at most max bytes; DG_E2BIG
  * over the grouped cap or the budget. */
-int dg__pg_aggregate(dg__pg_conn_t *conn, const dg_store_aggregate_t *a, size_t max,
+int dg__pg_aggregate(dg__pg_conn_t *conn, const dg_store_aggregate_t *a, size_t max, char **log_sql,
                      dg__pg_done_cb cb, void *data, dg_errctx_t *err);
+
+/* The reads above take log_sql, where the request's main statement is
+ * kept for the debug log (store_request), as on SQLite: the page or the
+ * ids, the first model's keyword search, the aggregate statement (not the
+ * count before it). NULL keeps nothing. */
+void dg__pg_keep_sql(char **log_sql, const dg__sql_t *sql);
 
 /* ---- Schema (pg_schema.c) ----------------------------------------------------------- */
 /* The advisory lock that orders migrations of gateways starting at once. */

@@ -116,6 +116,7 @@ typedef struct look {
   dg__hits_t hits;
   dg__sql_cols_t cols;
   size_t m;
+  char **log_sql;
   dg_errctx_t err;
   dg__pg_done_cb cb;
   void *data;
@@ -142,6 +143,7 @@ static int look_send(look_t *st) {
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_postgres);
   dg__pg_lookup_sql(&sql, lm->model, &st->cols, l->terms, l->nterms, l->limit);
+  dg__pg_keep_sql(st->log_sql, &sql);
   int rc = dg__pg_query(st->conn, &sql, on_look_rows, st, &st->err);
   dg__sql_free(&sql);
   return rc;
@@ -202,8 +204,8 @@ static void on_no_model(dg__pg_conn_t *conn, int status, PGresult *res, const dg
   look_next(data);
 }
 
-int dg__pg_lookup(dg__pg_conn_t *conn, const dg_store_lookup_t *l, size_t max, dg__pg_done_cb cb,
-                  void *data, dg_errctx_t *err) {
+int dg__pg_lookup(dg__pg_conn_t *conn, const dg_store_lookup_t *l, size_t max, char **log_sql,
+                  dg__pg_done_cb cb, void *data, dg_errctx_t *err) {
   look_t *st = calloc(1, sizeof(*st));
   dg_arena_t *arena = dg_arena_new(8192);
   if (st == NULL || arena == NULL) {
@@ -214,6 +216,7 @@ int dg__pg_lookup(dg__pg_conn_t *conn, const dg_store_lookup_t *l, size_t max, d
   st->conn = conn;
   st->l = l;
   st->arena = arena;
+  st->log_sql = log_sql;
   st->cb = cb;
   st->data = data;
   st->rd = (dg__read_t){.arena = arena, .max = max, .err = &st->err};

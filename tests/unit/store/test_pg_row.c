@@ -196,6 +196,22 @@ static void on_answer(int status, json_t *result, const dg_errctx_t *err, void *
     x->err = *err;
 }
 
+/* A PostgreSQL statement with its numbered placeholders ($1, $2, ...)
+ * written as SQLite's (?), to compare the two drivers' statements. */
+static void unnumbered(const char *pg, char *out, size_t size) {
+  size_t n = 0;
+  for (const char *p = pg; *p != '\0' && n + 1 < size; p++) {
+    if (*p == '$' && p[1] >= '0' && p[1] <= '9') {
+      out[n++] = '?';
+      while (p[1] >= '0' && p[1] <= '9')
+        p++;
+    } else {
+      out[n++] = *p;
+    }
+  }
+  out[n] = '\0';
+}
+
 /* aggregate_entities answered by both drivers: the same status, the
  * same message or the same JSON text. */
 static void same_answer(both_t *b, const char *args, int64_t cap, int want_status) {
@@ -209,16 +225,27 @@ static void same_answer(both_t *b, const char *args, int64_t cap, int want_statu
   dg_store_req_t req = {0};
   dg_errctx_t lite_err;
   dg_errctx_clear(&lite_err);
-  dg__sqlite_run_t run = {
-      .conn = b->lite->conn, .r = &req, .arena = st->arena, .max = 1 << 20, .err = &lite_err};
+  dg__sqlite_run_t run = {.conn = b->lite->conn,
+                          .r = &req,
+                          .log = &req,
+                          .arena = st->arena,
+                          .max = 1 << 20,
+                          .err = &lite_err};
   int lite_status = dg__sqlite_read_aggregate(&run, &a);
   answer_t x = {0};
   dg_errctx_t err;
-  assert_int_equal(dg__pg_aggregate(b->pg, &a, 1 << 20, on_answer, &x, &err), 0);
+  char *pg_sql = NULL;
+  assert_int_equal(dg__pg_aggregate(b->pg, &a, 1 << 20, &pg_sql, on_answer, &x, &err), 0);
   while (!x.done)
     uv_run(&b->loop, UV_RUN_ONCE);
   assert_int_equal(lite_status, want_status);
   assert_int_equal(x.status, want_status);
+  /* The debug log shows the aggregate statement on both, not the count
+   * before it (none when the count refused the call). */
+  assert_true((pg_sql != NULL) == (req.sql != NULL));
+  if (pg_sql != NULL)
+    assert_true((strstr(pg_sql, "GROUP BY") != NULL) == (a.ngroup_by > 0));
+  free(pg_sql);
   if (want_status != 0) {
     assert_string_equal(x.err.message, lite_err.message);
   } else {
@@ -245,20 +272,35 @@ static void same_entities(both_t *b, const char *model, const char *args, bool f
   dg_store_req_t req = {0};
   dg_errctx_t lite_err;
   dg_errctx_clear(&lite_err);
-  dg__sqlite_run_t run = {
-      .conn = b->lite->conn, .r = &req, .arena = st->arena, .max = 1 << 20, .err = &lite_err};
+  dg__sqlite_run_t run = {.conn = b->lite->conn,
+                          .r = &req,
+                          .log = &req,
+                          .arena = st->arena,
+                          .max = 1 << 20,
+                          .err = &lite_err};
   int lite_status = fetch ? dg__sqlite_read_fetch(&run, &f) : dg__sqlite_read_query(&run, &q);
   if (lite_status != 0)
     fail_msg("%s", lite_err.message);
   answer_t x = {0};
   dg_errctx_t err;
-  int rc = fetch ? dg__pg_fetch(b->pg, &f, 1 << 20, on_answer, &x, &err)
-                 : dg__pg_query_entities(b->pg, &q, 1 << 20, on_answer, &x, &err);
+  char *pg_sql = NULL;
+  int rc = fetch ? dg__pg_fetch(b->pg, &f, 1 << 20, &pg_sql, on_answer, &x, &err)
+                 : dg__pg_query_entities(b->pg, &q, 1 << 20, &pg_sql, on_answer, &x, &err);
   assert_int_equal(rc, 0);
   while (!x.done)
     uv_run(&b->loop, UV_RUN_ONCE);
   if (x.status != 0)
     fail_msg("%s", x.err.message);
+  /* The debug log's statement: the page or the ids, as on SQLite. */
+  char plain[8192];
+  assert_non_null(pg_sql);
+  assert_non_null(req.sql);
+  unnumbered(pg_sql, plain, sizeof(plain));
+  if (fetch)
+    assert_string_equal(plain, req.sql);
+  else
+    assert_int_equal(strncmp(plain, req.sql, (size_t)(strstr(req.sql, " FROM ") - req.sql)), 0);
+  free(pg_sql);
   const char *lite_text = json_string_value(dg_json_raw_text(req.result));
   const char *pg_text = json_string_value(dg_json_raw_text(x.result));
   assert_non_null(pg_text);
@@ -280,12 +322,21 @@ static void same_lookup(both_t *b, const char *search) {
     fail_msg("%s", st->err.message);
   dg_store_req_t req = {0};
   dg_errctx_t lite_err;
-  dg__sqlite_run_t run = {
-      .conn = b->lite->conn, .r = &req, .arena = st->arena, .max = 1 << 20, .err = &lite_err};
+  dg__sqlite_run_t run = {.conn = b->lite->conn,
+                          .r = &req,
+                          .log = &req,
+                          .arena = st->arena,
+                          .max = 1 << 20,
+                          .err = &lite_err};
   assert_int_equal(dg__sqlite_read_lookup(&run, &l), 0);
   answer_t x = {0};
   dg_errctx_t err;
-  assert_int_equal(dg__pg_lookup(b->pg, &l, 1 << 20, on_answer, &x, &err), 0);
+  char *pg_sql = NULL;
+  assert_int_equal(dg__pg_lookup(b->pg, &l, 1 << 20, &pg_sql, on_answer, &x, &err), 0);
+  /* The debug log's statement: the first model's keyword search. */
+  assert_non_null(pg_sql);
+  assert_non_null(strstr(pg_sql, "to_tsquery"));
+  free(pg_sql);
   assert_false(x.done);
   while (!x.done)
     uv_run(&b->loop, UV_RUN_ONCE);
