@@ -462,7 +462,9 @@ bool dg__store_is_inbound(const dg_property_t *prop);
  * sorted or filtered on, or an outbound reference that joins follow. */
 bool dg__store_wants_index(const dg_property_t *prop);
 /* "CREATE INDEX IF NOT EXISTS <name> ON <m> (<p>, id)", no terminator:
- * the index of dg__store_wants_index, in either dialect. */
+ * the index of dg__store_wants_index, in either dialect; its nulls come
+ * first as in ORDER BY, so that a page sorted either way reads it forwards
+ * or backwards instead of sorting every matching row. */
 void dg__sql_create_index(dg__sql_t *sql, const char *name, const dg_model_t *m,
                           const dg_property_t *p);
 

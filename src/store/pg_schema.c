@@ -14,8 +14,10 @@
  *     stored property; a property added to the configuration adds a column
  *     (ADD COLUMN IF NOT EXISTS); dates stay the normalised text they are
  *     on SQLite, in the binary collation, so that they order the same;
- *   - an index (column, id) per property that is sortable or filterable
- *     and per Outbound reference;
+ *   - an index (column NULLS FIRST, id) per property that is sortable or
+ *     filterable and per Outbound reference: the pages sort nulls first
+ *     ascending and last descending, which this index gives read either
+ *     way (an index of an older version, without NULLS FIRST, is rebuilt);
  *   - a GIN index over to_tsvector('simple', the keyword properties, every
  *     ASCII character but letters and digits read as a space), named
  *     after a digest of the keyword properties so that a change of them
@@ -67,8 +69,20 @@ static void table(dg__sql_t *sql, const dg_model_t *m) {
   }
 }
 
+/* Indexes made before their nulls came first are dropped, so that the
+ * CREATE below builds them again in the order the pages sort by. */
+static void drop_old_indexes(dg__sql_t *sql, const dg_model_t *m) {
+  dg__sql_putf(sql,
+               "DO $dg$ DECLARE r record; BEGIN FOR r IN SELECT indexname FROM pg_indexes WHERE "
+               "schemaname = current_schema() AND tablename = '%s' AND indexname LIKE "
+               "'\\_ix\\_%%' AND indexdef NOT LIKE '%%NULLS FIRST%%' LOOP EXECUTE "
+               "format('DROP INDEX %%I', r.indexname); END LOOP; END $dg$;\n",
+               m->name);
+}
+
 static void indexes(dg__sql_t *sql, const dg_model_t *m) {
   char name[160];
+  drop_old_indexes(sql, m);
   for (size_t i = 0; i < m->nproperties; i++) {
     const dg_property_t *p = &m->properties[i];
     if (!dg__store_wants_index(p))

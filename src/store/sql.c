@@ -519,5 +519,6 @@ void dg__sql_create_index(dg__sql_t *sql, const char *name, const dg_model_t *m,
   dg__sql_ident(sql, NULL, m->name);
   dg__sql_put(sql, " (");
   dg__sql_ident(sql, NULL, p->name);
+  dg__sql_put(sql, sql->dialect->nulls_first);
   dg__sql_put(sql, ", id)");
 }

@@ -4,7 +4,8 @@
  * one after the other under the advisory lock) and again (nothing
  * changes); String columns compare ignoring case; the statements of the
  * shared generator in the PostgreSQL dialect run on the migrated tables
- * with the filters' semantics; the keyword lookup matches word prefixes,
+ * with the filters' semantics; a sorted page reads its property's index
+ * in order; the keyword lookup matches word prefixes,
  * every word required, best first, through the GIN index; writes create,
  * update and upsert saying whether they created; a second submission with the same
  * idempotency key is refused by the database itself. */
@@ -286,6 +287,68 @@ static void test_keyword_lookup(void **state) {
   pool_close(&loop, pool);
 }
 
+/* The plan of query_entities' page statement for args on model. */
+static void page_plan(uv_loop_t *loop, dg__pg_conn_t *c, const char *model, const char *args,
+                      pg_plan_t *plan) {
+  dg_store_query_t q;
+  if (st_parse_query(g_st, "admin", model, args, &q) != 0)
+    fail_msg("%s", g_st->err.message);
+  dg__sql_cols_t cols;
+  assert_int_equal(dg__sql_entity_cols(&q.select, q.expand, q.nexpand, g_st->arena, &cols), 0);
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_postgres);
+  dg__sql_put(&sql, "EXPLAIN ");
+  dg__sql_page(&sql, &q, &cols);
+  dg_errctx_t err;
+  memset(plan, 0, sizeof(*plan));
+  assert_int_equal(dg__pg_query(c, &sql, on_plan, plan, &err), 0);
+  dg__sql_free(&sql);
+  while (!plan->done)
+    uv_run(loop, UV_RUN_ONCE);
+  assert_int_equal(plan->status, 0);
+}
+
+/* A page sorted either way reads the property's index in its order
+ * (nulls first ascending, last descending) instead of sorting the rows,
+ * and an index of the older form is rebuilt by the next migration. */
+static void test_sorted_pages_read_the_index(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *pool = pool_new(&loop, g_uri, 1, 0);
+  dg__pg_conn_t *c = acquire(&loop, pool);
+  got_t g;
+  run_text(&loop, c, "DROP INDEX IF EXISTS \"_ix_Orders_OrderDate\"", &g);
+  run_text(&loop, c, "CREATE TABLE IF NOT EXISTS \"Orders\" (id text)", &g);
+  run_text(&loop, c, "ALTER TABLE \"Orders\" ADD COLUMN IF NOT EXISTS \"OrderDate\" text", &g);
+  run_text(&loop, c, "CREATE INDEX \"_ix_Orders_OrderDate\" ON \"Orders\" (\"OrderDate\", id)", &g);
+  assert_int_equal(g.status, 0);
+  migrate(&loop, c, &g);
+  assert_int_equal(g.status, 0);
+  run_text(&loop, c,
+           "SELECT indexdef LIKE '%NULLS FIRST%' FROM pg_indexes WHERE schemaname = "
+           "current_schema() AND indexname = '_ix_Orders_OrderDate'",
+           &g);
+  assert_int_equal(g.nvalues, 1);
+  assert_string_equal(g.values[0], "t"); /* the old index was rebuilt */
+  run_text(&loop, c, "SET enable_seqscan = off", &g);
+  pg_plan_t plan;
+  const char *sorts[] = {"Descending", "Ascending"};
+  for (size_t i = 0; i < 2; i++) {
+    char args[256];
+    snprintf(args, sizeof(args),
+             "{\"properties\": [], \"sortCondition\": {\"propertyName\": \"OrderDate\", "
+             "\"sortOrder\": \"%s\"}, \"paging\": {\"pageNumber\": 1, \"pageSize\": 25}}",
+             sorts[i]);
+    page_plan(&loop, c, "Orders", args, &plan);
+    if (strstr(plan.text, "_ix_Orders_OrderDate") == NULL || strstr(plan.text, "Sort") != NULL)
+      fail_msg("%s page sorts instead of reading the index:\n%s", sorts[i], plan.text);
+  }
+  run_text(&loop, c, "RESET enable_seqscan", &g);
+  dg__pg_release(c);
+  pool_close(&loop, pool);
+}
+
 typedef struct wrote {
   bool done;
   int status;
@@ -361,6 +424,7 @@ int main(void) {
       cmocka_unit_test(test_generated_statements_run),
       cmocka_unit_test(test_idempotency_key_unique),
       cmocka_unit_test(test_keyword_lookup),
+      cmocka_unit_test(test_sorted_pages_read_the_index),
       cmocka_unit_test(test_writes),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
