@@ -97,11 +97,13 @@ static void pq_message(const char *msg, char *out, size_t size) {
     out[--n] = '\0';
 }
 
+#define LOST_MESSAGE "The connection to the PostgreSQL database was lost: %s"
+
 static int lost(dg__pg_conn_t *c, dg_errctx_t *err) {
   char msg[512];
   pq_message(PQerrorMessage(c->pg), msg, sizeof(msg));
   c->state = C_BROKEN;
-  return dg_errctx_set(err, DG_EIO, "", "The connection to the database was lost: %s", msg);
+  return dg_errctx_set(err, DG_EIO, "", LOST_MESSAGE, msg);
 }
 
 /* The DG_E* code of a failed result. */
@@ -122,7 +124,18 @@ static int result_error(dg__pg_conn_t *c, const PGresult *res, dg_errctx_t *err)
   /* 57P01..57P03: the server is shutting down or terminated this session. */
   if (strncmp(state, "57P0", 4) == 0 || PQstatus(c->pg) == CONNECTION_BAD) {
     c->state = C_BROKEN;
-    return dg_errctx_set(err, DG_EIO, "", "The connection to the database was lost: %s", msg);
+    return dg_errctx_set(err, DG_EIO, "", LOST_MESSAGE, msg);
+  }
+  /* 25006 on a write: the server no longer takes writes (a primary fenced
+   * or demoted for a failover). The connection is not reused: a new one
+   * lets libpq find the primary (target_session_attrs=read-write). */
+  if (strcmp(state, "25006") == 0) {
+    c->state = C_BROKEN;
+    return dg_errctx_set(err, DG_EIO, "",
+                         "The PostgreSQL server of this connection no longer accepts writes (a "
+                         "standby, or a primary being failed over); the next call connects "
+                         "again: %s",
+                         msg);
   }
   return dg_errctx_set(err, DG_EIO, "", "The database failed the statement (SQLSTATE %s): %s",
                        state, msg);
@@ -244,8 +257,12 @@ static dg__pg_conn_t *conn_start(dg__pg_pool_t *pool, dg__pg_conn_t *target, boo
   /* passfile names a path that can never exist (libpq skips a missing one
    * silently, and warns on /dev/null): a password comes only from the
    * options or the environment, never from ~/.pgpass. */
-  const char *keys[] = {"dbname", "passfile", pool->password != NULL ? "password" : NULL, NULL};
-  const char *values[] = {pool->uri, "/proc/self/fd/-1", pool->password, NULL};
+  /* fallback_application_name: operators find the gateway's sessions in
+   * pg_stat_activity unless the URI names an application_name itself. */
+  const char *keys[] = {"dbname", "passfile", "fallback_application_name",
+                        pool->password != NULL ? "password" : NULL, NULL};
+  const char *values[] = {pool->uri, "/proc/self/fd/-1", DG__PG_APPLICATION_NAME, pool->password,
+                          NULL};
   c->pg = PQconnectStartParams(keys, values, 1);
   if (c->pg == NULL) {
     free(c);

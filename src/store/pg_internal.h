@@ -24,6 +24,7 @@
 #define DG__PG_CONNECT_TIMEOUT_MS 10000
 #define DG__PG_BACKOFF_MIN_MS 100
 #define DG__PG_BACKOFF_MAX_MS 5000
+#define DG__PG_APPLICATION_NAME "datagate" /* unless the URI names one */
 
 typedef struct dg__pg_pool dg__pg_pool_t;
 typedef struct dg__pg_conn dg__pg_conn_t;

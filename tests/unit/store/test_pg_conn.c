@@ -7,8 +7,10 @@
  * cannot be reached (a clear error, then the backoff answers at once),
  * the pool's bound (a request waits for a released connection), and
  * notifications between two pools, also after the listener was lost,
- * connection URIs that hold a password refused, and a password taken from
- * the options only (never from a password file). Each
+ * connection URIs that hold a password refused, a password taken from
+ * the options only (never from a password file), the application_name
+ * the sessions carry, and a connection to a server that stopped taking
+ * writes closed rather than reused. Each
  * test closes its pool and loop with nothing left open. */
 #include <sys/stat.h>
 
@@ -143,7 +145,7 @@ static void test_terminated_mid_statement(void **state) {
   assert_int_equal(k.status, 0);
   wait_for(&loop, &g);
   assert_int_equal(g.status, DG_EIO);
-  assert_non_null(strstr(g.err.message, "connection to the database was lost"));
+  assert_non_null(strstr(g.err.message, "connection to the PostgreSQL database was lost"));
   assert_true(dg__pg_conn_broken(a));
   dg__pg_release(a);
   dg__pg_release(b);
@@ -372,6 +374,60 @@ static void test_password_from_options(void **state) {
   pool_close(&loop, admin);
 }
 
+/* The gateway's sessions carry application_name "datagate" unless the URI
+ * names one, so that operators (and the tests) find them. */
+static void test_application_name(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *pool = pool_new(&loop, g_uri, 1, 0);
+  dg__pg_conn_t *c = acquire(&loop, pool);
+  got_t g;
+  run_text(&loop, c, "SHOW application_name", &g);
+  assert_int_equal(g.status, 0);
+  assert_string_equal(g.values[0], "datagate");
+  dg__pg_release(c);
+  pool_close(&loop, pool);
+  char uri[600];
+  snprintf(uri, sizeof(uri), "%s?application_name=billing_gw", g_uri);
+  uv_loop_init(&loop);
+  pool = pool_new(&loop, uri, 1, 0);
+  c = acquire(&loop, pool);
+  run_text(&loop, c, "SHOW application_name", &g);
+  assert_int_equal(g.status, 0);
+  assert_string_equal(g.values[0], "billing_gw");
+  dg__pg_release(c);
+  pool_close(&loop, pool);
+}
+
+/* A write refused because the server no longer takes writes (as a primary
+ * fenced for a failover answers) breaks the connection: the next request
+ * gets a new one, which libpq opens on the primary of a multi-host URI. */
+static void test_read_only_server(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *pool = pool_new(&loop, g_uri, 1, 0);
+  dg__pg_conn_t *c = acquire(&loop, pool);
+  int pid = dg__pg_conn_pid(c);
+  got_t g;
+  run_text(&loop, c, "SET default_transaction_read_only = on", &g);
+  assert_int_equal(g.status, 0);
+  run_text(&loop, c, "CREATE TABLE dg_read_only_probe (x int)", &g);
+  assert_int_equal(g.status, DG_EIO);
+  assert_non_null(strstr(g.err.message, "no longer accepts writes"));
+  assert_non_null(strstr(g.err.message, "read-only transaction"));
+  assert_true(dg__pg_conn_broken(c));
+  dg__pg_release(c);
+  c = acquire(&loop, pool);
+  assert_int_not_equal(dg__pg_conn_pid(c), pid);
+  run_text(&loop, c, "CREATE TEMP TABLE dg_read_only_probe (x int)", &g);
+  assert_int_equal(g.status, 0);
+  assert_false(dg__pg_conn_broken(c));
+  dg__pg_release(c);
+  pool_close(&loop, pool);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bound_values),
@@ -383,6 +439,8 @@ int main(void) {
       cmocka_unit_test(test_listen_notify),
       cmocka_unit_test(test_uri_check),
       cmocka_unit_test(test_password_from_options),
+      cmocka_unit_test(test_application_name),
+      cmocka_unit_test(test_read_only_server),
   };
   return cmocka_run_group_tests(tests, server_start, server_stop);
 }
