@@ -9,9 +9,13 @@
  * notifications between two pools, also after the listener was lost,
  * connection URIs that hold a password refused, a password taken from
  * the options only (never from a password file), the application_name
- * the sessions carry, and a connection to a server that stopped taking
- * writes closed rather than reused. Each
+ * the sessions carry, a connection to a server that stopped taking writes
+ * closed rather than reused, and a multi-host URI whose first host never
+ * answers (later attempts start at the next host). Each
  * test closes its pool and loop with nothing left open. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "store/pg_test.h"
@@ -428,6 +432,59 @@ static void test_read_only_server(void **state) {
   pool_close(&loop, pool);
 }
 
+/* A TCP port that takes connections into its backlog and never answers,
+ * as a dead primary's address that swallows packets looks to libpq. */
+static int silent_port(int *fd) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+  *fd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(*fd >= 0);
+  assert_int_equal(bind(*fd, (struct sockaddr *)&a, sizeof(a)), 0);
+  assert_int_equal(listen(*fd, 16), 0);
+  assert_int_equal(getsockname(*fd, (struct sockaddr *)&a, &len), 0);
+  return ntohs(a.sin_port);
+}
+
+/* The first host of a multi-host URI never answers: the attempt times
+ * out, and the next attempts start at the following host, where the
+ * server is (libpq alone would wait on the first host every time). */
+static void test_silent_first_host(void **state) {
+  (void)state;
+  int fd, real = 0;
+  int silent = silent_port(&fd);
+  assert_int_equal(sscanf(g_uri, "postgresql://postgres@127.0.0.1:%d/", &real), 1);
+  char uri[256];
+  snprintf(uri, sizeof(uri), "postgresql://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres", silent,
+           real);
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_options_t o = {.uri = uri, .max_conns = 1, .connect_timeout_ms = 200};
+  dg__pg_pool_t *pool = NULL;
+  assert_int_equal(dg__pg_pool_new(&loop, &o, &pool), 0);
+  got_t g = {0};
+  assert_int_equal(dg__pg_acquire(pool, on_acquire, &g), 0);
+  wait_for(&loop, &g);
+  assert_int_equal(g.status, DG_EIO);
+  assert_non_null(strstr(g.err.message, "timed out while connecting"));
+  /* Requests within the backoff fail at once; one after it connects. */
+  for (int i = 0; i < 100 && g.status != 0; i++) {
+    uv_sleep(50);
+    memset(&g, 0, sizeof(g));
+    assert_int_equal(dg__pg_acquire(pool, on_acquire, &g), 0);
+    wait_for(&loop, &g);
+  }
+  assert_int_equal(g.status, 0);
+  got_t q;
+  run_text(&loop, g.conn, "SELECT inet_server_port()", &q);
+  assert_int_equal(q.status, 0);
+  int64_t port = 0;
+  assert_true(dg_parse_int64(q.values[0], 1, 65535, &port));
+  assert_int_equal(port, real);
+  dg__pg_release(g.conn);
+  pool_close(&loop, pool);
+  close(fd);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bound_values),
@@ -441,6 +498,7 @@ int main(void) {
       cmocka_unit_test(test_password_from_options),
       cmocka_unit_test(test_application_name),
       cmocka_unit_test(test_read_only_server),
+      cmocka_unit_test(test_silent_first_host),
   };
   return cmocka_run_group_tests(tests, server_start, server_stop);
 }
