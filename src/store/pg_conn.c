@@ -59,6 +59,11 @@ struct dg__pg_pool {
   unsigned max_conns;
   uint64_t statement_timeout_ms;
   uint64_t backoff_max_ms;
+  uint64_t connect_timeout_ms;
+  /* The URI's host, hostaddr and port lists (or NULL), and the host the
+   * next attempt starts at (0: the URI's order). */
+  char *hosts, *hostaddrs, *ports;
+  unsigned nhosts, first_host;
   unsigned open;       /* pooled connections not yet freed */
   unsigned connecting; /* of which connecting or in SETUP */
   unsigned extra;      /* cancel connections not yet freed */
@@ -97,11 +102,13 @@ static void pq_message(const char *msg, char *out, size_t size) {
     out[--n] = '\0';
 }
 
+#define LOST_MESSAGE "The connection to the PostgreSQL database was lost: %s"
+
 static int lost(dg__pg_conn_t *c, dg_errctx_t *err) {
   char msg[512];
   pq_message(PQerrorMessage(c->pg), msg, sizeof(msg));
   c->state = C_BROKEN;
-  return dg_errctx_set(err, DG_EIO, "", "The connection to the database was lost: %s", msg);
+  return dg_errctx_set(err, DG_EIO, "", LOST_MESSAGE, msg);
 }
 
 /* The DG_E* code of a failed result. */
@@ -122,7 +129,18 @@ static int result_error(dg__pg_conn_t *c, const PGresult *res, dg_errctx_t *err)
   /* 57P01..57P03: the server is shutting down or terminated this session. */
   if (strncmp(state, "57P0", 4) == 0 || PQstatus(c->pg) == CONNECTION_BAD) {
     c->state = C_BROKEN;
-    return dg_errctx_set(err, DG_EIO, "", "The connection to the database was lost: %s", msg);
+    return dg_errctx_set(err, DG_EIO, "", LOST_MESSAGE, msg);
+  }
+  /* 25006 on a write: the server no longer takes writes (a primary fenced
+   * or demoted for a failover). The connection is not reused: a new one
+   * lets libpq find the primary (target_session_attrs=read-write). */
+  if (strcmp(state, "25006") == 0) {
+    c->state = C_BROKEN;
+    return dg_errctx_set(err, DG_EIO, "",
+                         "The PostgreSQL server of this connection no longer accepts writes (a "
+                         "standby, or a primary being failed over); the next call connects "
+                         "again: %s",
+                         msg);
   }
   return dg_errctx_set(err, DG_EIO, "", "The database failed the statement (SQLSTATE %s): %s",
                        state, msg);
@@ -221,8 +239,98 @@ static void step_connect(dg__pg_conn_t *c) {
     connect_failed(c, PQerrorMessage(c->pg));
 }
 
+/* ---- Multi-host URIs ------------------------------------------------------------------- */
+
+#define HOST_LIST_MAX 1024
+
+static unsigned list_count(const char *list) {
+  unsigned n = 1;
+  for (const char *p = list; *p != '\0'; p++)
+    n += *p == ',';
+  return n;
+}
+
+/* Item i of a comma-separated list into out; false when it does not fit. */
+static bool list_item(const char *list, unsigned i, char *out, size_t size) {
+  const char *p = list;
+  for (; i > 0 && p != NULL; i--) {
+    p = strchr(p, ',');
+    p = p != NULL ? p + 1 : NULL;
+  }
+  if (p == NULL)
+    return false;
+  size_t n = strcspn(p, ",");
+  if (n >= size)
+    return false;
+  memcpy(out, p, n);
+  out[n] = '\0';
+  return true;
+}
+
+/* list with its items starting at first (a list of one item, used for
+ * every host, is kept as it is); false when it does not fit. */
+static bool list_rotated(const char *list, unsigned n, unsigned first, char *out, size_t size) {
+  if (list_count(list) != n)
+    return dg_strlcpy(out, list, size);
+  size_t used = 0;
+  out[0] = '\0';
+  for (unsigned k = 0; k < n; k++) {
+    char item[256];
+    if (!list_item(list, (first + k) % n, item, sizeof(item)))
+      return false;
+    int w = snprintf(out + used, size - used, "%s%s", k ? "," : "", item);
+    if (w < 0 || (size_t)w >= size - used)
+      return false;
+    used += (size_t)w;
+  }
+  return true;
+}
+
+static char *option_dup(const PQconninfoOption *opts, const char *key) {
+  for (const PQconninfoOption *o = opts; o->keyword != NULL; o++) {
+    if (strcmp(o->keyword, key) == 0 && o->val != NULL && o->val[0] != '\0')
+      return strdup(o->val);
+  }
+  return NULL;
+}
+
+/* Keeps the host lists of a multi-host URI (a single host needs none). */
+static void hosts_parse(dg__pg_pool_t *pool) {
+  PQconninfoOption *opts = PQconninfoParse(pool->uri, NULL);
+  if (opts == NULL)
+    return;
+  pool->hosts = option_dup(opts, "host");
+  pool->hostaddrs = option_dup(opts, "hostaddr");
+  pool->ports = option_dup(opts, "port");
+  PQconninfoFree(opts);
+  const char *list = pool->hosts != NULL ? pool->hosts : pool->hostaddrs;
+  pool->nhosts = list != NULL ? list_count(list) : 1;
+}
+
+/* The index in the URI of the host c was trying, or nhosts. */
+static unsigned host_index(const dg__pg_conn_t *c) {
+  const dg__pg_pool_t *pool = c->pool;
+  const char *host = PQhost(c->pg), *port = PQport(c->pg);
+  const char *list = pool->hosts != NULL ? pool->hosts : pool->hostaddrs;
+  bool one_port = pool->ports == NULL || list_count(pool->ports) != pool->nhosts;
+  for (unsigned i = 0; host != NULL && list != NULL && i < pool->nhosts; i++) {
+    char h[256], p[32];
+    if (!list_item(list, i, h, sizeof(h)) || strcmp(h, host) != 0)
+      continue;
+    if (one_port ||
+        (port != NULL && list_item(pool->ports, i, p, sizeof(p)) && strcmp(p, port) == 0))
+      return i;
+  }
+  return pool->nhosts;
+}
+
 static void on_connect_timeout(uv_timer_t *t) {
   dg__pg_conn_t *c = t->data;
+  dg__pg_pool_t *pool = c->pool;
+  /* The host that did not answer goes last in the next attempts. */
+  unsigned i = pool->nhosts > 1 ? host_index(c) : pool->nhosts;
+  if (i < pool->nhosts)
+    pool->first_host = (i + 1) % pool->nhosts;
   connect_failed(c, "timed out while connecting");
 }
 
@@ -231,6 +339,18 @@ static void on_connect_timeout(uv_timer_t *t) {
 static void ignore_notice(void *arg, const char *message) {
   (void)arg;
   (void)message;
+}
+
+/* The URI's host lists starting at pool->first_host (they override the
+ * URI's, being given after it); false when one does not fit. */
+static bool hosts_rotated(const dg__pg_pool_t *pool, char lists[3][HOST_LIST_MAX]) {
+  const char *given[] = {pool->hosts, pool->hostaddrs, pool->ports};
+  for (size_t i = 0; i < 3; i++) {
+    if (given[i] != NULL &&
+        !list_rotated(given[i], pool->nhosts, pool->first_host, lists[i], HOST_LIST_MAX))
+      return false;
+  }
+  return true;
 }
 
 static dg__pg_conn_t *conn_start(dg__pg_pool_t *pool, dg__pg_conn_t *target, bool listener) {
@@ -243,11 +363,27 @@ static dg__pg_conn_t *conn_start(dg__pg_pool_t *pool, dg__pg_conn_t *target, boo
   c->listener = listener;
   /* passfile names a path that can never exist (libpq skips a missing one
    * silently, and warns on /dev/null): a password comes only from the
-   * options or the environment, never from ~/.pgpass. The gateway's
-   * sessions are named in pg_stat_activity unless the URI names them. */
-  const char *keys[] = {"dbname", "passfile", "fallback_application_name",
-                        pool->password != NULL ? "password" : NULL, NULL};
-  const char *values[] = {pool->uri, "/proc/self/fd/-1", "datagate", pool->password, NULL};
+   * options or the environment, never from ~/.pgpass. */
+  /* fallback_application_name: operators find the gateway's sessions in
+   * pg_stat_activity unless the URI names an application_name itself. */
+  const char *keys[8] = {"dbname", "passfile", "fallback_application_name"};
+  const char *values[8] = {pool->uri, "/proc/self/fd/-1", DG__PG_APPLICATION_NAME};
+  size_t n = 3;
+  char lists[3][HOST_LIST_MAX];
+  if (pool->first_host != 0 && hosts_rotated(pool, lists)) {
+    const char *names[] = {"host", "hostaddr", "port"};
+    const char *given[] = {pool->hosts, pool->hostaddrs, pool->ports};
+    for (size_t i = 0; i < 3; i++) {
+      if (given[i] != NULL) {
+        keys[n] = names[i];
+        values[n++] = lists[i];
+      }
+    }
+  }
+  if (pool->password != NULL) {
+    keys[n] = "password";
+    values[n++] = pool->password;
+  }
   c->pg = PQconnectStartParams(keys, values, 1);
   if (c->pg == NULL) {
     free(c);
@@ -267,7 +403,7 @@ static dg__pg_conn_t *conn_start(dg__pg_pool_t *pool, dg__pg_conn_t *target, boo
     connect_failed(c, PQerrorMessage(c->pg));
     return c;
   }
-  uv_timer_start(&c->timer, on_connect_timeout, DG__PG_CONNECT_TIMEOUT_MS, 0);
+  uv_timer_start(&c->timer, on_connect_timeout, pool->connect_timeout_ms, 0);
   return c;
 }
 
@@ -624,6 +760,9 @@ static void maybe_closed(dg__pg_pool_t *pool) {
   void *data = pool->close_data;
   free(pool->uri);
   free(pool->password);
+  free(pool->hosts);
+  free(pool->hostaddrs);
+  free(pool->ports);
   free(pool);
   if (cb != NULL)
     cb(data);
@@ -680,6 +819,9 @@ int dg__pg_pool_new(uv_loop_t *loop, const dg__pg_options_t *o, dg__pg_pool_t **
   pool->max_conns = o->max_conns ? o->max_conns : 1;
   pool->statement_timeout_ms = o->statement_timeout_ms;
   pool->backoff_max_ms = o->backoff_max_ms ? o->backoff_max_ms : DG__PG_BACKOFF_MAX_MS;
+  pool->connect_timeout_ms =
+      o->connect_timeout_ms ? o->connect_timeout_ms : DG__PG_CONNECT_TIMEOUT_MS;
+  hosts_parse(pool);
   pool->waiters_tail = &pool->waiters;
   uv_timer_init(loop, &pool->kick);
   pool->kick.data = pool;

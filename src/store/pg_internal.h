@@ -12,7 +12,14 @@
  * failed (lost, terminated by the server) is closed when released; the
  * next request gets a fresh one. When connecting fails, further attempts
  * wait a backoff that doubles up to backoff_max_ms, and requests asking
- * in the meantime fail at once with the last failure. */
+ * in the meantime fail at once with the last failure.
+ *
+ * A multi-host URI is walked by libpq, which moves to the next host when
+ * one refuses or is not the kind target_session_attrs asks for; a host
+ * that does not answer at all (a dead machine) holds the attempt until
+ * the connect timeout. The pool then starts its next attempts at the host
+ * after that one, so that a failover to a later host of the URI is found
+ * even while the old primary's address swallows packets. */
 #ifndef DATAGATE_STORE_PG_INTERNAL_H
 #define DATAGATE_STORE_PG_INTERNAL_H
 
@@ -24,6 +31,7 @@
 #define DG__PG_CONNECT_TIMEOUT_MS 10000
 #define DG__PG_BACKOFF_MIN_MS 100
 #define DG__PG_BACKOFF_MAX_MS 5000
+#define DG__PG_APPLICATION_NAME "datagate" /* unless the URI names one */
 
 typedef struct dg__pg_pool dg__pg_pool_t;
 typedef struct dg__pg_conn dg__pg_conn_t;
@@ -34,6 +42,7 @@ typedef struct dg__pg_options {
   unsigned max_conns;            /* at least 1 */
   uint64_t statement_timeout_ms; /* set on each connection; 0: the server's default */
   uint64_t backoff_max_ms;       /* 0: DG__PG_BACKOFF_MAX_MS */
+  uint64_t connect_timeout_ms;   /* 0: DG__PG_CONNECT_TIMEOUT_MS */
 } dg__pg_options_t;
 
 /* conn is NULL when status is not 0 (err says why: DG_EIO when the

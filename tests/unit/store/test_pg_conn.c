@@ -7,9 +7,15 @@
  * cannot be reached (a clear error, then the backoff answers at once),
  * the pool's bound (a request waits for a released connection), and
  * notifications between two pools, also after the listener was lost,
- * connection URIs that hold a password refused, and a password taken from
- * the options only (never from a password file). Each
+ * connection URIs that hold a password refused, a password taken from
+ * the options only (never from a password file), the application_name
+ * the sessions carry, a connection to a server that stopped taking writes
+ * closed rather than reused, and a multi-host URI whose first host never
+ * answers (later attempts start at the next host). Each
  * test closes its pool and loop with nothing left open. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "store/pg_test.h"
@@ -143,7 +149,7 @@ static void test_terminated_mid_statement(void **state) {
   assert_int_equal(k.status, 0);
   wait_for(&loop, &g);
   assert_int_equal(g.status, DG_EIO);
-  assert_non_null(strstr(g.err.message, "connection to the database was lost"));
+  assert_non_null(strstr(g.err.message, "connection to the PostgreSQL database was lost"));
   assert_true(dg__pg_conn_broken(a));
   dg__pg_release(a);
   dg__pg_release(b);
@@ -372,6 +378,113 @@ static void test_password_from_options(void **state) {
   pool_close(&loop, admin);
 }
 
+/* The gateway's sessions carry application_name "datagate" unless the URI
+ * names one, so that operators (and the tests) find them. */
+static void test_application_name(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *pool = pool_new(&loop, g_uri, 1, 0);
+  dg__pg_conn_t *c = acquire(&loop, pool);
+  got_t g;
+  run_text(&loop, c, "SHOW application_name", &g);
+  assert_int_equal(g.status, 0);
+  assert_string_equal(g.values[0], "datagate");
+  dg__pg_release(c);
+  pool_close(&loop, pool);
+  char uri[600];
+  snprintf(uri, sizeof(uri), "%s?application_name=billing_gw", g_uri);
+  uv_loop_init(&loop);
+  pool = pool_new(&loop, uri, 1, 0);
+  c = acquire(&loop, pool);
+  run_text(&loop, c, "SHOW application_name", &g);
+  assert_int_equal(g.status, 0);
+  assert_string_equal(g.values[0], "billing_gw");
+  dg__pg_release(c);
+  pool_close(&loop, pool);
+}
+
+/* A write refused because the server no longer takes writes (as a primary
+ * fenced for a failover answers) breaks the connection: the next request
+ * gets a new one, which libpq opens on the primary of a multi-host URI. */
+static void test_read_only_server(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *pool = pool_new(&loop, g_uri, 1, 0);
+  dg__pg_conn_t *c = acquire(&loop, pool);
+  int pid = dg__pg_conn_pid(c);
+  got_t g;
+  run_text(&loop, c, "SET default_transaction_read_only = on", &g);
+  assert_int_equal(g.status, 0);
+  run_text(&loop, c, "CREATE TABLE dg_read_only_probe (x int)", &g);
+  assert_int_equal(g.status, DG_EIO);
+  assert_non_null(strstr(g.err.message, "no longer accepts writes"));
+  assert_non_null(strstr(g.err.message, "read-only transaction"));
+  assert_true(dg__pg_conn_broken(c));
+  dg__pg_release(c);
+  c = acquire(&loop, pool);
+  assert_int_not_equal(dg__pg_conn_pid(c), pid);
+  run_text(&loop, c, "CREATE TEMP TABLE dg_read_only_probe (x int)", &g);
+  assert_int_equal(g.status, 0);
+  assert_false(dg__pg_conn_broken(c));
+  dg__pg_release(c);
+  pool_close(&loop, pool);
+}
+
+/* A TCP port that takes connections into its backlog and never answers,
+ * as a dead primary's address that swallows packets looks to libpq. */
+static int silent_port(int *fd) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof(a);
+  *fd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(*fd >= 0);
+  assert_int_equal(bind(*fd, (struct sockaddr *)&a, sizeof(a)), 0);
+  assert_int_equal(listen(*fd, 16), 0);
+  assert_int_equal(getsockname(*fd, (struct sockaddr *)&a, &len), 0);
+  return ntohs(a.sin_port);
+}
+
+/* The first host of a multi-host URI never answers: the attempt times
+ * out, and the next attempts start at the following host, where the
+ * server is (libpq alone would wait on the first host every time). */
+static void test_silent_first_host(void **state) {
+  (void)state;
+  int fd, real = 0;
+  int silent = silent_port(&fd);
+  assert_int_equal(sscanf(g_uri, "postgresql://postgres@127.0.0.1:%d/", &real), 1);
+  char uri[256];
+  snprintf(uri, sizeof(uri), "postgresql://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres", silent,
+           real);
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_options_t o = {.uri = uri, .max_conns = 1, .connect_timeout_ms = 200};
+  dg__pg_pool_t *pool = NULL;
+  assert_int_equal(dg__pg_pool_new(&loop, &o, &pool), 0);
+  got_t g = {0};
+  assert_int_equal(dg__pg_acquire(pool, on_acquire, &g), 0);
+  wait_for(&loop, &g);
+  assert_int_equal(g.status, DG_EIO);
+  assert_non_null(strstr(g.err.message, "timed out while connecting"));
+  /* Requests within the backoff fail at once; one after it connects. */
+  for (int i = 0; i < 100 && g.status != 0; i++) {
+    uv_sleep(50);
+    memset(&g, 0, sizeof(g));
+    assert_int_equal(dg__pg_acquire(pool, on_acquire, &g), 0);
+    wait_for(&loop, &g);
+  }
+  assert_int_equal(g.status, 0);
+  got_t q;
+  run_text(&loop, g.conn, "SELECT inet_server_port()", &q);
+  assert_int_equal(q.status, 0);
+  int64_t port = 0;
+  assert_true(dg_parse_int64(q.values[0], 1, 65535, &port));
+  assert_int_equal(port, real);
+  dg__pg_release(g.conn);
+  pool_close(&loop, pool);
+  close(fd);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bound_values),
@@ -383,6 +496,9 @@ int main(void) {
       cmocka_unit_test(test_listen_notify),
       cmocka_unit_test(test_uri_check),
       cmocka_unit_test(test_password_from_options),
+      cmocka_unit_test(test_application_name),
+      cmocka_unit_test(test_read_only_server),
+      cmocka_unit_test(test_silent_first_host),
   };
   return cmocka_run_group_tests(tests, server_start, server_stop);
 }
