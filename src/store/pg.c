@@ -24,6 +24,7 @@
 #define POOL_CONNS 8         /* connections per store (per worker), without server.databasePool */
 #define LEASE_MS 30000       /* a running submission's lease */
 #define LEASE_RENEW_MS 10000 /* how often leases are renewed and expired ones recovered */
+#define ABANDONED_MAX 256    /* abandoned submissions remembered until their lease is out */
 #define SAMPLE_LOCK 0x64617461676175LL
 #define LISTEN_POLL_MS 5 /* how often an opening store looks whether its listener listens */
 #define LISTEN_WAIT_MS DG__PG_CONNECT_TIMEOUT_MS
@@ -44,6 +45,15 @@ typedef struct dg__pg {
   int sample_step;
   int interrupted; /* submissions marked interrupted at open */
   bool renewing;
+  /* Submissions whose outcome could not be recorded (the database went
+   * away mid-finish): their leases are no longer renewed, so that they
+   * run out and any gateway marks them interrupted instead of them
+   * showing as running for as long as this process lives. */
+  struct {
+    char id[64];
+    uint64_t at; /* loop time it was abandoned */
+  } abandoned[ABANDONED_MAX];
+  size_t nabandoned;
   uint64_t listen_waited; /* ms waited at open for the cancel listener */
 } dg__pg_t;
 
@@ -381,6 +391,30 @@ static void on_renewed(dg__pg_conn_t *conn, int status, PGresult *res, const dg_
   }
 }
 
+static void abandon(dg__pg_t *pg, const char *submission_id) {
+  if (submission_id == NULL || strlen(submission_id) >= sizeof(pg->abandoned[0].id) ||
+      pg->nabandoned == ABANDONED_MAX)
+    return;
+  snprintf(pg->abandoned[pg->nabandoned].id, sizeof(pg->abandoned[0].id), "%s", submission_id);
+  pg->abandoned[pg->nabandoned++].at = uv_now(pg->store->loop);
+}
+
+/* Forgets the abandoned submissions whose lease has surely run out (the
+ * renewal leaves an expired lease alone); the rest, as a list. */
+static size_t abandoned_ids(dg__pg_t *pg, const char **ids) {
+  uint64_t now = uv_now(pg->store->loop);
+  size_t kept = 0;
+  for (size_t i = 0; i < pg->nabandoned; i++) {
+    if (now - pg->abandoned[i].at > LEASE_MS + 2 * LEASE_RENEW_MS)
+      continue;
+    pg->abandoned[kept++] = pg->abandoned[i];
+  }
+  pg->nabandoned = kept;
+  for (size_t i = 0; i < kept; i++)
+    ids[i] = pg->abandoned[i].id;
+  return kept;
+}
+
 static void on_lease_conn(dg__pg_conn_t *conn, int status, const dg_errctx_t *err, void *data) {
   dg__pg_t *pg = data;
   dg_errctx_t e;
@@ -389,7 +423,9 @@ static void on_lease_conn(dg__pg_conn_t *conn, int status, const dg_errctx_t *er
     pg->renewing = false;
     return;
   }
-  if (dg__pg_renew_leases(conn, pg->store->owner, LEASE_MS, on_renewed, pg, &e) != 0) {
+  const char *skip[ABANDONED_MAX];
+  size_t nskip = abandoned_ids(pg, skip);
+  if (dg__pg_renew_leases(conn, pg->store->owner, LEASE_MS, skip, nskip, on_renewed, pg, &e) != 0) {
     dg__pg_release(conn);
     pg->renewing = false;
   }
@@ -430,6 +466,8 @@ static void op_end(op_t *op, int status, json_t *result, const dg_errctx_t *err)
   /* Even a failed write may have committed: later reads go to the primary. */
   if (is_write(r->kind) && pg->replica_started)
     dg__pg_replica_wrote(&pg->replica);
+  if (r->kind == DG__STORE_FINISH && status != 0 && r->in.finish != NULL)
+    abandon(pg, r->in.finish->submission_id);
   r->status = status;
   r->result = status == 0 ? result : NULL;
   if (status != 0) {

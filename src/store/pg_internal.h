@@ -159,9 +159,14 @@ int dg__pg_finish(dg__pg_conn_t *conn, const dg_store_finish_t *f, dg__pg_submit
  * created_at, finished_at. */
 int dg__pg_submission(dg__pg_conn_t *conn, const dg_store_submission_get_t *g, dg__pg_query_cb cb,
                       void *data, dg_errctx_t *err);
-/* Extends the leases of owner's running submissions to lease_ms from now. */
+/* Extends the leases of owner's running submissions to lease_ms from now,
+ * but for those in skip (submissions whose outcome could not be recorded:
+ * their lease runs out and any gateway marks them interrupted) and those
+ * whose lease has already run out (another gateway may have taken them as
+ * gone). */
 int dg__pg_renew_leases(dg__pg_conn_t *conn, const char *owner, uint64_t lease_ms,
-                        dg__pg_query_cb cb, void *data, dg_errctx_t *err);
+                        const char *const *skip, size_t nskip, dg__pg_query_cb cb, void *data,
+                        dg_errctx_t *err);
 /* Marks failed ("interrupted") the running submissions whose lease has
  * expired, whichever gateway started them; the result has their ids. */
 int dg__pg_recover_submissions(dg__pg_conn_t *conn, dg__pg_query_cb cb, void *data,

@@ -364,16 +364,42 @@ int dg__pg_submit(dg__pg_conn_t *conn, const dg_store_submit_t *s, const char *o
 
 /* ---- Leases ------------------------------------------------------------------------------ */
 
+/* The ids as one PostgreSQL text[] literal; submission ids are UUIDs, and
+ * any other id is left out (its lease is then renewed as before). */
+static int id_array(dg_buf_t *b, const char *const *ids, size_t n) {
+  int rc = dg_buf_append_str(b, "{");
+  size_t kept = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    if (ids[i][0] == '\0' || strspn(ids[i], "0123456789abcdefABCDEF-") != strlen(ids[i]))
+      continue;
+    if (kept++ > 0)
+      rc = dg_buf_append_str(b, ",");
+    if (rc == 0)
+      rc = dg_buf_append_str(b, ids[i]);
+  }
+  return rc == 0 ? dg_buf_append_str(b, "}") : rc;
+}
+
 int dg__pg_renew_leases(dg__pg_conn_t *conn, const char *owner, uint64_t lease_ms,
-                        dg__pg_query_cb cb, void *data, dg_errctx_t *err) {
+                        const char *const *skip, size_t nskip, dg__pg_query_cb cb, void *data,
+                        dg_errctx_t *err) {
+  dg_buf_t ids;
+  dg_buf_init(&ids, 64 * 1024);
+  int built = id_array(&ids, skip, nskip);
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_postgres);
   dg__sql_put(&sql, "UPDATE \"_dg_submissions\" SET lease_until = now() + ");
   dg__sql_bind_int(&sql, (int64_t)lease_ms);
   dg__sql_put(&sql, " * interval '1 millisecond' WHERE status = 'running' AND owner = ");
   dg__sql_bind_text(&sql, owner);
-  int rc = dg__pg_query(conn, &sql, cb, data, err);
+  dg__sql_put(&sql, " AND lease_until > now() AND NOT (id = ANY(CAST(");
+  dg__sql_bind_text(&sql, built == 0 ? ids.data : "{}");
+  dg__sql_put(&sql, " AS text[])))");
+  int rc = built != 0
+               ? dg_errctx_set(err, built, "", "The list of abandoned submissions is too long.")
+               : dg__pg_query(conn, &sql, cb, data, err);
   dg__sql_free(&sql);
+  dg_buf_free(&ids);
   return rc;
 }
 

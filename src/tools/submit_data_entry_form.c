@@ -316,10 +316,12 @@ static void on_finished(int status, json_t *result, const dg_errctx_t *err, void
   submission_t *s = data;
   json_decref(result);
   if (status != 0)
-    json_array_append_new(json_object_get(s->result, "warnings"),
-                          json_sprintf("the outcome could not be recorded (%s); the submission "
-                                       "will show as interrupted after the next start",
-                                       err ? err->message : dg_strerror(status)));
+    json_array_append_new(
+        json_object_get(s->result, "warnings"),
+        json_sprintf("the outcome could not be recorded (%s); the submission "
+                     "will show as interrupted: on PostgreSQL once its lease has run "
+                     "out (within a minute), on SQLite after the next start",
+                     err ? err->message : dg_strerror(status)));
   json_t *r = s->result;
   s->result = NULL;
   end(s, r);

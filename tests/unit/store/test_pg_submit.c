@@ -4,7 +4,8 @@
  * creates one record and one submission, the other 99 replay it; a key
  * reused for another request is refused; a failed check writes nothing
  * and frees the key; a running submission whose lease expired is marked
- * interrupted by any gateway, one whose lease was renewed is not; a
+ * interrupted by any gateway, one whose lease was renewed is not, one
+ * whose outcome could not be recorded is not renewed; a
  * finished submission's outcome and values land together and a retry of
  * its key replays that outcome. */
 #include "store/pg_store_test.h"
@@ -218,7 +219,7 @@ static void test_expired_lease_recovered(void **state) {
   assert_int_equal(g.status, 0);
   dg_errctx_t err;
   memset(&g, 0, sizeof(g));
-  assert_int_equal(dg__pg_renew_leases(c, "owner-1", 60000, on_query, &g, &err), 0);
+  assert_int_equal(dg__pg_renew_leases(c, "owner-1", 60000, NULL, 0, on_query, &g, &err), 0);
   wait_for(&loop, &g);
   assert_int_equal(g.status, 0);
   memset(&g, 0, sizeof(g));
@@ -236,6 +237,67 @@ static void test_expired_lease_recovered(void **state) {
            b.submission_id);
   run_text(&loop, c, text, &g);
   assert_string_equal(g.values[0], "running");
+  dg__pg_release(c);
+  json_decref(xa.result);
+  json_decref(xb.result);
+  close_pools(&loop, pools, 1);
+}
+
+/* Whether the statement about submission id says "t". */
+static void lease_is(uv_loop_t *loop, dg__pg_conn_t *c, const char *cond, const char *id,
+                     const char *want) {
+  char text[300];
+  snprintf(text, sizeof(text), "SELECT %s FROM \"_dg_submissions\" WHERE id = '%s'", cond, id);
+  got_t g;
+  run_text(loop, c, text, &g);
+  assert_int_equal(g.nvalues, 1);
+  if (strcmp(g.values[0], want) != 0)
+    fail_msg("%s of %s: %s, not %s", cond, id, g.values[0], want);
+}
+
+/* A submission whose outcome could not be recorded is left out of the
+ * renewal, so its lease runs out; a lease that ran out is never renewed
+ * again (another gateway may have taken the submission as gone). */
+static void test_abandoned_lease_runs_out(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  dg__pg_pool_t *pools[1] = {pool_new(&loop, g_uri, 2, 0)};
+  migrate(&loop, pools[0]);
+  dg_store_submit_t a = customer("Abandoned A", NULL, NULL, "SaveCustomer");
+  dg_store_submit_t b = customer("Abandoned B", NULL, NULL, "SaveCustomer");
+  send_t xa = {.s = &a}, xb = {.s = &b};
+  send_all(&loop, pools, 1, &xa, 1);
+  send_all(&loop, pools, 1, &xb, 1);
+  assert_int_equal(xa.status, 0);
+  assert_int_equal(xb.status, 0);
+  dg__pg_conn_t *c = acquire(&loop, pools[0]);
+  got_t g;
+  char text[300];
+  snprintf(text, sizeof(text),
+           "UPDATE \"_dg_submissions\" SET owner = 'owner-1', lease_until = now() + interval "
+           "'5 seconds' WHERE id IN ('%s', '%s')",
+           a.submission_id, b.submission_id);
+  run_text(&loop, c, text, &g);
+  assert_int_equal(g.status, 0);
+  const char *skip[] = {a.submission_id, "x'}"};
+  dg_errctx_t err;
+  memset(&g, 0, sizeof(g));
+  assert_int_equal(dg__pg_renew_leases(c, "owner-1", 60000, skip, 2, on_query, &g, &err), 0);
+  wait_for(&loop, &g);
+  assert_int_equal(g.status, 0);
+  lease_is(&loop, c, "lease_until < now() + interval '10 seconds'", a.submission_id, "t");
+  lease_is(&loop, c, "lease_until > now() + interval '50 seconds'", b.submission_id, "t");
+  snprintf(text, sizeof(text),
+           "UPDATE \"_dg_submissions\" SET lease_until = now() - interval '1 second' WHERE id = "
+           "'%s'",
+           b.submission_id);
+  run_text(&loop, c, text, &g);
+  memset(&g, 0, sizeof(g));
+  assert_int_equal(dg__pg_renew_leases(c, "owner-1", 60000, NULL, 0, on_query, &g, &err), 0);
+  wait_for(&loop, &g);
+  assert_int_equal(g.status, 0);
+  lease_is(&loop, c, "lease_until < now()", b.submission_id, "t");
   dg__pg_release(c);
   json_decref(xa.result);
   json_decref(xb.result);
@@ -339,6 +401,7 @@ int main(void) {
       cmocka_unit_test(test_same_key_once_across_gateways),
       cmocka_unit_test(test_key_reused_and_failed_checks),
       cmocka_unit_test(test_expired_lease_recovered),
+      cmocka_unit_test(test_abandoned_lease_runs_out),
       cmocka_unit_test(test_finish_and_replay),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
