@@ -6,14 +6,16 @@
  * every aggregation and its rows are written into the answer's JSON text
  * by the shared builder (result_aggregate.c). Both statements run in one
  * read-only REPEATABLE READ transaction so that the count and the rows
- * see the same data, as SQLite's read transaction does. */
+ * see the same data, as SQLite's read transaction does. BEGIN goes in one
+ * pipeline with the first statement and COMMIT in one with the rows'
+ * statement: one round trip ungrouped, two grouped (the count must be
+ * read before the grouping is sent). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "store/pg_internal.h"
 
 typedef enum astep {
-  A_BEGIN,
   A_COUNT,
   A_ROWS,
   A_COMMIT,
@@ -25,7 +27,8 @@ typedef struct agg {
   const dg_store_aggregate_t *a;
   astep_t step;
   int64_t matched;
-  dg_buf_t text; /* the rows written so far, comma-separated */
+  bool committed; /* the COMMIT sent with the rows ran */
+  dg_buf_t text;  /* the rows written so far, comma-separated */
   size_t max;
   char **log_sql;
   json_t *result;
@@ -47,7 +50,7 @@ static void agg_done(agg_t *st) {
 
 static void agg_fail(agg_t *st, int status) {
   st->status = status;
-  if (dg__pg_conn_broken(st->conn)) {
+  if (dg__pg_conn_broken(st->conn) || st->committed) {
     agg_done(st);
     return;
   }
@@ -105,13 +108,12 @@ static void on_agg_result(dg__pg_conn_t *conn, int status, PGresult *res, const 
     return;
   }
   int rc = 0;
-  if (st->step == A_BEGIN) {
-    st->step = st->a->ngroup_by > 0 ? A_COUNT : A_ROWS;
-  } else if (st->step == A_COUNT) {
+  if (st->step == A_COUNT) {
     st->matched = PQntuples(res) > 0 ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : 0;
     rc = st->matched > st->a->grouped_cap ? dg__store_over_cap(st->a, st->matched, &st->err) : 0;
     st->step = A_ROWS;
   } else {
+    st->committed = true;
     rc = read_rows(st, res);
     rc = rc == 0 ? answer(st) : rc;
     if (rc != 0)
@@ -122,32 +124,37 @@ static void on_agg_result(dg__pg_conn_t *conn, int status, PGresult *res, const 
     agg_fail(st, rc);
     return;
   }
-  agg_next(st);
+  if (st->committed)
+    agg_done(st);
+  else
+    agg_next(st);
+}
+
+/* The count (BEGIN before it) or the rows (COMMIT after them, and BEGIN
+ * before them when they come first) as one pipeline. */
+static int send_step(agg_t *st, bool first, dg_errctx_t *err) {
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_postgres);
+  if (st->step == A_COUNT)
+    dg__sql_aggregate_count(&sql, st->a);
+  else
+    dg__sql_aggregate(&sql, st->a);
+  if (st->step == A_ROWS)
+    dg__pg_keep_sql(st->log_sql, &sql);
+  int rc = dg__pg_pipeline(st->conn, first ? DG__PG_BEGIN_READ : NULL, &sql,
+                           st->step == A_ROWS ? "COMMIT" : NULL, on_agg_result, st, err);
+  dg__sql_free(&sql);
+  return rc;
 }
 
 static void agg_next(agg_t *st) {
-  static const char *const fixed[] = {
-      [A_BEGIN] = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-      [A_COMMIT] = "COMMIT",
-      [A_ROLLBACK] = "ROLLBACK",
-  };
   dg_errctx_t err;
   dg_errctx_clear(&err);
   int rc;
-  if (fixed[st->step] != NULL) {
-    rc = dg__pg_exec(st->conn, fixed[st->step], on_agg_result, st, &err);
-  } else {
-    dg__sql_t sql;
-    dg__sql_init(&sql, &dg__sql_postgres);
-    if (st->step == A_COUNT)
-      dg__sql_aggregate_count(&sql, st->a);
-    else
-      dg__sql_aggregate(&sql, st->a);
-    if (st->step == A_ROWS)
-      dg__pg_keep_sql(st->log_sql, &sql);
-    rc = dg__pg_query(st->conn, &sql, on_agg_result, st, &err);
-    dg__sql_free(&sql);
-  }
+  if (st->step == A_ROLLBACK)
+    rc = dg__pg_exec(st->conn, "ROLLBACK", on_agg_result, st, &err);
+  else
+    rc = send_step(st, false, &err);
   if (rc == 0)
     return;
   if (st->step == A_ROLLBACK) {
@@ -170,8 +177,8 @@ int dg__pg_aggregate(dg__pg_conn_t *conn, const dg_store_aggregate_t *a, size_t 
   st->cb = cb;
   st->data = data;
   dg_buf_init(&st->text, max);
-  int rc =
-      dg__pg_exec(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", on_agg_result, st, err);
+  st->step = a->ngroup_by > 0 ? A_COUNT : A_ROWS;
+  int rc = send_step(st, true, err);
   if (rc != 0) {
     dg_buf_free(&st->text);
     free(st);

@@ -49,6 +49,9 @@ struct dg__pg_conn {
   int pid;
   dg__pg_conn_t *target; /* of a cancel connection: the one to cancel */
   bool listener;
+  bool piped;          /* a pipeline runs: its results are read up to its sync */
+  unsigned pipe_want;  /* of its statements, the one whose result cb gets */
+  unsigned pipe_seen;  /* its results read so far */
   dg__pg_conn_t *next; /* the pool's idle list */
 };
 
@@ -72,6 +75,7 @@ struct dg__pg_pool {
   waiter_t *waiters, **waiters_tail;
   unsigned nwaiting;
   uint64_t connects;
+  uint64_t round_trips;   /* statements and pipelines sent on pooled connections */
   unsigned failures;      /* connect failures in a row */
   uint64_t retry_at;      /* loop time before which no connect is tried */
   dg_errctx_t last_error; /* of the last failed connect */
@@ -421,6 +425,8 @@ static int send_done(dg__pg_conn_t *c, int sent, dg__pg_query_cb cb, void *data,
   c->data = data;
   c->canceled = false;
   c->state = C_BUSY;
+  if (c->target == NULL && !c->listener)
+    c->pool->round_trips++;
   flush(c);
   return 0;
 }
@@ -490,6 +496,35 @@ int dg__pg_exec(dg__pg_conn_t *conn, const char *text, dg__pg_query_cb cb, void 
   return send_done(conn, PQsendQuery(conn->pg, text), cb, data, err);
 }
 
+static bool send_fixed(PGconn *pg, const char *text) {
+  return text == NULL || PQsendQueryParams(pg, text, 0, NULL, NULL, NULL, NULL, 0);
+}
+
+int dg__pg_pipeline(dg__pg_conn_t *conn, const char *before, const dg__sql_t *sql,
+                    const char *after, dg__pg_query_cb cb, void *data, dg_errctx_t *err) {
+  int rc = ready_for(conn, err);
+  if (rc != 0)
+    return rc;
+  if (sql->rc != 0)
+    return dg_errctx_set(err, sql->rc, "", "The statement could not be built.");
+  params_t p = {0};
+  if (params_build(sql, &p) != 0) {
+    free(p.values);
+    free(p.cells);
+    return dg_errctx_set(err, DG_ENOMEM, "", "Out of memory.");
+  }
+  int sent = PQenterPipelineMode(conn->pg) && send_fixed(conn->pg, before) &&
+             PQsendQueryParams(conn->pg, sql->text.data, (int)sql->nbinds, NULL, p.values, NULL,
+                               NULL, 0) &&
+             send_fixed(conn->pg, after) && PQpipelineSync(conn->pg);
+  free(p.values);
+  free(p.cells);
+  conn->piped = true;
+  conn->pipe_want = before != NULL ? 1 : 0;
+  conn->pipe_seen = 0;
+  return send_done(conn, sent, cb, data, err);
+}
+
 /* The statement has ended (res NULL: the connection failed, in err). */
 static void finish(dg__pg_conn_t *c, int status, const dg_errctx_t *err) {
   dg__pg_query_cb cb = c->cb;
@@ -531,19 +566,9 @@ static void keep(dg__pg_conn_t *c, PGresult *res) {
   c->result = res;
 }
 
-static void collect(dg__pg_conn_t *c) {
-  if (!PQconsumeInput(c->pg)) {
-    fail_statement(c);
-    return;
-  }
-  while (!PQisBusy(c->pg)) {
-    PGresult *res = PQgetResult(c->pg);
-    if (res == NULL)
-      break;
-    keep(c, res);
-  }
-  if (PQisBusy(c->pg))
-    return;
+/* The statement (or pipeline) has been answered; without a result, the
+ * connection failed. */
+static void answered(dg__pg_conn_t *c) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   ExecStatusType s = c->result != NULL ? PQresultStatus(c->result) : PGRES_FATAL_ERROR;
@@ -557,6 +582,72 @@ static void collect(dg__pg_conn_t *c) {
   else
     watch(c, UV_READABLE, false);
   finish(c, status, &err);
+}
+
+/* One result of a pipeline: kept when it is the wanted statement's or the
+ * first failure (those after a failure are PGRES_PIPELINE_ABORTED);
+ * true at the sync that ends it. */
+static bool piped_result(dg__pg_conn_t *c, PGresult *res) {
+  ExecStatusType s = PQresultStatus(res);
+  if (s == PGRES_PIPELINE_SYNC) {
+    PQclear(res);
+    return true;
+  }
+  bool failed = s == PGRES_FATAL_ERROR || s == PGRES_BAD_RESPONSE;
+  bool wanted = c->pipe_seen++ == c->pipe_want;
+  if (failed || wanted)
+    keep(c, res);
+  else
+    PQclear(res);
+  return false;
+}
+
+/* Reads a pipeline's results in order. PQgetResult gives NULL after each
+ * statement's results; twice in a row, nothing more is buffered. */
+static void collect_piped(dg__pg_conn_t *c) {
+  if (!PQconsumeInput(c->pg)) {
+    fail_statement(c);
+    return;
+  }
+  bool synced = false;
+  int nulls = 0;
+  while (!synced && nulls < 2 && !PQisBusy(c->pg)) {
+    PGresult *res = PQgetResult(c->pg);
+    nulls = res == NULL ? nulls + 1 : 0;
+    if (res != NULL)
+      synced = piped_result(c, res);
+  }
+  if (!synced && PQstatus(c->pg) != CONNECTION_BAD)
+    return;
+  c->piped = false;
+  ExecStatusType s = c->result != NULL ? PQresultStatus(c->result) : PGRES_EMPTY_QUERY;
+  bool failed = s == PGRES_FATAL_ERROR || s == PGRES_BAD_RESPONSE;
+  /* Lost before the sync: the call fails as lost unless a statement's
+   * error came first. */
+  if ((!synced || !PQexitPipelineMode(c->pg)) && !failed) {
+    PQclear(c->result);
+    c->result = NULL;
+  }
+  answered(c);
+}
+
+static void collect(dg__pg_conn_t *c) {
+  if (c->piped) {
+    collect_piped(c);
+    return;
+  }
+  if (!PQconsumeInput(c->pg)) {
+    fail_statement(c);
+    return;
+  }
+  while (!PQisBusy(c->pg)) {
+    PGresult *res = PQgetResult(c->pg);
+    if (res == NULL)
+      break;
+    keep(c, res);
+  }
+  if (!PQisBusy(c->pg))
+    answered(c);
 }
 
 /* An idle connection became readable: the server closed it (a restart, a
@@ -909,6 +1000,7 @@ void dg__pg_pool_stats(const dg__pg_pool_t *pool, dg__pg_stats_t *out) {
   out->idle = pool->nidle;
   out->waiting = pool->nwaiting;
   out->connects = pool->connects;
+  out->round_trips = pool->round_trips;
 }
 
 /* ---- Notifications ---------------------------------------------------------------------- */

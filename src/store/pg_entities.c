@@ -3,7 +3,9 @@
  * (pg_internal.h): the same statements as on SQLite, run one after the
  * other inside one read-only REPEATABLE READ transaction (the page or the
  * ids, then one batched statement per expansion), their rows handed to
- * read.c, which writes the same answer as for SQLite. */
+ * read.c, which writes the same answer as for SQLite. BEGIN goes in one
+ * pipeline with the first statement, and so does COMMIT when nothing is
+ * expanded: such a read is one round trip. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +14,6 @@
 #define ARENA_BLOCK 8192
 
 typedef enum estep {
-  E_BEGIN,
   E_PARENTS, /* or the count */
   E_EXPAND,  /* expansion j */
   E_COMMIT,
@@ -31,6 +32,8 @@ typedef struct ents {
   estep_t step;
   size_t j;
   bool more;
+  bool commit_sent; /* COMMIT went with the first statement */
+  bool committed;   /* and it ran */
   int64_t count;
   json_t *result;
   char **log_sql;
@@ -53,7 +56,7 @@ static void ents_done(ents_t *st) {
 
 static void ents_fail(ents_t *st, int status) {
   st->status = status;
-  if (dg__pg_conn_broken(st->conn)) {
+  if (dg__pg_conn_broken(st->conn) || st->committed) {
     ents_done(st);
     return;
   }
@@ -150,6 +153,8 @@ static void after_rows(ents_t *st, const PGresult *res) {
     ents_fail(st, rc);
   else if (st->step == E_EXPAND)
     send_sql(st, &sql);
+  else if (st->committed)
+    ents_done(st);
   else
     ents_next(st);
   dg__sql_free(&sql);
@@ -168,11 +173,8 @@ static void on_ents_result(dg__pg_conn_t *conn, int status, PGresult *res, const
     ents_fail(st, status);
     return;
   }
-  if (st->step == E_BEGIN) {
-    st->step = E_PARENTS;
-    ents_next(st);
-    return;
-  }
+  if (st->step == E_PARENTS)
+    st->committed = st->commit_sent;
   after_rows(st, res);
 }
 
@@ -185,21 +187,25 @@ static void first_sql(ents_t *st, dg__sql_t *sql) {
     dg__sql_by_ids(sql, st->f->model, &st->cols, st->f->ids, st->f->nids);
 }
 
+/* BEGIN, the page, the ids or the count, and COMMIT when no expansion
+ * can follow, as one pipeline. */
+static int send_first(ents_t *st, dg_errctx_t *err) {
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_postgres);
+  first_sql(st, &sql);
+  dg__pg_keep_sql(st->log_sql, &sql);
+  st->step = E_PARENTS;
+  st->commit_sent = counting(st) || st->p.nexpand == 0;
+  int rc = dg__pg_pipeline(st->conn, DG__PG_BEGIN_READ, &sql, st->commit_sent ? "COMMIT" : NULL,
+                           on_ents_result, st, err);
+  dg__sql_free(&sql);
+  return rc;
+}
+
 static void ents_next(ents_t *st) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  if (st->step == E_PARENTS) {
-    dg__sql_t sql;
-    dg__sql_init(&sql, &dg__sql_postgres);
-    first_sql(st, &sql);
-    dg__pg_keep_sql(st->log_sql, &sql);
-    send_sql(st, &sql);
-    dg__sql_free(&sql);
-    return;
-  }
-  const char *text = st->step == E_BEGIN    ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
-                     : st->step == E_COMMIT ? "COMMIT"
-                                            : "ROLLBACK";
+  const char *text = st->step == E_COMMIT ? "COMMIT" : "ROLLBACK";
   int rc = dg__pg_exec(st->conn, text, on_ents_result, st, &err);
   if (rc == 0)
     return;
@@ -224,8 +230,7 @@ static int start(ents_t *st, size_t cap, const dg_store_select_t *select,
       dg__sql_entity_cols(select, expand, nexpand, st->arena, &st->cols) != 0)
     rc = DG_ENOMEM;
   if (rc == 0)
-    rc = dg__pg_exec(st->conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", on_ents_result,
-                     st, err);
+    rc = send_first(st, err);
   else
     dg_errctx_set(err, DG_ENOMEM, "", "The entity store is out of memory.");
   if (rc != 0) {

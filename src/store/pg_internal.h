@@ -82,6 +82,17 @@ int dg__pg_query(dg__pg_conn_t *conn, const dg__sql_t *sql, dg__pg_query_cb cb, 
 int dg__pg_exec(dg__pg_conn_t *conn, const char *text, dg__pg_query_cb cb, void *data,
                 dg_errctx_t *err);
 
+/* Sends before and after (texts without parameters, each may be NULL)
+ * around sql as one pipeline: the three statements go in one write and
+ * are answered in one round trip. cb as for dg__pg_query, with sql's
+ * result; when a statement fails, the server skips those after it and cb
+ * gets the first failure (a transaction begun by before is then left
+ * failed, for the caller's ROLLBACK). Returns as dg__pg_query. */
+int dg__pg_pipeline(dg__pg_conn_t *conn, const char *before, const dg__sql_t *sql,
+                    const char *after, dg__pg_query_cb cb, void *data, dg_errctx_t *err);
+/* The transaction of the read tools. */
+#define DG__PG_BEGIN_READ "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
 /* Asks the server to cancel the statement running on conn, through
  * pg_cancel_backend on a connection of its own (libpq's PQcancel blocks).
  * The statement's cb reports DG_ECANCELED unless it had finished. conn
@@ -125,10 +136,11 @@ int dg__pg_cancel_publish(dg__pg_pool_t *pool, const char *payload);
 
 /* Counters of a pool, for tests and metrics. */
 typedef struct dg__pg_stats {
-  unsigned open;     /* connections open or opening */
-  unsigned idle;     /* of which waiting in the pool */
-  unsigned waiting;  /* requests waiting for one */
-  uint64_t connects; /* connections ever made */
+  unsigned open;        /* connections open or opening */
+  unsigned idle;        /* of which waiting in the pool */
+  unsigned waiting;     /* requests waiting for one */
+  uint64_t connects;    /* connections ever made */
+  uint64_t round_trips; /* statements and pipelines sent, each answered before the next */
 } dg__pg_stats_t;
 void dg__pg_pool_stats(const dg__pg_pool_t *pool, dg__pg_stats_t *out);
 

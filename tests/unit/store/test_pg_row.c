@@ -6,7 +6,9 @@
  * decimals, booleans, dates, GUIDs, nulls, sums, averages, counts); and
  * whole aggregate_entities, query_entities (with expansions, paging and
  * counts), get_entities_by_ids and lookup_by_keyword answers, the grouped cap's refusal
- * included, must be the same from both drivers. */
+ * included, must be the same from both drivers. The PostgreSQL reads
+ * are counted in round trips: BEGIN and COMMIT go in pipelines with the
+ * statements. */
 #include "store/pg_test.h"
 #include "store/sql_test.h"
 
@@ -15,7 +17,14 @@ typedef struct both {
   uv_loop_t loop;
   dg__pg_pool_t *pool;
   dg__pg_conn_t *pg;
+  uint64_t trips; /* round trips of the last PostgreSQL read */
 } both_t;
+
+static uint64_t round_trips(const both_t *b) {
+  dg__pg_stats_t st;
+  dg__pg_pool_stats(b->pool, &st);
+  return st.round_trips;
+}
 
 static int setup(void **state) {
   if (server_start(state) != 0)
@@ -235,9 +244,11 @@ static void same_answer(both_t *b, const char *args, int64_t cap, int want_statu
   answer_t x = {0};
   dg_errctx_t err;
   char *pg_sql = NULL;
+  uint64_t before = round_trips(b);
   assert_int_equal(dg__pg_aggregate(b->pg, &a, 1 << 20, &pg_sql, on_answer, &x, &err), 0);
   while (!x.done)
     uv_run(&b->loop, UV_RUN_ONCE);
+  b->trips = round_trips(b) - before;
   assert_int_equal(lite_status, want_status);
   assert_int_equal(x.status, want_status);
   /* The debug log shows the aggregate statement on both, not the count
@@ -284,11 +295,13 @@ static void same_entities(both_t *b, const char *model, const char *args, bool f
   answer_t x = {0};
   dg_errctx_t err;
   char *pg_sql = NULL;
+  uint64_t before = round_trips(b);
   int rc = fetch ? dg__pg_fetch(b->pg, &f, 1 << 20, &pg_sql, on_answer, &x, &err)
                  : dg__pg_query_entities(b->pg, &q, 1 << 20, &pg_sql, on_answer, &x, &err);
   assert_int_equal(rc, 0);
   while (!x.done)
     uv_run(&b->loop, UV_RUN_ONCE);
+  b->trips = round_trips(b) - before;
   if (x.status != 0)
     fail_msg("%s", x.err.message);
   /* The debug log's statement: the page or the ids, as on SQLite. */
@@ -414,18 +427,31 @@ static void test_same_values_as_sqlite(void **state) {
               "{\"function\": \"Average\", \"propertyName\": \"Quantity\"}], \"groupBy\": "
               "[{\"propertyName\": \"Region\", \"reference\": \"Customer\"}]}",
               0, 0);
+  /* Grouped: BEGIN and the count, then the rows and COMMIT (four before
+   * pipelines). */
+  assert_int_equal(b.trips, 2);
   same_answer(&b, "{\"aggregations\": [{\"function\": \"Count\"}]}", 0, 0);
+  /* Ungrouped: BEGIN, the rows and COMMIT in one (three before). */
+  assert_int_equal(b.trips, 1);
   /* Whole answers: pages with Outbound and Inbound expansions, paging,
    * counts, fetches in the order asked. */
   same_entities(&b, "Orders",
                 "{\"expand\": [{\"reference\": \"Customer\"}], \"pageSize\": 1, "
                 "\"sortCondition\": {\"propertyName\": \"OrderNumber\"}}",
                 false);
+  /* BEGIN and the page, the expansion, COMMIT (four before). */
+  assert_int_equal(b.trips, 3);
   same_entities(&b, "Customers",
                 "{\"expand\": [{\"reference\": \"Orders\", \"properties\": [\"Amount\"]}], "
                 "\"pageNumber\": 1}",
                 false);
   same_entities(&b, "Orders", "{\"countOnly\": true}", false);
+  assert_int_equal(b.trips, 1);
+  same_entities(&b, "Customers", "{\"pageSize\": 1}", false);
+  assert_int_equal(b.trips, 1);
+  same_entities(&b, "Customers", "{\"entityIds\": [\"22222222-2222-4222-8222-222222222222\"]}",
+                true);
+  assert_int_equal(b.trips, 1);
   same_lookup(&b, "ADA");
   same_lookup(&b, "bol");
   same_lookup(&b, "a-1");
@@ -440,6 +466,13 @@ static void test_same_values_as_sqlite(void **state) {
               "{\"aggregations\": [{\"function\": \"Count\"}], \"groupBy\": "
               "[{\"propertyName\": \"Status\"}]}",
               1, DG_E2BIG);
+  /* The count refused the call: its pipeline, then ROLLBACK; the
+   * connection is out of the transaction. */
+  assert_int_equal(b.trips, 2);
+  got_t g;
+  run_text(&b.loop, b.pg, "SELECT current_setting('transaction_isolation')", &g);
+  assert_int_equal(g.status, 0);
+  assert_string_equal(g.values[0], "read committed");
   dg__pg_release(b.pg);
   pool_close(&b.loop, b.pool);
   sql_teardown(&lite);
