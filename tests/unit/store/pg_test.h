@@ -123,6 +123,20 @@ static inline void run_text(uv_loop_t *loop, dg__pg_conn_t *c, const char *text,
   wait_for(loop, g);
 }
 
+/* Waits until the statement on pid runs, seen from conn. */
+static inline void wait_active(uv_loop_t *loop, dg__pg_conn_t *conn, int pid) {
+  char text[160];
+  snprintf(text, sizeof(text),
+           "SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND state = 'active'", pid);
+  for (;;) {
+    got_t g;
+    run_text(loop, conn, text, &g);
+    assert_int_equal(g.status, 0);
+    if (strcmp(g.values[0], "1") == 0)
+      return;
+  }
+}
+
 static inline void closed(void *data) {
   *(bool *)data = true;
 }

@@ -20,20 +20,6 @@
 
 #include "store/pg_test.h"
 
-/* Waits until the statement on pid runs, seen from conn. */
-static void wait_active(uv_loop_t *loop, dg__pg_conn_t *conn, int pid) {
-  char text[160];
-  snprintf(text, sizeof(text),
-           "SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND state = 'active'", pid);
-  for (;;) {
-    got_t g;
-    run_text(loop, conn, text, &g);
-    assert_int_equal(g.status, 0);
-    if (strcmp(g.values[0], "1") == 0)
-      return;
-  }
-}
-
 /* ---- Tests --------------------------------------------------------------------------------- */
 
 static void test_bound_values(void **state) {

@@ -107,17 +107,22 @@ static void insert(uv_loop_t *loop, dg__pg_conn_t *c, const char *model, const c
   dg__sql_free(&sql);
 }
 
-/* The page statement of query_entities for args, run; the ids returned. */
-static void page_ids(uv_loop_t *loop, dg__pg_conn_t *c, const char *model, const char *args,
-                     char *out, size_t size) {
+/* Appends query_entities' page statement for args on model to sql. */
+static void page_statement(dg__sql_t *sql, const char *model, const char *args) {
   dg_store_query_t q;
   if (st_parse_query(g_st, "admin", model, args, &q) != 0)
     fail_msg("%s", g_st->err.message);
   dg__sql_cols_t cols;
   assert_int_equal(dg__sql_entity_cols(&q.select, q.expand, q.nexpand, g_st->arena, &cols), 0);
+  dg__sql_page(sql, &q, &cols);
+}
+
+/* The page statement of query_entities for args, run; the ids returned. */
+static void page_ids(uv_loop_t *loop, dg__pg_conn_t *c, const char *model, const char *args,
+                     char *out, size_t size) {
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_postgres);
-  dg__sql_page(&sql, &q, &cols);
+  page_statement(&sql, model, args);
   dg_errctx_t err;
   got_t g = {0};
   assert_int_equal(dg__pg_query(c, &sql, on_query, &g, &err), 0);
@@ -290,15 +295,10 @@ static void test_keyword_lookup(void **state) {
 /* The plan of query_entities' page statement for args on model. */
 static void page_plan(uv_loop_t *loop, dg__pg_conn_t *c, const char *model, const char *args,
                       pg_plan_t *plan) {
-  dg_store_query_t q;
-  if (st_parse_query(g_st, "admin", model, args, &q) != 0)
-    fail_msg("%s", g_st->err.message);
-  dg__sql_cols_t cols;
-  assert_int_equal(dg__sql_entity_cols(&q.select, q.expand, q.nexpand, g_st->arena, &cols), 0);
   dg__sql_t sql;
   dg__sql_init(&sql, &dg__sql_postgres);
   dg__sql_put(&sql, "EXPLAIN ");
-  dg__sql_page(&sql, &q, &cols);
+  page_statement(&sql, model, args);
   dg_errctx_t err;
   memset(plan, 0, sizeof(*plan));
   assert_int_equal(dg__pg_query(c, &sql, on_plan, plan, &err), 0);
