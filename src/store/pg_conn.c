@@ -468,39 +468,13 @@ static int ready_for(dg__pg_conn_t *c, dg_errctx_t *err) {
   return 0;
 }
 
-int dg__pg_query(dg__pg_conn_t *conn, const dg__sql_t *sql, dg__pg_query_cb cb, void *data,
-                 dg_errctx_t *err) {
-  int rc = ready_for(conn, err);
-  if (rc != 0)
-    return rc;
-  if (sql->rc != 0)
-    return dg_errctx_set(err, sql->rc, "", "The statement could not be built.");
-  params_t p = {0};
-  if (params_build(sql, &p) != 0) {
-    free(p.values);
-    free(p.cells);
-    return dg_errctx_set(err, DG_ENOMEM, "", "Out of memory.");
-  }
-  int sent =
-      PQsendQueryParams(conn->pg, sql->text.data, (int)sql->nbinds, NULL, p.values, NULL, NULL, 0);
-  free(p.values);
-  free(p.cells);
-  return send_done(conn, sent, cb, data, err);
-}
-
-int dg__pg_exec(dg__pg_conn_t *conn, const char *text, dg__pg_query_cb cb, void *data,
-                dg_errctx_t *err) {
-  int rc = ready_for(conn, err);
-  if (rc != 0)
-    return rc;
-  return send_done(conn, PQsendQuery(conn->pg, text), cb, data, err);
-}
-
 static bool send_fixed(PGconn *pg, const char *text) {
   return text == NULL || PQsendQueryParams(pg, text, 0, NULL, NULL, NULL, NULL, 0);
 }
 
-int dg__pg_pipeline(dg__pg_conn_t *conn, const char *before, const dg__sql_t *sql,
+/* Sends sql alone, or in a pipeline between before and after: one
+ * statement with its bound values, one way for both. */
+static int send_sql(dg__pg_conn_t *conn, bool piped, const char *before, const dg__sql_t *sql,
                     const char *after, dg__pg_query_cb cb, void *data, dg_errctx_t *err) {
   int rc = ready_for(conn, err);
   if (rc != 0)
@@ -513,16 +487,37 @@ int dg__pg_pipeline(dg__pg_conn_t *conn, const char *before, const dg__sql_t *sq
     free(p.cells);
     return dg_errctx_set(err, DG_ENOMEM, "", "Out of memory.");
   }
-  int sent = PQenterPipelineMode(conn->pg) && send_fixed(conn->pg, before) &&
-             PQsendQueryParams(conn->pg, sql->text.data, (int)sql->nbinds, NULL, p.values, NULL,
-                               NULL, 0) &&
-             send_fixed(conn->pg, after) && PQpipelineSync(conn->pg);
+  PGconn *pg = conn->pg;
+  int sent =
+      (!piped || (PQenterPipelineMode(pg) && send_fixed(pg, before))) &&
+      PQsendQueryParams(pg, sql->text.data, (int)sql->nbinds, NULL, p.values, NULL, NULL, 0) &&
+      (!piped || (send_fixed(pg, after) && PQpipelineSync(pg)));
   free(p.values);
   free(p.cells);
-  conn->piped = true;
-  conn->pipe_want = before != NULL ? 1 : 0;
-  conn->pipe_seen = 0;
+  if (piped) {
+    conn->piped = true;
+    conn->pipe_want = before != NULL ? 1 : 0;
+    conn->pipe_seen = 0;
+  }
   return send_done(conn, sent, cb, data, err);
+}
+
+int dg__pg_query(dg__pg_conn_t *conn, const dg__sql_t *sql, dg__pg_query_cb cb, void *data,
+                 dg_errctx_t *err) {
+  return send_sql(conn, false, NULL, sql, NULL, cb, data, err);
+}
+
+int dg__pg_exec(dg__pg_conn_t *conn, const char *text, dg__pg_query_cb cb, void *data,
+                dg_errctx_t *err) {
+  int rc = ready_for(conn, err);
+  if (rc != 0)
+    return rc;
+  return send_done(conn, PQsendQuery(conn->pg, text), cb, data, err);
+}
+
+int dg__pg_pipeline(dg__pg_conn_t *conn, const char *before, const dg__sql_t *sql,
+                    const char *after, dg__pg_query_cb cb, void *data, dg_errctx_t *err) {
+  return send_sql(conn, true, before, sql, after, cb, data, err);
 }
 
 /* The statement has ended (res NULL: the connection failed, in err). */
