@@ -205,6 +205,7 @@ void dg__sql_bind_int(dg__sql_t *sql, int64_t i);
 typedef struct dg__sql_col {
   const dg_property_t *prop;
   bool emit;
+  size_t key_len; /* strlen(prop->json_name), measured once per request; 0: not measured */
 } dg__sql_col_t;
 
 typedef struct dg__sql_cols {

@@ -159,7 +159,8 @@ int dg__sql_entity_cols(const dg_store_select_t *select, const dg_store_expand_t
     return DG_ENOMEM;
   out->cols[out->n++] = (dg__sql_col_t){.prop = NULL, .emit = true};
   for (size_t i = 0; i < select->nprops; i++)
-    out->cols[out->n++] = (dg__sql_col_t){.prop = select->props[i], .emit = true};
+    out->cols[out->n++] = (dg__sql_col_t){
+        .prop = select->props[i], .emit = true, .key_len = strlen(select->props[i]->json_name)};
   for (size_t i = 0; i < nexpand; i++) {
     const dg_property_t *ref = expand[i].reference;
     if (!dg__store_is_inbound(ref) && dg__sql_col_of(out, ref) < 0)

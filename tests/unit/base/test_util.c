@@ -43,6 +43,14 @@ static void test_uuid_valid(void **state) {
   assert_false(dg_uuid_valid("3f2504e0-4f89-41d3-9a0c-0305e82c330g"));
   assert_false(dg_uuid_valid("{3f2504e0-4f89-41d3-9a0c-0305e82c33}"));
   assert_false(dg_uuid_valid("3f2504e0_4f89_41d3_9a0c_0305e82c3301"));
+  /* A dash where a digit belongs, a digit where a dash belongs, bytes
+   * above 0x7f and a NUL inside. */
+  assert_false(dg_uuid_valid("3f2504e0-4f89-41d3-9a0c-0305e82c3-01"));
+  assert_false(dg_uuid_valid("3f2504e0-4f89-41d3-9a0c00305e82c3301"));
+  assert_false(dg_uuid_valid("3f2504e0-4f89-41d3-9a0c-0305e82c33\xc3\xa9"));
+  assert_false(dg_uuid_valid("\xff\xff\xff\xff\xff\xff\xff\xff-4f89-41d3-9a0c-0305e82c3301"));
+  const char with_nul[] = "3f2504e0-4f89-41d3\0009a0c-0305e82c3301";
+  assert_false(dg_uuid_valid(with_nul));
 }
 
 static void test_decimal(void **state) {
