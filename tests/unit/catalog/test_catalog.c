@@ -560,8 +560,8 @@ static void test_database_settings(void **state) {
   static const char *const want[] = {
       "datagate.json: /server/databasePool: must be an integer from 1 to 256, got 0",
       "datagate.json: /server/databasePasswordEnv: 'DB-PW' is not an environment variable name",
-      "datagate.json: /server/readDatabase: not a PostgreSQL URI (postgresql://...): reads from "
-      "standbys need a PostgreSQL server.database",
+      ("datagate.json: /server/readDatabase: not a PostgreSQL URI (postgresql://...): reads "
+       "from standbys need a PostgreSQL server.database"),
       "datagate.json: /server/readMaxLagMs: must be an integer from 10 to 3600000, got 5",
   };
   expect_errors(bad, NULL, want, DG_ARRAY_SIZE(want));
