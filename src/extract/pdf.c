@@ -63,7 +63,6 @@ typedef struct reader {
   fz_context *ctx;
   pdf_document *doc;
   fz_cookie cookie;
-  bool page_tree; /* MuPDF's page map is loaded */
   unsigned calls;
   bool late; /* the deadline passed while a page ran */
   /* The stext device's own drawing functions, called by the wrappers. */
@@ -521,19 +520,6 @@ static int read_pages(dg__xrun_t *run, pdf_state_t *st, int last) {
 
 /* ---- Readers ------------------------------------------------------------------------------- */
 
-/* Without the page map MuPDF finds page N by walking the page tree's
- * kids from the first, so reading every page of a flat tree is quadratic
- * in the page count. A tree that cannot be mapped is walked as before. */
-static void load_page_tree(reader_t *r) {
-  fz_try(r->ctx) {
-    pdf_load_page_tree(r->ctx, r->doc);
-    r->page_tree = true;
-  }
-  fz_catch(r->ctx) {
-    r->page_tree = false;
-  }
-}
-
 /* From the file when there is one (MuPDF then reads what it needs, so the
  * document is not held in memory), else from the bytes. */
 static int open_document(reader_t *r, const dg__xrun_t *run, int *pages) {
@@ -559,7 +545,6 @@ static int open_document(reader_t *r, const dg__xrun_t *run, int *pages) {
   fz_catch(ctx) {
     return failure(r, "opening the PDF");
   }
-  load_page_tree(r);
   if (rc != 0)
     return dg_errctx_set(&r->err, rc, "url", "the PDF is password-protected");
   if (*pages <= 0)
@@ -587,8 +572,6 @@ static int reader_open(reader_t *r, dg__xrun_t *run, size_t max_memory, int *pag
 
 static void reader_close(reader_t *r) {
   if (r->ctx != NULL) {
-    if (r->page_tree)
-      pdf_drop_page_tree(r->ctx, r->doc);
     pdf_drop_document(r->ctx, r->doc);
     fz_drop_context(r->ctx);
   }
