@@ -141,11 +141,16 @@ static inline void closed(void *data) {
   *(bool *)data = true;
 }
 
-static inline void pool_close(uv_loop_t *loop, dg__pg_pool_t *pool) {
+/* Closes pool and waits until it has closed; the loop stays open. */
+static inline void pool_drain(uv_loop_t *loop, dg__pg_pool_t *pool) {
   bool done = false;
   dg__pg_pool_close(pool, closed, &done);
   while (!done)
     uv_run(loop, UV_RUN_ONCE);
+}
+
+static inline void pool_close(uv_loop_t *loop, dg__pg_pool_t *pool) {
+  pool_drain(loop, pool);
   assert_int_equal(uv_run(loop, UV_RUN_NOWAIT), 0);
   assert_int_equal(uv_loop_close(loop), 0);
 }

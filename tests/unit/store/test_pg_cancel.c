@@ -84,10 +84,7 @@ static void test_published_to_every_store(void **state) {
   /* Refused before anything is sent. */
   assert_int_equal(dg_store_publish_cancel(a, "0123", "7"), DG_EINVAL);
 
-  bool done = false;
-  dg__pg_pool_close(pool, closed, &done);
-  while (!done)
-    uv_run(&fx.loop, UV_RUN_ONCE);
+  pool_drain(&fx.loop, pool);
   sq_close(&fx, a);
   sq_close(&fx, b);
   uv_run(&fx.loop, UV_RUN_DEFAULT);

@@ -270,10 +270,7 @@ static void test_listen_notify(void **state) {
   notify_until_heard(&loop, c, &heard, "cancel 2");
   assert_string_equal(heard.payload, "cancel 2");
   dg__pg_release(c);
-  bool done = false;
-  dg__pg_pool_close(b, closed, &done);
-  while (!done)
-    uv_run(&loop, UV_RUN_ONCE);
+  pool_drain(&loop, b);
   pool_close(&loop, a);
 }
 
@@ -334,10 +331,7 @@ static void test_password_from_options(void **state) {
       assert_non_null(strstr(a.err.message, "password authentication failed"));
       assert_null(strstr(a.err.message, "wrong-secret"));
     }
-    bool done = false;
-    dg__pg_pool_close(pool, closed, &done);
-    while (!done)
-      uv_run(&loop, UV_RUN_ONCE);
+    pool_drain(&loop, pool);
   }
   /* A password file is never read, even one libpq is pointed at. */
   char passfile[600];
@@ -357,10 +351,7 @@ static void test_password_from_options(void **state) {
   unsetenv("PGPASSFILE");
   unlink(passfile);
   assert_int_equal(a.status, DG_EIO);
-  bool done = false;
-  dg__pg_pool_close(pool, closed, &done);
-  while (!done)
-    uv_run(&loop, UV_RUN_ONCE);
+  pool_drain(&loop, pool);
   pool_close(&loop, admin);
 }
 

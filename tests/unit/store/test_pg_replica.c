@@ -72,10 +72,7 @@ static void replica_stop(uv_loop_t *loop, dg__pg_replica_t *r) {
 }
 
 static void close_pool(uv_loop_t *loop, dg__pg_pool_t *pool) {
-  bool done = false;
-  dg__pg_pool_close(pool, closed, &done);
-  while (!done)
-    uv_run(loop, UV_RUN_ONCE);
+  pool_drain(loop, pool);
 }
 
 /* A read server that answers the check is fresh as of the check's sample;
@@ -424,21 +421,6 @@ static void test_close_while_connecting(void **state) {
   assert_int_equal(g.status, DG_ECANCELED);
 }
 
-/* The gateway's sessions are named in pg_stat_activity. */
-static void test_application_name(void **state) {
-  (void)state;
-  uv_loop_t loop;
-  uv_loop_init(&loop);
-  dg__pg_pool_t *pool = pool_new(&loop, g_uri, 1, 0);
-  dg__pg_conn_t *c = acquire(&loop, pool);
-  got_t g;
-  run_text(&loop, c, "SELECT current_setting('application_name')", &g);
-  assert_int_equal(g.status, 0);
-  assert_string_equal(g.values[0], "datagate");
-  dg__pg_release(c);
-  pool_close(&loop, pool);
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_route),
@@ -453,7 +435,6 @@ int main(void) {
       cmocka_unit_test(test_pool_size),
       cmocka_unit_test(test_password_env),
       cmocka_unit_test(test_close_while_connecting),
-      cmocka_unit_test(test_application_name),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

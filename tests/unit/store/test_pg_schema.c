@@ -84,10 +84,7 @@ static void test_concurrent_migrations(void **state) {
   assert_string_equal(ga.values[0], "1");
   dg__pg_release(a);
   dg__pg_release(b);
-  bool done = false;
-  dg__pg_pool_close(two, closed, &done);
-  while (!done)
-    uv_run(&loop, UV_RUN_ONCE);
+  pool_drain(&loop, two);
   pool_close(&loop, one);
 }
 

@@ -108,10 +108,7 @@ static void migrate(uv_loop_t *loop, dg__pg_pool_t *pool) {
 
 static void close_pools(uv_loop_t *loop, dg__pg_pool_t **pools, size_t n) {
   for (size_t i = 1; i < n; i++) {
-    bool done = false;
-    dg__pg_pool_close(pools[i], closed, &done);
-    while (!done)
-      uv_run(loop, UV_RUN_ONCE);
+    pool_drain(loop, pools[i]);
   }
   pool_close(loop, pools[0]);
 }
