@@ -90,7 +90,9 @@ void dg__pg_row(const PGresult *res, int row, int first, size_t n, dg_store_valu
     int c = first + (int)i;
     dg_store_value_t *v = &out[i];
     memset(v, 0, sizeof(*v));
-    if (PQgetisnull(res, row, c)) {
+    /* A null has length 0: only an empty value needs the null flag asked. */
+    size_t len = (size_t)PQgetlength(res, row, c);
+    if (len == 0 && PQgetisnull(res, row, c)) {
       v->kind = DG_STORE_NULL;
       continue;
     }
@@ -107,12 +109,12 @@ void dg__pg_row(const PGresult *res, int row, int first, size_t n, dg_store_valu
     case OID_FLOAT4:
     case OID_FLOAT8:
     case OID_NUMERIC:
-      read_number(s, (size_t)PQgetlength(res, row, c), type, v);
+      read_number(s, len, type, v);
       break;
     default:
       v->kind = DG_STORE_TEXT;
       v->text = s;
-      v->len = (size_t)PQgetlength(res, row, c);
+      v->len = len;
     }
   }
 }
