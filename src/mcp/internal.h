@@ -165,6 +165,15 @@ typedef struct dg__mcp_tool {
 } dg__mcp_tool_t;
 
 /* ---- Server ---------------------------------------------------------------- */
+/* A token bucket: at most burst takes at once, refilled at per_second;
+ * all zero is full. Each relayed cancel is a NOTIFY every gateway of the
+ * database hears, so a session, and a worker over all of its sessions,
+ * may relay only so many. */
+typedef struct dg__mcp_budget {
+  uint64_t at_ms;      /* when used was last drained */
+  uint64_t used_milli; /* takes not yet refilled, in thousandths */
+} dg__mcp_budget_t;
+
 struct dg_mcp_server {
   uv_loop_t *loop;
   dg_mcp_config_t config;
@@ -200,6 +209,7 @@ struct dg_mcp_server {
   const char *route_body_prefix; /* paths of route that take bodies, or NULL */
   dg_mcp_relay_fn relay;         /* cancels for other gateways, or NULL */
   void *relay_data;
+  dg__mcp_budget_t relay_budget; /* every relayed cancel of this worker */
 };
 
 void dg__mcp_server_ref(dg_mcp_server_t *s);
@@ -232,9 +242,16 @@ struct dg__mcp_session {
   dg__mcp_session_t *bucket_next;
   char id[DG__MCP_SESSION_ID_LEN + 1];
   char id_hash[DG__MCP_ID_HASH_LEN + 1]; /* HTTP: dg__mcp_id_hash of id, for relayed cancels */
+  dg__mcp_budget_t relay_budget;         /* this session's relayed notifications/cancelled */
 };
 
 /* ---- Cancels between gateways (relay.c) ----------------------------------- */
+#define DG__MCP_RELAY_SESSION_BURST 10
+#define DG__MCP_RELAY_SESSION_PER_SECOND 1
+#define DG__MCP_RELAY_WORKER_BURST 100
+#define DG__MCP_RELAY_WORKER_PER_SECOND 20
+/* Takes one from b at now_ms: true when there was one to take. */
+bool dg__mcp_budget_take(dg__mcp_budget_t *b, uint32_t burst, uint32_t per_second, uint64_t now_ms);
 /* The SHA-256 of a session id in lower-case hex: how a relayed cancel
  * names a session without giving its id away. */
 void dg__mcp_id_hash(const char *id, char out[DG__MCP_ID_HASH_LEN + 1]);

@@ -37,6 +37,7 @@ struct dg__pg_conn {
   conn_state_t state;
   uv_poll_t *poll; /* NULL between sockets */
   int fd;
+  int events;       /* what poll watches for */
   uv_timer_t timer; /* connect timeout */
   unsigned handles; /* open uv handles; freed when 0 while CLOSING */
   dg__pg_query_cb cb;
@@ -182,7 +183,9 @@ static void drop_poll(dg__pg_conn_t *c) {
 static void on_poll(uv_poll_t *h, int status, int events);
 
 /* Watches the connection's socket for events; a socket libpq replaced
- * (another host of the URI, another attempt) gets a new handle. */
+ * (another host of the URI, another attempt) gets a new handle. The same
+ * events again change nothing: uv_poll_start would take the socket out
+ * of epoll and put it back, two system calls at each statement. */
 static int watch(dg__pg_conn_t *c, int events, bool fresh) {
   int fd = PQsocket(c->pg);
   if (fd < 0)
@@ -198,9 +201,15 @@ static int watch(dg__pg_conn_t *c, int events, bool fresh) {
     }
     c->poll->data = c;
     c->fd = fd;
+    c->events = 0;
     c->handles++;
   }
-  return uv_poll_start(c->poll, events, on_poll) == 0 ? 0 : DG_EIO;
+  if (events == c->events)
+    return 0;
+  if (uv_poll_start(c->poll, events, on_poll) != 0)
+    return DG_EIO;
+  c->events = events;
+  return 0;
 }
 
 /* ---- Connecting ------------------------------------------------------------------------ */

@@ -5,7 +5,8 @@
  * ids, then one batched statement per expansion), their rows handed to
  * read.c, which writes the same answer as for SQLite. BEGIN goes in one
  * pipeline with the first statement, and so does COMMIT when nothing is
- * expanded: such a read is one round trip. */
+ * expanded: such a read is one round trip. COMMIT otherwise goes with the
+ * last expansion's statement: one round trip per expansion more. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +33,7 @@ typedef struct ents {
   estep_t step;
   size_t j;
   bool more;
-  bool commit_sent; /* COMMIT went with the first statement */
+  bool commit_sent; /* COMMIT went with the statement last sent */
   bool committed;   /* and it ran */
   int64_t count;
   json_t *result;
@@ -121,9 +122,14 @@ static int next_expansion(ents_t *st, dg__sql_t *sql) {
 static void on_ents_result(dg__pg_conn_t *conn, int status, PGresult *res, const dg_errctx_t *err,
                            void *data);
 
+/* The statement of expansion st->j; with COMMIT after it when it is the
+ * last expansion, since no decision is left between them. */
 static void send_sql(ents_t *st, dg__sql_t *sql) {
   dg_errctx_t err;
-  int rc = dg__pg_query(st->conn, sql, on_ents_result, st, &err);
+  st->commit_sent = st->j + 1 == st->p.nexpand;
+  int rc = st->commit_sent
+               ? dg__pg_pipeline(st->conn, NULL, sql, "COMMIT", on_ents_result, st, &err)
+               : dg__pg_query(st->conn, sql, on_ents_result, st, &err);
   if (rc != 0) {
     st->err = err;
     ents_fail(st, rc);
@@ -173,8 +179,7 @@ static void on_ents_result(dg__pg_conn_t *conn, int status, PGresult *res, const
     ents_fail(st, status);
     return;
   }
-  if (st->step == E_PARENTS)
-    st->committed = st->commit_sent;
+  st->committed = st->commit_sent;
   after_rows(st, res);
 }
 

@@ -356,7 +356,13 @@ int dg__pg_submit(dg__pg_conn_t *conn, const dg_store_submit_t *s, const char *o
     dg_strlcpy(st->id, s->write.id, sizeof(st->id));
   else
     dg_uuid_v4(st->id);
-  int rc = dg__pg_exec(conn, "BEGIN", on_result, st, err);
+  /* BEGIN and the claim in one pipeline: nothing is decided between them. */
+  st->step = S_CLAIM;
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_postgres);
+  claim(&sql, st);
+  int rc = dg__pg_pipeline(conn, "BEGIN", &sql, NULL, on_result, st, err);
+  dg__sql_free(&sql);
   if (rc != 0)
     free(st);
   return rc;
@@ -506,12 +512,14 @@ static void on_finish_result(dg__pg_conn_t *conn, int status, PGresult *res, con
                                   "There is no submission '%s'.", st->f->submission_id));
     return;
   }
+  if (st->step == F_WRITE && st->i + 1 >= st->f->nwrites) {
+    finish_done(st); /* COMMIT went with the last write */
+    return;
+  }
   if (st->step == F_WRITE)
     st->i++;
   else
-    st->step++;
-  if (st->step == F_WRITE && st->i >= st->f->nwrites)
-    st->step = F_COMMIT;
+    st->step = st->f->nwrites > 0 ? F_WRITE : F_COMMIT;
   finish_next(st);
 }
 
@@ -529,7 +537,10 @@ static void finish_next(finish_t *st) {
       outcome(&sql, st);
     else
       dg__sql_write(&sql, &st->f->writes[st->i], st->f->writes[st->i].id);
-    rc = dg__pg_query(st->conn, &sql, on_finish_result, st, &err);
+    /* The last write takes COMMIT along: nothing is decided after it. */
+    bool last = st->step == F_WRITE && st->i + 1 >= st->f->nwrites;
+    rc = last ? dg__pg_pipeline(st->conn, NULL, &sql, "COMMIT", on_finish_result, st, &err)
+              : dg__pg_query(st->conn, &sql, on_finish_result, st, &err);
     dg__sql_free(&sql);
   }
   if (rc == 0)
@@ -551,7 +562,13 @@ int dg__pg_finish(dg__pg_conn_t *conn, const dg_store_finish_t *f, dg__pg_submit
   st->f = f;
   st->cb = cb;
   st->data = data;
-  int rc = dg__pg_exec(conn, "BEGIN", on_finish_result, st, err);
+  /* BEGIN and the outcome in one pipeline. */
+  st->step = F_OUTCOME;
+  dg__sql_t sql;
+  dg__sql_init(&sql, &dg__sql_postgres);
+  outcome(&sql, st);
+  int rc = dg__pg_pipeline(conn, "BEGIN", &sql, NULL, on_finish_result, st, err);
+  dg__sql_free(&sql);
   if (rc != 0)
     free(st);
   return rc;

@@ -5,13 +5,16 @@
 // idempotency key sent 100 times at once across both creates one record
 // and answers every other call with the first outcome; what one gateway
 // writes the other reads. On PostgreSQL, a notifications/cancelled or a
-// DELETE of the session sent to one gateway stops the call the other runs.
+// DELETE of the session sent to one gateway stops the call the other runs,
+// and a flood of cancels sends no more NOTIFYs than the relay budget.
 // A session's event stream opens on either gateway.
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 
-import { Gateway, makeConfig, readJson, TEST_DATABASE, TOKENS } from './lib/gateway.mjs';
+import { databaseArgs, Gateway, makeConfig, readJson, TEST_DATABASE, TOKENS } from './lib/gateway.mjs';
+import { psql } from './lib/pg.mjs';
 import { call, CUSTOMERS, entity, ENV, pointAt, structured, values } from './lib/forms.mjs';
 import { requestsTo, startMock } from './lib/upstream.mjs';
 
@@ -159,6 +162,76 @@ describe('a cancel that reaches the other gateway', () => {
     await until('the upstream saw its request aborted', () => requestsTo(mock, path)[0].aborted);
     const again = await post(a, { jsonrpc: '2.0', id: 2, method: 'ping' }, sid);
     assert.equal(again.status, 404, 'A ended the session as well');
+  });
+});
+
+// ---- The relay budget ----------------------------------------------------------------
+
+// What a session may relay (src/mcp/internal.h): its burst, then one a second.
+const SESSION_BURST = 10;
+const SESSION_PER_SECOND = 1;
+
+async function metric(gw, line) {
+  const text = await (await fetch(`${gw.origin}/metrics`)).text();
+  const m = text.split('\n').find((l) => l.startsWith(line));
+  return m === undefined ? 0 : Number(m.slice(line.length).trim());
+}
+
+// A psql session LISTENing on the gateways' cancel channel; heard() asks
+// the server for what arrived (psql prints notifications after each
+// statement) and returns every payload so far.
+function listen(uri) {
+  const child = spawn('psql', [uri, '-qAtX'], { stdio: ['pipe', 'pipe', 'ignore'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stdin.write('LISTEN datagate_cancel;\n');
+  return {
+    heard() {
+      child.stdin.write('SELECT 1;\n');
+      return [...out.matchAll(/Asynchronous notification "datagate_cancel" with payload "([^"]*)"/g)].map((m) => m[1]);
+    },
+    stop() {
+      child.stdin.end();
+    },
+  };
+}
+
+describe('a flood of cancels', () => {
+  it('sends no more NOTIFYs than the session\'s relay budget and counts the rest refused', { skip: PG_ONLY }, async () => {
+    const [a, b] = gws;
+    const uri = databaseArgs(config.dir)[1];
+    const listener = listen(uri);
+    try {
+      // Sent again until heard: a NOTIFY before the LISTEN is lost.
+      await until('the listener hears', () => {
+        psql(uri, "NOTIFY datagate_cancel, 'ready'");
+        return listener.heard().includes('ready');
+      });
+      const sid = await openSession(a);
+      const hash = createHash('sha256').update(sid).digest('hex');
+      const sent0 = await metric(b, 'dg_mcp_cancel_relays_total{outcome="sent"}');
+      const refused0 = await metric(b, 'dg_mcp_cancel_relays_total{outcome="refused"}');
+      const FLOOD = 4 * SESSION_BURST;
+      const start = Date.now();
+      for (let i = 0; i < FLOOD; i++) {
+        const note = await post(b, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1000 + i } }, sid);
+        assert.equal(note.status, 202);
+      }
+      const seconds = Math.floor((Date.now() - start) / 1000) + 1;
+      const sent = (await metric(b, 'dg_mcp_cancel_relays_total{outcome="sent"}')) - sent0;
+      const refused = (await metric(b, 'dg_mcp_cancel_relays_total{outcome="refused"}')) - refused0;
+      assert.equal(sent + refused, FLOOD);
+      assert.ok(sent >= SESSION_BURST, `the burst is relayed: ${sent}`);
+      assert.ok(sent <= SESSION_BURST + seconds * SESSION_PER_SECOND, `${sent} relayed in ${seconds} s`);
+      const ours = () => listener.heard().filter((p) => p.startsWith(`c1 ${hash} `)).length;
+      await until('the relayed cancels arrive', () => ours() >= sent);
+      // Anything NOTIFYd before this one arrives before it.
+      psql(uri, "NOTIFY datagate_cancel, 'done'");
+      await until('the listener hears the end', () => listener.heard().includes('done'));
+      assert.equal(ours(), sent, 'one NOTIFY per relayed cancel, none for a refused one');
+    } finally {
+      listener.stop();
+    }
   });
 });
 

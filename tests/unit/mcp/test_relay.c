@@ -5,7 +5,9 @@
  * the other runs; a call running where the cancel arrives is stopped there
  * and nothing is relayed; sessions travel as the SHA-256 of their id; ids
  * too long or of the wrong type are not relayed; relayed cancels that
- * match nothing, or are not the JSON text of an id, change nothing. */
+ * match nothing, or are not the JSON text of an id, change nothing; the
+ * relay budget refills at its rate up to its burst, and a flood of cancels
+ * from one session relays no more than the session's budget. */
 #include "mcp/mcp_http_test.h"
 
 static const char key[] = "a key both instances read from the environment, 48+ bytes";
@@ -269,8 +271,65 @@ static void test_relayed_that_match_nothing(void **state) {
   assert_int_equal(g_published, 0);
 }
 
+static void test_budget(void **state) {
+  (void)state;
+  dg__mcp_budget_t b = {0};
+  uint64_t t = 5000;
+  /* All zero is full: burst takes, then none. */
+  for (int i = 0; i < 3; i++)
+    assert_true(dg__mcp_budget_take(&b, 3, 2, t));
+  assert_false(dg__mcp_budget_take(&b, 3, 2, t));
+  /* 2 a second: nothing after 499 ms, one at 500. */
+  assert_false(dg__mcp_budget_take(&b, 3, 2, t + 499));
+  assert_true(dg__mcp_budget_take(&b, 3, 2, t + 500));
+  assert_false(dg__mcp_budget_take(&b, 3, 2, t + 500));
+  /* A clock that goes back refills nothing. */
+  assert_false(dg__mcp_budget_take(&b, 3, 2, t));
+  /* A long pause refills to the burst, not beyond. */
+  t += 3600 * 1000;
+  for (int i = 0; i < 3; i++)
+    assert_true(dg__mcp_budget_take(&b, 3, 2, t));
+  assert_false(dg__mcp_budget_take(&b, 3, 2, t));
+  /* The furthest time does not overflow the refill. */
+  assert_true(dg__mcp_budget_take(&b, 3, UINT32_MAX, UINT64_MAX));
+}
+
+/* A session that sends many cancels for calls no one runs relays its
+ * burst and what its rate refilled meanwhile; another session still has
+ * its own. */
+static void test_flood_bounded(void **state) {
+  fleet_t *f = *state;
+  static hc_resp_t note;
+  char sid[64], body[256];
+  enum { FLOOD = 4 * DG__MCP_RELAY_SESSION_BURST };
+  hc_initialize(f->a->port, "2025-06-18", sid);
+  uint64_t start = dg_now_ms();
+  for (int i = 0; i < FLOOD; i++) {
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+             "\"params\":{\"requestId\":%d}}",
+             100 + i);
+    assert_int_equal(hc_post(f->b->port, sid, body, &note), 202);
+  }
+  uint64_t seconds = (dg_now_ms() - start) / 1000 + 1;
+  int published = g_published;
+  assert_true(published >= DG__MCP_RELAY_SESSION_BURST);
+  assert_true((uint64_t)published <=
+              DG__MCP_RELAY_SESSION_BURST + seconds * DG__MCP_RELAY_SESSION_PER_SECOND);
+  char other[64];
+  hc_initialize(f->a->port, "2025-06-18", other);
+  assert_int_equal(hc_post(f->b->port, other,
+                           "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+                           "\"params\":{\"requestId\":1}}",
+                           &note),
+                   202);
+  assert_int_equal(g_published, published + 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_budget),
+      cmocka_unit_test_setup_teardown(test_flood_bounded, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cancel_sent_to_the_other, setup, teardown),
       cmocka_unit_test_setup_teardown(test_local_cancel_not_relayed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_delete_sent_to_the_other, setup, teardown),

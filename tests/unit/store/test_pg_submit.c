@@ -21,6 +21,12 @@ typedef struct send {
   dg__pg_conn_t *conn;
 } send_t;
 
+static uint64_t round_trips(dg__pg_pool_t *pool) {
+  dg__pg_stats_t st;
+  dg__pg_pool_stats(pool, &st);
+  return st.round_trips;
+}
+
 static void on_submitted(int status, json_t *result, const dg_errctx_t *err, void *data) {
   send_t *x = data;
   x->done = true;
@@ -340,8 +346,12 @@ static void test_finish_and_replay(void **state) {
   migrate(&loop, pools[0]);
   dg_store_submit_t s = customer("Tree Co", "tree-key", "fp-t", "SaveCustomer");
   send_t x = {.s = &s};
+  uint64_t trips = round_trips(pools[0]);
   send_all(&loop, pools, 1, &x, 1);
   assert_int_equal(x.status, 0);
+  /* BEGIN with the claim, the write, COMMIT (four before BEGIN went
+   * with the claim). */
+  assert_int_equal(round_trips(pools[0]) - trips, 3);
   const char *id = json_string_value(json_object_get(x.result, "id"));
   const dg_model_t *m = st_model(g_st, "Customers");
   const dg_property_t *region = dg_model_property(m, "Region");
@@ -355,8 +365,11 @@ static void test_finish_and_replay(void **state) {
                          .nwrites = 1};
   dg__pg_conn_t *c = acquire(&loop, pools[0]);
   finished_t out;
+  trips = round_trips(pools[0]);
   finish(&loop, c, &f, &out);
   assert_int_equal(out.status, 0);
+  /* BEGIN with the outcome, the write with COMMIT (four before). */
+  assert_int_equal(round_trips(pools[0]) - trips, 2);
   assert_string_equal(json_string_value(json_object_get(out.result, "status")), "succeeded");
   json_decref(out.result);
   dg_store_finish_t unknown = {.submission_id = "00000000-0000-4000-8000-000000000000",
