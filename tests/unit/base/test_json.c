@@ -133,6 +133,44 @@ static void test_dense_escapes(void **state) {
   }
 }
 
+/* A JSON answer written again as a JSON string (the text item of a tool's
+ * result): a quote every few bytes, and strings of every length around the
+ * group, block and word sizes (8, 16, 32, 64, 128) made only of quotes or backslashes,
+ * or with one escape at the first or the last byte, where the last bytes
+ * are written from a word that overlaps bytes written already. */
+static void test_escape_lengths_and_answers(void **state) {
+  static const char specials[] = {'"', '\\', '\n', 0x01, 0x1f, 'a'};
+  for (size_t len = 0; len <= 136; len++) {
+    for (size_t k = 0; k < sizeof(specials); k++) {
+      char text[140];
+      memset(text, specials[k], len);
+      json_t *v = json_stringn(text, len);
+      assert_same_as_jansson(v);
+      json_decref(v);
+      if (len == 0)
+        continue;
+      memset(text, 'b', len);
+      text[0] = specials[k];
+      text[len - 1] = specials[(k + 1) % sizeof(specials)];
+      v = json_stringn(text, len);
+      assert_same_as_jansson(v);
+      json_decref(v);
+    }
+  }
+  json_t *entities = json_array();
+  for (int i = 0; i < 40; i++)
+    json_array_append_new(entities, json_pack("{s:s,s:{s:s,s:i,s:n,s:s}}", "id",
+                                              "3fcf3481-aec5-4575-b54c-b63e0c0e1c51", "properties",
+                                              "status", "Open", "quantity", i, "salesRep", "note",
+                                              "a \"quoted\" \\ line\nand \xc3\xa9\xe2\x80\xa8"));
+  char *answer = json_dumps(entities, JSON_COMPACT);
+  json_t *text = json_string(answer);
+  assert_same_as_jansson(text);
+  json_decref(text);
+  free(answer);
+  json_decref(entities);
+}
+
 /* A string that fits the buffer's maximum exactly is written, whatever
  * room the writer would like to keep ahead; one byte less and it is
  * refused with the buffer as it was. */
@@ -480,6 +518,7 @@ int main(void) {
       cmocka_unit_test(test_every_escape),
       cmocka_unit_test(test_escape_at_every_offset),
       cmocka_unit_test(test_dense_escapes),
+      cmocka_unit_test(test_escape_lengths_and_answers),
       cmocka_unit_test(test_string_at_the_limit),
       cmocka_unit_test(test_insertion_order),
       cmocka_unit_test(test_response_like),
