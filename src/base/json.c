@@ -324,8 +324,9 @@ static int put_string_fast(dg_buf_t *out, const unsigned char *p, size_t len) {
 
 /* ---- Short strings ---------------------------------------------------------------------- *
  * Most strings of an answer are short values (a status, a date, a number's
- * code): 4 to 16 bytes without escapes, checked and copied as two
- * overlapping words where the buffer has room, without the long loop. */
+ * code, a GUID): 4 to 64 bytes without escapes, checked and copied as
+ * overlapping words or blocks where the buffer has room, without the long
+ * loop. */
 
 static uint32_t load_u32(const unsigned char *p) {
   uint32_t w;
@@ -333,24 +334,59 @@ static uint32_t load_u32(const unsigned char *p) {
   return w;
 }
 
-/* s (4 to 16 bytes) quoted at w when none of its bytes needs escaping;
- * false otherwise, with nothing written. */
-static bool put_short(char *w, const unsigned char *s, size_t len) {
+#if defined(__SSE2__)
+/* The up to 64 bytes at s (16 or more) copied to w sixteen at a time, the
+ * last block overlapping the one before; whether one needs escaping. */
+static bool copy_plain_blocks(char *w, const unsigned char *s, size_t len) {
+  unsigned qb, ctl, any = 0;
+  for (size_t k = 0; k + 16 < len; k += 16) {
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + k));
+    escape_bits(b, &qb, &ctl);
+    any |= qb | ctl;
+    _mm_storeu_si128((__m128i *)(void *)(w + k), b);
+  }
+  __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + len - 16));
+  escape_bits(b, &qb, &ctl);
+  _mm_storeu_si128((__m128i *)(void *)(w + len - 16), b);
+  return (any | qb | ctl) == 0;
+}
+#define SHORT_MAX 64
+#else
+#define SHORT_MAX 16
+#endif
+
+/* The 4 to 16 bytes at s copied to w as two overlapping words (or
+ * halves) when none needs escaping; false otherwise, with nothing copied. */
+static bool copy_plain_words(char *w, const unsigned char *s, size_t len) {
   if (len >= 8) {
     uint64_t a, b;
     memcpy(&a, s, 8);
     memcpy(&b, s + len - 8, 8);
     if ((escape_mask(a) | escape_mask(b)) != 0)
       return false;
-    memcpy(w + 1, &a, 8);
-    memcpy(w + 1 + len - 8, &b, 8);
-  } else {
-    uint32_t a = load_u32(s), b = load_u32(s + len - 4);
-    if (escape_mask(a | (uint64_t)b << 32) != 0)
-      return false;
-    memcpy(w + 1, &a, 4);
-    memcpy(w + 1 + len - 4, &b, 4);
+    memcpy(w, &a, 8);
+    memcpy(w + len - 8, &b, 8);
+    return true;
   }
+  uint32_t a = load_u32(s), b = load_u32(s + len - 4);
+  if (escape_mask(a | (uint64_t)b << 32) != 0)
+    return false;
+  memcpy(w, &a, 4);
+  memcpy(w + len - 4, &b, 4);
+  return true;
+}
+
+/* s (4 to SHORT_MAX bytes) quoted at w when none of its bytes needs
+ * escaping; false otherwise, with nothing written at w itself (the bytes
+ * after it may be). */
+static bool put_short(char *w, const unsigned char *s, size_t len) {
+#if defined(__SSE2__)
+  bool plain = len > 16 ? copy_plain_blocks(w + 1, s, len) : copy_plain_words(w + 1, s, len);
+#else
+  bool plain = copy_plain_words(w + 1, s, len);
+#endif
+  if (!plain)
+    return false;
   w[0] = '"';
   w[len + 1] = '"';
   w[len + 2] = '\0';
@@ -360,7 +396,7 @@ static bool put_short(char *w, const unsigned char *s, size_t len) {
 /* In one pass when the optimistic reservations are granted; otherwise
  * measured, so that whether a string fits depends on its bytes alone. */
 static int put_string(dg_buf_t *out, const char *s, size_t len) {
-  if (len >= 4 && len <= 16 && out->data != NULL && out->cap - out->len > len + 2 &&
+  if (len >= 4 && len <= SHORT_MAX && out->data != NULL && out->cap - out->len > len + 2 &&
       put_short(out->data + out->len, (const unsigned char *)s, len)) {
     out->len += len + 2;
     return 0;
