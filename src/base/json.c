@@ -412,6 +412,20 @@ static int put_string(dg_buf_t *out, const char *s, size_t len) {
   return put_string_measured(out, s, len);
 }
 
+/* text appended as dg_buf_append does, calling dg_buf_reserve only when
+ * the buffer must grow: numbers are written one per member. */
+static int append_small(dg_buf_t *out, const char *text, size_t n) {
+  if (out->data == NULL || n >= out->cap - out->len || out->len + n > out->max) {
+    int rc = dg_buf_reserve(out, n);
+    if (rc != 0)
+      return rc;
+  }
+  memcpy(out->data + out->len, text, n);
+  out->len += n;
+  out->data[out->len] = '\0';
+  return 0;
+}
+
 /* Decimal digits without printf, which costs more than the rest of a
  * small value. */
 int dg_json_write_integer(dg_buf_t *out, int64_t v) {
@@ -420,7 +434,7 @@ int dg_json_write_integer(dg_buf_t *out, int64_t v) {
   if (v < 0)
     text[n++] = '-';
   n += dg_decimal(text + n, v < 0 ? 0ULL - (uint64_t)v : (uint64_t)v);
-  return dg_buf_append(out, text, n);
+  return append_small(out, text, n);
 }
 
 /* The digits jansson gives the reals of money and measures (whole
@@ -446,7 +460,7 @@ static bool put_hundredths(dg_buf_t *out, double d, int *rc) {
   text[n++] = (char)('0' + frac / 10);
   if (frac % 10 != 0)
     text[n++] = (char)('0' + frac % 10);
-  *rc = dg_buf_append(out, text, n);
+  *rc = append_small(out, text, n);
   return true;
 }
 

@@ -372,6 +372,22 @@ static void test_integer_piece(void **state) {
   dg_buf_init(&small, 3);
   assert_int_equal(dg_json_write_integer(&small, -1000), DG_E2BIG);
   dg_buf_free(&small);
+  /* Written into room the buffer has already, after other text; and its
+   * maximum holds even where the room it has is larger. */
+  dg_buf_t room;
+  dg_buf_init(&room, 1024);
+  assert_int_equal(dg_buf_reserve(&room, 512), 0);
+  assert_int_equal(dg_buf_append(&room, "[", 1), 0);
+  assert_int_equal(dg_json_write_integer(&room, -42), 0);
+  assert_int_equal(dg_json_write_real(&room, 19.9), 0);
+  assert_string_equal(room.data, "[-4219.9");
+  room.max = room.len + 2;
+  assert_int_equal(dg_json_write_integer(&room, 123), DG_E2BIG);
+  assert_int_equal(dg_json_write_real(&room, 1.25), DG_E2BIG);
+  assert_string_equal(room.data, "[-4219.9");
+  assert_int_equal(dg_json_write_integer(&room, 12), 0);
+  assert_string_equal(room.data, "[-4219.912");
+  dg_buf_free(&room);
 }
 
 /* A raw value is written as it is, wherever it sits; a look-alike array is
