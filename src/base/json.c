@@ -106,15 +106,15 @@ static int put_string_measured(dg_buf_t *out, const char *s, size_t len) {
 }
 
 /* ---- One pass ------------------------------------------------------------------------- *
- * Most strings are written in one pass over their bytes, sixteen at a time
- * where the processor has SSE2 (every x86-64) and eight at a time
- * otherwise and for the rest: room is reserved for the string with a few
- * escapes and grown when the room ahead of the writer runs short. A block
- * without escapes is one load and one store. In a block with escapes each
- * one is found from an exact mask and the run before it is written by one
- * word store; a quote or a backslash is written as a backslash, the byte
- * itself going out with the next run. So a JSON answer written again inside
- * a JSON string (the text item of a tool's result, a quote every nine bytes)
+ * Most strings are written in one pass over their bytes, thirty-two and
+ * then sixteen at a time where the processor has SSE2 (every x86-64), and
+ * eight at a time otherwise and for the rest: room is reserved for the
+ * string with a few escapes and grown when the room ahead of the writer
+ * runs short. Plain bytes are copied a group at a time. In a group with
+ * escapes each one is found from an exact mask; a quote or a backslash is
+ * written as a backslash, the byte itself going out with the next run, so
+ * that a run costs one copy. A JSON answer written again inside a JSON
+ * string (the text item of a tool's result, a quote every nine bytes) so
  * costs a few instructions per quote rather than a block per quote. */
 
 /* Room kept ahead of the writer: a group's escapes at their longest
@@ -288,7 +288,7 @@ static char *put_bytes(char *w, const unsigned char *p, size_t n) {
 static int put_string_fast(dg_buf_t *out, const unsigned char *p, size_t len) {
   /* Checked here first: most strings are short and the buffer has room. */
   size_t want = len + len / 8 + ESCAPE_AHEAD;
-  if (out->cap - out->len <= want || out->data == NULL) {
+  if (out->data == NULL || out->cap - out->len <= want || out->len + want > out->max) {
     int rc = dg_buf_reserve(out, want);
     if (rc != 0)
       return rc;
@@ -397,6 +397,7 @@ static bool put_short(char *w, const unsigned char *s, size_t len) {
  * measured, so that whether a string fits depends on its bytes alone. */
 static int put_string(dg_buf_t *out, const char *s, size_t len) {
   if (len >= 4 && len <= SHORT_MAX && out->data != NULL && out->cap - out->len > len + 2 &&
+      out->len + len + 2 <= out->max &&
       put_short(out->data + out->len, (const unsigned char *)s, len)) {
     out->len += len + 2;
     return 0;

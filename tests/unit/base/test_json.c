@@ -171,6 +171,28 @@ static void test_escape_lengths_and_answers(void **state) {
   json_decref(entities);
 }
 
+/* A buffer's maximum holds for strings of every path (short, a few
+ * blocks, long) also where the buffer's room is larger than it allows. */
+static void test_string_within_lowered_max(void **state) {
+  static const size_t lens[] = {5, 12, 36, 64, 100};
+  char text[101];
+  memset(text, 'x', sizeof(text));
+  for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+    dg_buf_t out;
+    dg_buf_init(&out, 4096);
+    assert_int_equal(dg_buf_reserve(&out, 2048), 0);
+    assert_int_equal(dg_buf_append(&out, "[", 1), 0);
+    out.max = out.len + lens[i] + 1; /* one byte short of the quoted string */
+    assert_int_equal(dg_json_write_string(&out, text, lens[i]), DG_E2BIG);
+    assert_int_equal(out.len, 1);
+    assert_string_equal(out.data, "[");
+    out.max = out.len + lens[i] + 2;
+    assert_int_equal(dg_json_write_string(&out, text, lens[i]), 0);
+    assert_int_equal(out.len, lens[i] + 3);
+    dg_buf_free(&out);
+  }
+}
+
 /* A string that fits the buffer's maximum exactly is written, whatever
  * room the writer would like to keep ahead; one byte less and it is
  * refused with the buffer as it was. */
@@ -535,6 +557,7 @@ int main(void) {
       cmocka_unit_test(test_escape_at_every_offset),
       cmocka_unit_test(test_dense_escapes),
       cmocka_unit_test(test_escape_lengths_and_answers),
+      cmocka_unit_test(test_string_within_lowered_max),
       cmocka_unit_test(test_string_at_the_limit),
       cmocka_unit_test(test_insertion_order),
       cmocka_unit_test(test_response_like),
