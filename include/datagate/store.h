@@ -305,6 +305,10 @@ typedef struct dg_store_parse {
   const dg_principal_t *principal;
   dg_arena_t *arena;
   dg_errctx_t *err;
+  /* entityIds' items were checked as GUIDs already (by the tool's argument
+   * schema, which names the item and the value it got): their form is not
+   * checked again, only that each is a string of a GUID's length. */
+  bool ids_checked;
 } dg_store_parse_t;
 
 /* query_entities: queryParameterGroups, sortCondition, paging, countOnly,

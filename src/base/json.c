@@ -106,19 +106,21 @@ static int put_string_measured(dg_buf_t *out, const char *s, size_t len) {
 }
 
 /* ---- One pass ------------------------------------------------------------------------- *
- * Most strings are written in one pass over their bytes, sixteen at a time
- * where the processor has SSE2 (every x86-64) and eight at a time
- * otherwise and for the rest: room is reserved for the string with a few
- * escapes and grown when the room ahead of the writer runs short, and each
- * block's escapes are found from an exact mask, so that text dense with
- * quotes and backslashes (a JSON answer inside a JSON string) costs little
- * more than plain text. */
+ * Most strings are written in one pass over their bytes, thirty-two and
+ * then sixteen at a time where the processor has SSE2 (every x86-64), and
+ * eight at a time otherwise and for the rest: room is reserved for the
+ * string with a few escapes and grown when the room ahead of the writer
+ * runs short. Plain bytes are copied a group at a time. In a group with
+ * escapes each one is found from an exact mask; a quote or a backslash is
+ * written as a backslash, the byte itself going out with the next run, so
+ * that a run costs one copy. A JSON answer written again inside a JSON
+ * string (the text item of a tool's result, a quote every nine bytes) so
+ * costs a few instructions per quote rather than a block per quote. */
 
-/* Room kept ahead of the writer: a word's escapes at their longest (eight
- * \u00XX), the eight bytes a word store may write past its end, the
- * closing quote and the terminator (a block's store and its one escape
- * take less). */
-#define ESCAPE_AHEAD 64
+/* Room kept ahead of the writer: a group's escapes at their longest
+ * (thirty-two \u00XX), the bytes a store may write past its end, the
+ * closing quote and the terminator. */
+#define ESCAPE_AHEAD 256
 
 /* Words are read and stored with the first byte in the lowest bits. */
 static uint64_t load_word(const unsigned char *p) {
@@ -137,30 +139,34 @@ static void store_word(char *p, uint64_t w) {
   memcpy(p, &w, sizeof(w));
 }
 
-static char *put_escape(char *w, unsigned char ch) {
-  if (ch == '"' || ch == '\\') {
-    w[0] = '\\';
-    w[1] = (char)ch;
-    return w + 2;
-  }
-  return w + escape_seq(ch, w);
+/* A bit for each byte of w that needs escaping, bit k for byte k: the
+ * high bits of escape_mask gathered by one multiplication (each lands on
+ * its own bit, so nothing carries). */
+static unsigned word_bits(uint64_t w) {
+  return (unsigned)(((escape_mask(w) >> 7) * 0x0102040810204080ULL) >> 56);
 }
 
-/* Writes the eight bytes at p, escaped, at w (ESCAPE_AHEAD bytes of room);
- * returns the end of what was written. */
-static char *put_word(char *w, const unsigned char *p) {
-  uint64_t word = load_word(p), mask = escape_mask(word);
+/* Writes the first n (at most 8) bytes of word, escaped, at w, bits
+ * marking the bytes to escape (word_bits); returns the end of what was
+ * written. */
+static char *put_word(char *w, uint64_t word, unsigned bits, size_t n) {
   size_t from = 0;
-  for (; mask != 0; mask &= mask - 1) {
-    size_t at = (size_t)__builtin_ctzll(mask) >> 3;
+  for (; bits != 0; bits &= bits - 1) {
+    size_t at = (size_t)__builtin_ctz(bits);
     store_word(w, word >> (8 * from));
     w += at - from;
-    w = put_escape(w, p[at]);
-    from = at + 1;
+    unsigned char ch = (unsigned char)(word >> (8 * at));
+    if (ch >= 0x20) { /* a quote or a backslash: it follows the backslash */
+      *w++ = '\\';
+      from = at;
+    } else {
+      w += escape_seq(ch, w);
+      from = at + 1;
+    }
   }
-  if (from < 8) {
+  if (from < n) {
     store_word(w, word >> (8 * from));
-    w += 8 - from;
+    w += n - from;
   }
   return w;
 }
@@ -177,65 +183,138 @@ static int keep_room(dg_buf_t *out, char **w, size_t rest) {
 }
 
 #if defined(__SSE2__)
-/* A bit for every byte of block that needs escaping. */
-static unsigned escape_bits(__m128i block) {
+/* Bits for the bytes of block that need escaping: quotes and backslashes
+ * in *qb, control characters in *ctl. */
+static void escape_bits(__m128i block, unsigned *qb, unsigned *ctl) {
   __m128i quote = _mm_cmpeq_epi8(block, _mm_set1_epi8('"'));
   __m128i backslash = _mm_cmpeq_epi8(block, _mm_set1_epi8('\\'));
   __m128i control = _mm_cmpeq_epi8(_mm_min_epu8(block, _mm_set1_epi8(0x1f)), block);
-  return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control));
+  *qb = (unsigned)_mm_movemask_epi8(_mm_or_si128(quote, backslash));
+  *ctl = (unsigned)_mm_movemask_epi8(control);
 }
 
-/* Sixteen bytes at a time while sixteen remain: each block is stored
- * whole; where it holds an escape, the writer keeps the bytes before the
- * first one, writes the escape, and the next block starts after it. So a
- * plain block costs one load and one store, and an escape about as much. */
+/* Thirty-two bytes from p to w, where a run is at most that long. */
+static void copy32(char *w, const unsigned char *p) {
+  __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+  __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+  _mm_storeu_si128((__m128i *)(void *)w, a);
+  _mm_storeu_si128((__m128i *)(void *)(w + 16), b);
+}
+
+/* The thirty-two bytes at p without control characters, qb marking their
+ * quotes and backslashes, at w. Each one ends a run with a backslash and
+ * starts the next run with itself: one copy per escape. */
+static char *put_group(char *w, const unsigned char *p, uint32_t qb) {
+  size_t run = 0;
+  for (; qb != 0; qb &= qb - 1) {
+    size_t at = (size_t)__builtin_ctz(qb);
+    copy32(w, p + run);
+    w += at - run;
+    *w++ = '\\';
+    run = at;
+  }
+  copy32(w, p + run);
+  return w + 32 - run;
+}
+
+/* Thirty-two bytes at a time while sixty-four remain, so that a run may
+ * be copied thirty-two bytes at a time from anywhere in the group. A group
+ * with a control character, rare in text, is written word by word. */
+static int put_groups(dg_buf_t *out, char **w, const unsigned char *p, size_t *i, size_t len) {
+  char *o = *w;
+  size_t at = *i;
+  int rc = 0;
+  for (; at + 64 <= len; at += 32) {
+    rc = keep_room(out, &o, len - at);
+    if (rc != 0)
+      break;
+    unsigned qb0, ctl0, qb1, ctl1;
+    escape_bits(_mm_loadu_si128((const __m128i *)(const void *)(p + at)), &qb0, &ctl0);
+    escape_bits(_mm_loadu_si128((const __m128i *)(const void *)(p + at + 16)), &qb1, &ctl1);
+    if ((ctl0 | ctl1) == 0) {
+      o = put_group(o, p + at, qb0 | (qb1 << 16));
+      continue;
+    }
+    uint32_t bits = qb0 | ctl0 | ((qb1 | ctl1) << 16);
+    for (size_t k = 0; k < 4; k++, bits >>= 8)
+      o = put_word(o, load_word(p + at + 8 * k), bits & 0xff, 8);
+  }
+  *w = o;
+  *i = at;
+  return rc;
+}
+
+/* Sixteen bytes at a time while sixteen remain: a plain block is stored
+ * whole, one with escapes as its two words. */
 static int put_blocks(dg_buf_t *out, char **w, const unsigned char *p, size_t *i, size_t len) {
-  while (*i + 16 <= len) {
+  for (; *i + 16 <= len; *i += 16) {
     int rc = keep_room(out, w, len - *i);
     if (rc != 0)
       return rc;
     __m128i block = _mm_loadu_si128((const __m128i *)(const void *)(p + *i));
-    _mm_storeu_si128((__m128i *)(void *)*w, block);
-    unsigned bits = escape_bits(block);
+    unsigned qb, ctl;
+    escape_bits(block, &qb, &ctl);
+    unsigned bits = qb | ctl;
     if (bits == 0) {
+      _mm_storeu_si128((__m128i *)(void *)*w, block);
       *w += 16;
-      *i += 16;
       continue;
     }
-    size_t at = (size_t)__builtin_ctz(bits);
-    *w = put_escape(*w + at, p[*i + at]);
-    *i += at + 1;
+    *w = put_word(*w, load_word(p + *i), bits & 0xff, 8);
+    *w = put_word(*w, load_word(p + *i + 8), bits >> 8, 8);
   }
   return 0;
 }
 #endif
 
+/* The last n (1 to 7) bytes of a string of eight or more: the word that
+ * ends with them, less the bytes before them, written already. */
+static char *put_tail_word(char *w, const unsigned char *end, size_t n) {
+  uint64_t word = load_word(end - 8) >> (8 * (8 - n));
+  return put_word(w, word, word_bits(word) & ((1u << n) - 1), n);
+}
+
+/* A string shorter than a word, byte by byte. */
+static char *put_bytes(char *w, const unsigned char *p, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (needs_escape(p[i]))
+      w += escape_seq(p[i], w);
+    else
+      *w++ = (char)p[i];
+  }
+  return w;
+}
+
 static int put_string_fast(dg_buf_t *out, const unsigned char *p, size_t len) {
-  int rc = dg_buf_reserve(out, len + len / 8 + ESCAPE_AHEAD);
-  if (rc != 0)
-    return rc;
+  /* Checked here first: most strings are short and the buffer has room. */
+  size_t want = len + len / 8 + ESCAPE_AHEAD;
+  if (out->data == NULL || out->cap - out->len <= want || out->len + want > out->max) {
+    int rc = dg_buf_reserve(out, want);
+    if (rc != 0)
+      return rc;
+  }
   char *w = out->data + out->len;
   *w++ = '"';
   size_t i = 0;
 #if defined(__SSE2__)
-  rc = put_blocks(out, &w, p, &i, len);
+  int rc = put_groups(out, &w, p, &i, len);
+  if (rc == 0)
+    rc = put_blocks(out, &w, p, &i, len);
   if (rc != 0)
     return rc;
 #endif
   for (; i + 8 <= len; i += 8) {
-    rc = keep_room(out, &w, len - i);
-    if (rc != 0)
-      return rc;
-    w = put_word(w, p + i);
+    int rc8 = keep_room(out, &w, len - i);
+    if (rc8 != 0)
+      return rc8;
+    uint64_t word = load_word(p + i);
+    w = put_word(w, word, word_bits(word), 8);
   }
-  rc = keep_room(out, &w, len - i);
-  if (rc != 0)
-    return rc;
-  for (; i < len; i++) {
-    if (needs_escape(p[i]))
-      w = put_escape(w, p[i]);
-    else
-      *w++ = (char)p[i];
+  if (i < len) {
+    int rc1 = keep_room(out, &w, len - i);
+    if (rc1 != 0)
+      return rc1;
+    w = len >= 8 ? put_tail_word(w, p + len, len - i) : put_bytes(w, p, len);
   }
   *w++ = '"';
   *w = '\0';
@@ -243,9 +322,86 @@ static int put_string_fast(dg_buf_t *out, const unsigned char *p, size_t len) {
   return 0;
 }
 
+/* ---- Short strings ---------------------------------------------------------------------- *
+ * Most strings of an answer are short values (a status, a date, a number's
+ * code, a GUID): 4 to 64 bytes without escapes, checked and copied as
+ * overlapping words or blocks where the buffer has room, without the long
+ * loop. */
+
+static uint32_t load_u32(const unsigned char *p) {
+  uint32_t w;
+  memcpy(&w, p, sizeof(w));
+  return w;
+}
+
+#if defined(__SSE2__)
+/* The up to 64 bytes at s (16 or more) copied to w sixteen at a time, the
+ * last block overlapping the one before; whether one needs escaping. */
+static bool copy_plain_blocks(char *w, const unsigned char *s, size_t len) {
+  unsigned qb, ctl, any = 0;
+  for (size_t k = 0; k + 16 < len; k += 16) {
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + k));
+    escape_bits(b, &qb, &ctl);
+    any |= qb | ctl;
+    _mm_storeu_si128((__m128i *)(void *)(w + k), b);
+  }
+  __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + len - 16));
+  escape_bits(b, &qb, &ctl);
+  _mm_storeu_si128((__m128i *)(void *)(w + len - 16), b);
+  return (any | qb | ctl) == 0;
+}
+#define SHORT_MAX 64
+#else
+#define SHORT_MAX 16
+#endif
+
+/* The 4 to 16 bytes at s copied to w as two overlapping words (or
+ * halves) when none needs escaping; false otherwise, with nothing copied. */
+static bool copy_plain_words(char *w, const unsigned char *s, size_t len) {
+  if (len >= 8) {
+    uint64_t a, b;
+    memcpy(&a, s, 8);
+    memcpy(&b, s + len - 8, 8);
+    if ((escape_mask(a) | escape_mask(b)) != 0)
+      return false;
+    memcpy(w, &a, 8);
+    memcpy(w + len - 8, &b, 8);
+    return true;
+  }
+  uint32_t a = load_u32(s), b = load_u32(s + len - 4);
+  if (escape_mask(a | (uint64_t)b << 32) != 0)
+    return false;
+  memcpy(w, &a, 4);
+  memcpy(w + len - 4, &b, 4);
+  return true;
+}
+
+/* s (4 to SHORT_MAX bytes) quoted at w when none of its bytes needs
+ * escaping; false otherwise, with nothing written at w itself (the bytes
+ * after it may be). */
+static bool put_short(char *w, const unsigned char *s, size_t len) {
+#if defined(__SSE2__)
+  bool plain = len > 16 ? copy_plain_blocks(w + 1, s, len) : copy_plain_words(w + 1, s, len);
+#else
+  bool plain = copy_plain_words(w + 1, s, len);
+#endif
+  if (!plain)
+    return false;
+  w[0] = '"';
+  w[len + 1] = '"';
+  w[len + 2] = '\0';
+  return true;
+}
+
 /* In one pass when the optimistic reservations are granted; otherwise
  * measured, so that whether a string fits depends on its bytes alone. */
 static int put_string(dg_buf_t *out, const char *s, size_t len) {
+  if (len >= 4 && len <= SHORT_MAX && out->data != NULL && out->cap - out->len > len + 2 &&
+      out->len + len + 2 <= out->max &&
+      put_short(out->data + out->len, (const unsigned char *)s, len)) {
+    out->len += len + 2;
+    return 0;
+  }
   if (len > SIZE_MAX / 8)
     return DG_E2BIG;
   size_t start = out->len;
@@ -257,6 +413,20 @@ static int put_string(dg_buf_t *out, const char *s, size_t len) {
   return put_string_measured(out, s, len);
 }
 
+/* text appended as dg_buf_append does, calling dg_buf_reserve only when
+ * the buffer must grow: numbers are written one per member. */
+static int append_small(dg_buf_t *out, const char *text, size_t n) {
+  if (out->data == NULL || n >= out->cap - out->len || out->len + n > out->max) {
+    int rc = dg_buf_reserve(out, n);
+    if (rc != 0)
+      return rc;
+  }
+  memcpy(out->data + out->len, text, n);
+  out->len += n;
+  out->data[out->len] = '\0';
+  return 0;
+}
+
 /* Decimal digits without printf, which costs more than the rest of a
  * small value. */
 int dg_json_write_integer(dg_buf_t *out, int64_t v) {
@@ -265,7 +435,7 @@ int dg_json_write_integer(dg_buf_t *out, int64_t v) {
   if (v < 0)
     text[n++] = '-';
   n += dg_decimal(text + n, v < 0 ? 0ULL - (uint64_t)v : (uint64_t)v);
-  return dg_buf_append(out, text, n);
+  return append_small(out, text, n);
 }
 
 /* The digits jansson gives the reals of money and measures (whole
@@ -291,7 +461,7 @@ static bool put_hundredths(dg_buf_t *out, double d, int *rc) {
   text[n++] = (char)('0' + frac / 10);
   if (frac % 10 != 0)
     text[n++] = (char)('0' + frac % 10);
-  *rc = dg_buf_append(out, text, n);
+  *rc = append_small(out, text, n);
   return true;
 }
 

@@ -8,6 +8,9 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "datagate/base.h"
 
@@ -82,9 +85,32 @@ void dg_uuid_v4(char out[DG_UUID_LEN + 1]) {
 
 /* Without branches on the digits: ids are random, and a branch per digit
  * is mispredicted half the time, which made checking the 50 ids of a
- * request cost more than parsing them. Each byte's class is looked up and
- * compared with the class its position wants, a few instructions a byte
- * where testing the digit ranges took about twenty. */
+ * request cost more than parsing them. With SSE2 (every x86-64) sixteen
+ * bytes are classified at once; otherwise each byte's class is looked up
+ * and compared with the class its position wants. */
+#if defined(__SSE2__)
+/* The high bit of each byte of the sixteen at p that is in its place: a
+ * dash where dashes (0xff bytes) has one, a hexadecimal digit elsewhere. */
+static unsigned uuid_block(const unsigned char *p, __m128i dashes) {
+  __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+  __m128i d = _mm_sub_epi8(x, _mm_set1_epi8('0'));
+  __m128i l = _mm_sub_epi8(_mm_or_si128(x, _mm_set1_epi8(0x20)), _mm_set1_epi8('a'));
+  __m128i hex = _mm_or_si128(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d),
+                             _mm_cmpeq_epi8(_mm_min_epu8(l, _mm_set1_epi8(5)), l));
+  __m128i dash = _mm_cmpeq_epi8(x, _mm_set1_epi8('-'));
+  __m128i ok = _mm_or_si128(_mm_and_si128(dashes, dash), _mm_andnot_si128(dashes, hex));
+  return (unsigned)_mm_movemask_epi8(ok);
+}
+
+/* Sixteen bytes at a time: 0-15, 16-31 and 20-35 (overlapping), each
+ * compared with where its dashes belong. */
+static bool uuid_form_ok(const unsigned char *p) {
+  const __m128i first = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, -1, 0, 0);
+  const __m128i second = _mm_setr_epi8(0, 0, -1, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m128i last = _mm_setr_epi8(0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  return (uuid_block(p, first) & uuid_block(p + 16, second) & uuid_block(p + 20, last)) == 0xffff;
+}
+#else
 static const unsigned char uuid_class[256] = {
     ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
     ['8'] = 1, ['9'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
@@ -95,16 +121,20 @@ static const unsigned char uuid_form[DG_UUID_LEN] = {1, 1, 1, 1, 1, 1, 1, 1, 2, 
                                                      1, 2, 1, 1, 1, 1, 2, 1, 1, 1, 1, 2,
                                                      1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
-bool dg_uuid_valid(const char *s) {
-  /* One measured length, so that the loop reads no byte past a shorter
-   * string's terminator and tests none. */
-  if (s == NULL || strnlen(s, DG_UUID_LEN + 1) != DG_UUID_LEN)
-    return false;
-  const unsigned char *p = (const unsigned char *)s;
+static bool uuid_form_ok(const unsigned char *p) {
   unsigned bad = 0;
   for (int i = 0; i < DG_UUID_LEN; i++)
     bad |= uuid_class[p[i]] ^ uuid_form[i];
   return bad == 0;
+}
+#endif
+
+bool dg_uuid_valid(const char *s) {
+  /* One measured length, so that no byte past a shorter string's
+   * terminator is read. */
+  if (s == NULL || strnlen(s, DG_UUID_LEN + 1) != DG_UUID_LEN)
+    return false;
+  return uuid_form_ok((const unsigned char *)s);
 }
 
 uint64_t dg_now_ns(void) {

@@ -145,7 +145,8 @@ int dg_store_parse_expand(const dg_store_parse_t *ps, const dg_model_t *model, c
 static int one_id(const dg_store_parse_t *ps, const json_t *item, const char *param,
                   dg_store_fetch_t *out, dg__id_index_t *seen) {
   const char *s = json_string_value(item);
-  if (s == NULL || json_string_length(item) != DG_UUID_LEN || !dg_uuid_valid(s))
+  if (s == NULL || json_string_length(item) != DG_UUID_LEN ||
+      (!ps->ids_checked && !dg_uuid_valid(s)))
     return dg__store_got(ps, item, param,
                          "a GUID (8-4-4-4-12 hexadecimal digits), the id of an entity from "
                          "query_entities or lookup_by_keyword");

@@ -15,6 +15,7 @@ void dg__tools_parse_ctx(dg_mcp_tool_call_t *call, dg_errctx_t *err, dg_store_pa
   out->principal = dg_mcp_tool_call_principal(call);
   out->arena = dg_mcp_tool_call_arena(call);
   out->err = err;
+  out->ids_checked = false;
 }
 
 dg_store_t *dg__tools_store(dg_mcp_tool_call_t *call) {
@@ -106,6 +107,7 @@ static void run_entities(dg_mcp_tool_call_t *call, dg__tools_store_op_t op) {
   dg_store_parse_t ps;
   dg_errctx_clear(&err);
   dg__tools_parse_ctx(call, &err, &ps);
+  ps.ids_checked = op == DG__TOOLS_FETCH; /* "format": "uuid" in its schema */
   const dg_model_t *model = NULL;
   if (op != DG__TOOLS_LOOKUP)
     model = dg_tools_model_arg(call, "dataModelId", &err);

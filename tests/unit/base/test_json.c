@@ -133,6 +133,66 @@ static void test_dense_escapes(void **state) {
   }
 }
 
+/* A JSON answer written again as a JSON string (the text item of a tool's
+ * result): a quote every few bytes, and strings of every length around the
+ * group, block and word sizes (8, 16, 32, 64, 128) made only of quotes or backslashes,
+ * or with one escape at the first or the last byte, where the last bytes
+ * are written from a word that overlaps bytes written already. */
+static void test_escape_lengths_and_answers(void **state) {
+  static const char specials[] = {'"', '\\', '\n', 0x01, 0x1f, 'a'};
+  for (size_t len = 0; len <= 136; len++) {
+    for (size_t k = 0; k < sizeof(specials); k++) {
+      char text[140];
+      memset(text, specials[k], len);
+      json_t *v = json_stringn(text, len);
+      assert_same_as_jansson(v);
+      json_decref(v);
+      if (len == 0)
+        continue;
+      memset(text, 'b', len);
+      text[0] = specials[k];
+      text[len - 1] = specials[(k + 1) % sizeof(specials)];
+      v = json_stringn(text, len);
+      assert_same_as_jansson(v);
+      json_decref(v);
+    }
+  }
+  json_t *entities = json_array();
+  for (int i = 0; i < 40; i++)
+    json_array_append_new(entities, json_pack("{s:s,s:{s:s,s:i,s:n,s:s}}", "id",
+                                              "3fcf3481-aec5-4575-b54c-b63e0c0e1c51", "properties",
+                                              "status", "Open", "quantity", i, "salesRep", "note",
+                                              "a \"quoted\" \\ line\nand \xc3\xa9\xe2\x80\xa8"));
+  char *answer = json_dumps(entities, JSON_COMPACT);
+  json_t *text = json_string(answer);
+  assert_same_as_jansson(text);
+  json_decref(text);
+  free(answer);
+  json_decref(entities);
+}
+
+/* A buffer's maximum holds for strings of every path (short, a few
+ * blocks, long) also where the buffer's room is larger than it allows. */
+static void test_string_within_lowered_max(void **state) {
+  static const size_t lens[] = {5, 12, 36, 64, 100};
+  char text[101];
+  memset(text, 'x', sizeof(text));
+  for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+    dg_buf_t out;
+    dg_buf_init(&out, 4096);
+    assert_int_equal(dg_buf_reserve(&out, 2048), 0);
+    assert_int_equal(dg_buf_append(&out, "[", 1), 0);
+    out.max = out.len + lens[i] + 1; /* one byte short of the quoted string */
+    assert_int_equal(dg_json_write_string(&out, text, lens[i]), DG_E2BIG);
+    assert_int_equal(out.len, 1);
+    assert_string_equal(out.data, "[");
+    out.max = out.len + lens[i] + 2;
+    assert_int_equal(dg_json_write_string(&out, text, lens[i]), 0);
+    assert_int_equal(out.len, lens[i] + 3);
+    dg_buf_free(&out);
+  }
+}
+
 /* A string that fits the buffer's maximum exactly is written, whatever
  * room the writer would like to keep ahead; one byte less and it is
  * refused with the buffer as it was. */
@@ -334,6 +394,22 @@ static void test_integer_piece(void **state) {
   dg_buf_init(&small, 3);
   assert_int_equal(dg_json_write_integer(&small, -1000), DG_E2BIG);
   dg_buf_free(&small);
+  /* Written into room the buffer has already, after other text; and its
+   * maximum holds even where the room it has is larger. */
+  dg_buf_t room;
+  dg_buf_init(&room, 1024);
+  assert_int_equal(dg_buf_reserve(&room, 512), 0);
+  assert_int_equal(dg_buf_append(&room, "[", 1), 0);
+  assert_int_equal(dg_json_write_integer(&room, -42), 0);
+  assert_int_equal(dg_json_write_real(&room, 19.9), 0);
+  assert_string_equal(room.data, "[-4219.9");
+  room.max = room.len + 2;
+  assert_int_equal(dg_json_write_integer(&room, 123), DG_E2BIG);
+  assert_int_equal(dg_json_write_real(&room, 1.25), DG_E2BIG);
+  assert_string_equal(room.data, "[-4219.9");
+  assert_int_equal(dg_json_write_integer(&room, 12), 0);
+  assert_string_equal(room.data, "[-4219.912");
+  dg_buf_free(&room);
 }
 
 /* A raw value is written as it is, wherever it sits; a look-alike array is
@@ -480,6 +556,8 @@ int main(void) {
       cmocka_unit_test(test_every_escape),
       cmocka_unit_test(test_escape_at_every_offset),
       cmocka_unit_test(test_dense_escapes),
+      cmocka_unit_test(test_escape_lengths_and_answers),
+      cmocka_unit_test(test_string_within_lowered_max),
       cmocka_unit_test(test_string_at_the_limit),
       cmocka_unit_test(test_insertion_order),
       cmocka_unit_test(test_response_like),

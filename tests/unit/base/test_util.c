@@ -31,6 +31,24 @@ static void test_uuid_v4_form(void **state) {
   assert_string_not_equal(a, b);
 }
 
+/* Every byte at every position of a valid GUID: accepted exactly where a
+ * dash is a dash and a hexadecimal digit (either case) is a digit. */
+static void test_uuid_valid_every_byte(void **state) {
+  const char *base = "3f2504e0-4f89-41d3-9a0c-0305e82c3301";
+  for (size_t at = 0; at < DG_UUID_LEN; at++) {
+    bool dash = at == 8 || at == 13 || at == 18 || at == 23;
+    for (int b = 1; b < 256; b++) {
+      char id[DG_UUID_LEN + 1];
+      memcpy(id, base, sizeof(id));
+      id[at] = (char)b;
+      bool hex = (b >= '0' && b <= '9') || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F');
+      bool want = dash ? b == '-' : hex;
+      if (dg_uuid_valid(id) != want)
+        fail_msg("byte 0x%02x at %zu: want %d", b, at, want);
+    }
+  }
+}
+
 static void test_uuid_valid(void **state) {
   assert_true(dg_uuid_valid("3f2504e0-4f89-41d3-9a0c-0305e82c3301"));
   assert_true(dg_uuid_valid("3F2504E0-4F89-41D3-9A0C-0305E82C3301"));
@@ -243,12 +261,19 @@ static void test_array_grow(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_uuid_v4_form), cmocka_unit_test(test_uuid_valid),
-      cmocka_unit_test(test_decimal),      cmocka_unit_test(test_hex_value),
-      cmocka_unit_test(test_camel_first),  cmocka_unit_test(test_strlcpy),
-      cmocka_unit_test(test_strieq_n),     cmocka_unit_test(test_parse_int64),
-      cmocka_unit_test(test_sha256),       cmocka_unit_test(test_ct_equal),
-      cmocka_unit_test(test_random_bytes), cmocka_unit_test(test_clocks),
+      cmocka_unit_test(test_uuid_v4_form),
+      cmocka_unit_test(test_uuid_valid),
+      cmocka_unit_test(test_uuid_valid_every_byte),
+      cmocka_unit_test(test_decimal),
+      cmocka_unit_test(test_hex_value),
+      cmocka_unit_test(test_camel_first),
+      cmocka_unit_test(test_strlcpy),
+      cmocka_unit_test(test_strieq_n),
+      cmocka_unit_test(test_parse_int64),
+      cmocka_unit_test(test_sha256),
+      cmocka_unit_test(test_ct_equal),
+      cmocka_unit_test(test_random_bytes),
+      cmocka_unit_test(test_clocks),
       cmocka_unit_test(test_array_grow),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

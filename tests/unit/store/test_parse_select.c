@@ -48,6 +48,35 @@ static void test_fetch(void **state) {
   st_contains(fx->err.message, "an array of 1 to 50 entity ids", NULL);
 }
 
+/* Ids the argument schema checked already are not checked again: a string
+ * of a GUID's length is taken as it is (lowercased), while a value that is
+ * not a string, or a string of another length, is still refused by name. */
+static void test_fetch_ids_checked(void **state) {
+  st_fixture_t *fx = *state;
+  dg_store_parse_t ps = st_ctx(fx, "admin");
+  ps.ids_checked = true;
+  dg_store_fetch_t f;
+  const char *args = "{\"entityIds\": [\"7C08B797-FAC4-5249-874C-557B0F4557F5\"]}";
+  assert_int_equal(dg_store_parse_fetch(&ps, st_model(fx, "Customers"), st_json(fx, args), &f), 0);
+  assert_string_equal(f.ids[0], "7c08b797-fac4-5249-874c-557b0f4557f5");
+  const char *unchecked = "{\"entityIds\": [\"7c08b797-fac4-5249-874c-557b0f4557fx\"]}";
+  assert_int_equal(dg_store_parse_fetch(&ps, st_model(fx, "Customers"), st_json(fx, unchecked), &f),
+                   0);
+  assert_int_equal(f.nids, 1);
+  const char *bad[] = {"{\"entityIds\": [12]}", "{\"entityIds\": [\"7c08b797\"]}"};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(bad); i++) {
+    ps = st_ctx(fx, "admin");
+    ps.ids_checked = true;
+    assert_int_equal(dg_store_parse_fetch(&ps, st_model(fx, "Customers"), st_json(fx, bad[i]), &f),
+                     DG_EINVAL);
+    assert_string_equal(fx->err.param, "entityIds[0]");
+  }
+  ps = st_ctx(fx, "admin");
+  assert_int_equal(dg_store_parse_fetch(&ps, st_model(fx, "Customers"), st_json(fx, unchecked), &f),
+                   DG_EINVAL);
+  st_contains(fx->err.message, "a GUID (8-4-4-4-12 hexadecimal digits)", NULL);
+}
+
 /* Fifty ids, each given twice in a row and in another case the second
  * time: the first of each pair is kept, in the order given. */
 static void test_fetch_repeats(void **state) {
@@ -112,6 +141,7 @@ static void test_expand_targets(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_fetch, st_setup, st_teardown),
+      cmocka_unit_test_setup_teardown(test_fetch_ids_checked, st_setup, st_teardown),
       cmocka_unit_test_setup_teardown(test_fetch_repeats, st_setup, st_teardown),
       cmocka_unit_test_setup_teardown(test_select_all_and_empty, st_setup, st_teardown),
       cmocka_unit_test_setup_teardown(test_expand_targets, st_setup, st_teardown),

@@ -48,6 +48,13 @@ static void test_id_limits(void **state) {
   et_contains(et_error(fx, "admin", "get_entities_by_ids",
                        "{\"dataModelId\": \"" ET_CUSTOMERS "\", \"entityIds\": [\"acme\"]}"),
               "entityIds[0]");
+  /* A GUID's length, not its form: refused by the argument schema, the one
+   * check an id gets, with the item, the value and what is allowed. */
+  et_contains(et_error(fx, "admin", "get_entities_by_ids",
+                       "{\"dataModelId\": \"" ET_CUSTOMERS "\", \"entityIds\": [\"" MISSING
+                       "\", \"7c08b797-fac4-5249-874c-557b0f4557fx\"]}"),
+              "Invalid argument 'entityIds[1]': got \"7c08b797-fac4-5249-874c-557b0f4557fx\"; "
+              "allowed: a GUID (8-4-4-4-12 hexadecimal digits).");
   et_contains(et_error(fx, "sales", "get_entities_by_ids",
                        "{\"dataModelId\": \"" ET_ORDERS "\", \"entityIds\": [\"" MISSING
                        "\"], \"expand\": [{\"reference\": \"Payments\"}]}"),
