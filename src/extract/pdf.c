@@ -464,15 +464,61 @@ static void emit_page(dg__xrun_t *run, fz_stext_page *text) {
 #define LOOKUP_KEEPS 0
 #endif
 
-/* Walks the page tree once, bounded by MuPDF against cycles; a tree it
- * cannot map is walked page by page as before. */
-static void load_page_tree(reader_t *r) {
+/* MuPDF builds the map recursively, one stack frame per level of the
+ * tree and a look through all the levels above for a cycle: deeper trees
+ * (written by no PDF producer) are not mapped. */
+#define MAX_TREE_DEPTH 64
+
+typedef struct level {
+  pdf_obj *kids;
+  int next, len;
+} level_t;
+
+/* True when the page tree has no more than MAX_TREE_DEPTH levels; a tree
+ * with a cycle has no bottom and fails. Walked without recursion, and
+ * giving up after twice as many nodes as the pages counted, so that
+ * subtrees shared many times over cannot make it long. May throw. */
+static bool tree_is_shallow(fz_context *ctx, pdf_document *doc, int pages) {
+  level_t stack[MAX_TREE_DEPTH];
+  int depth = 0;
+  long visits = 0, most = 2L * pages + MAX_TREE_DEPTH;
+  pdf_obj *kids = pdf_dict_getp(ctx, pdf_trailer(ctx, doc), "Root/Pages/Kids");
+  stack[0] = (level_t){kids, 0, pdf_array_len(ctx, kids)};
+  while (depth >= 0) {
+    level_t *l = &stack[depth];
+    if (l->next >= l->len) {
+      depth--;
+      continue;
+    }
+    pdf_obj *kid = pdf_array_get(ctx, l->kids, l->next++);
+    if (++visits > most)
+      return false;
+    if (!pdf_name_eq(ctx, pdf_dict_get(ctx, kid, PDF_NAME(Type)), PDF_NAME(Pages)))
+      continue;
+    if (++depth == MAX_TREE_DEPTH)
+      return false;
+    kids = pdf_dict_get(ctx, kid, PDF_NAME(Kids));
+    stack[depth] = (level_t){kids, 0, pdf_array_len(ctx, kids)};
+  }
+  return true;
+}
+
+/* Maps the page tree once; a tree that is too deep, has a cycle or cannot
+ * be mapped is walked page by page as before. A map too large for the
+ * memory limit is not a reason to fail the document: the failed
+ * allocation is forgotten. */
+static void load_page_tree(reader_t *r, int pages) {
+  bool over = r->mem.over;
+  r->page_tree = false;
   fz_try(r->ctx) {
-    pdf_load_page_tree(r->ctx, r->doc);
-    r->page_tree = true;
+    if (tree_is_shallow(r->ctx, r->doc, pages)) {
+      pdf_load_page_tree(r->ctx, r->doc);
+      r->page_tree = true;
+    }
   }
   fz_catch(r->ctx) {
     r->page_tree = false;
+    r->mem.over = over;
   }
 }
 
@@ -609,7 +655,7 @@ static int open_document(reader_t *r, const dg__xrun_t *run, int *pages) {
     return failure(r, "opening the PDF");
   }
   if (rc == 0 && *pages > 0)
-    load_page_tree(r);
+    load_page_tree(r, *pages);
   if (rc != 0)
     return dg_errctx_set(&r->err, rc, "url", "the PDF is password-protected");
   if (*pages <= 0)

@@ -73,7 +73,7 @@ static void test_reading_order_title_then_columns(void **state) {
 /* A PDF of the given objects, numbered from 1, with object 1 the catalog. */
 static unsigned char *pdf_of(const char *const *objects, size_t n, size_t *len) {
   dg_buf_t out;
-  size_t offsets[16] = {0};
+  size_t offsets[96] = {0};
   assert_true(n < DG_ARRAY_SIZE(offsets));
   dg_buf_init(&out, SIZE_MAX);
   assert_int_equal(dg_buf_append_str(&out, "%PDF-1.4\n"), 0);
@@ -153,6 +153,42 @@ static void test_page_tree_with_a_cycle(void **state) {
   assert_int_equal(xt_fail(DG_EXTRACT_PDF, NULL, d, len, NULL, &err), DG_EPROTO);
   assert_true(xt_contains(err.message, "no page of the PDF can be read"));
   free(d);
+}
+
+/* A chain of levels page tree nodes above one page. */
+static char *deep_tree(int levels) {
+  enum { N = 90 };
+  char bodies[N][128];
+  const char *objects[N];
+  int page = 2 + levels;
+  assert_true(page + 2 < N);
+  snprintf(bodies[0], sizeof(bodies[0]), "<< /Type /Catalog /Pages 2 0 R >>");
+  for (int i = 0; i < levels; i++)
+    snprintf(bodies[1 + i], sizeof(bodies[0]), "<< /Type /Pages /Kids [%d 0 R] /Count 1 >>", 3 + i);
+  snprintf(bodies[page - 1], sizeof(bodies[0]),
+           "<< /Type /Page /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R >> >> "
+           "/Contents %d 0 R >>",
+           page + 1, page + 2);
+  snprintf(bodies[page], sizeof(bodies[0]), "%s", FONT);
+  snprintf(bodies[page + 1], sizeof(bodies[0]), "%s", TEXT("Page AAAA"));
+  for (int i = 0; i < page + 2; i++)
+    objects[i] = bodies[i];
+  size_t len = 0;
+  unsigned char *d = pdf_of(objects, (size_t)page + 2, &len);
+  char *t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
+  free(d);
+  return t;
+}
+
+/* A tree within the depth that is mapped and one beyond it, which MuPDF's
+ * page map would walk recursively, read the same. */
+static void test_deep_page_tree(void **state) {
+  int depths[] = {1, 10, 63, 64, 80};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(depths); i++) {
+    char *t = deep_tree(depths[i]);
+    assert_string_equal(t, "--- Page 1 ---\nPage AAAA");
+    free(t);
+  }
 }
 
 static void test_damaged_pdfs(void **state) {
@@ -326,6 +362,7 @@ int main(void) {
       cmocka_unit_test(test_damaged_pdfs),
       cmocka_unit_test(test_nested_page_tree_inherits),
       cmocka_unit_test(test_page_tree_with_a_cycle),
+      cmocka_unit_test(test_deep_page_tree),
       cmocka_unit_test(test_too_many_pages_are_cut),
       cmocka_unit_test(test_pages_read_two_at_a_time_stay_in_order),
       cmocka_unit_test(test_a_step_reads_at_most_the_pages_allowed),
