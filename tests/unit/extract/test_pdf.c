@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: AGPL-3.0-or-later */
 /* Unit tests for PDF: text page by page with page markers, reading order,
- * damaged and empty documents, and the page, memory and time limits. The
- * PDFs are written by the tests (extract_test.h). */
+ * damaged and empty documents, nested and cyclic page trees, and the page,
+ * memory and time limits. The PDFs are written by the tests
+ * (extract_test.h). */
 #include "extract_test.h"
 
 #include "extract/internal.h"
@@ -67,6 +68,127 @@ static void test_reading_order_title_then_columns(void **state) {
   free(t);
   free(d);
   dg_buf_free(&page);
+}
+
+/* A PDF of the given objects, numbered from 1, with object 1 the catalog. */
+static unsigned char *pdf_of(const char *const *objects, size_t n, size_t *len) {
+  dg_buf_t out;
+  size_t offsets[96] = {0};
+  assert_true(n < DG_ARRAY_SIZE(offsets));
+  dg_buf_init(&out, SIZE_MAX);
+  assert_int_equal(dg_buf_append_str(&out, "%PDF-1.4\n"), 0);
+  for (size_t i = 0; i < n; i++)
+    xt_pdf_object(&out, offsets, i + 1, objects[i], strlen(objects[i]));
+  size_t xref = out.len;
+  assert_int_equal(dg_buf_appendf(&out, "xref\n0 %zu\n0000000000 65535 f \n", n + 1), 0);
+  for (size_t i = 1; i <= n; i++)
+    assert_int_equal(dg_buf_appendf(&out, "%010zu 00000 n \n", offsets[i]), 0);
+  assert_int_equal(dg_buf_appendf(&out,
+                                  "trailer\n<< /Size %zu /Root 1 0 R >>\nstartxref\n%zu\n%%%%EOF\n",
+                                  n + 1, xref),
+                   0);
+  return (unsigned char *)dg_buf_steal(&out, len);
+}
+
+#define FONT "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+#define TEXT(s) "<< /Length 40 >>\nstream\nBT /F1 12 Tf 72 700 Td (" s ") Tj ET\nendstream"
+
+/* Pages under intermediate nodes, in tree order, with the Resources and
+ * MediaBox they inherit from their parents. */
+static void test_nested_page_tree_inherits(void **state) {
+  const char *objects[] = {
+      "<< /Type /Catalog /Pages 2 0 R >>",
+      "<< /Type /Pages /Kids [3 0 R 8 0 R] /Count 3 /MediaBox [0 0 612 792] >>",
+      "<< /Type /Pages /Parent 2 0 R /Kids [4 0 R 5 0 R] /Count 2 "
+      "/Resources << /Font << /F1 7 0 R >> >> >>",
+      "<< /Type /Pages /Parent 3 0 R /Kids [6 0 R] /Count 1 >>",
+      "<< /Type /Page /Parent 3 0 R /Contents 10 0 R >>",
+      "<< /Type /Page /Parent 4 0 R /Contents 9 0 R >>",
+      FONT,
+      "<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 7 0 R >> >> "
+      "/Contents 11 0 R >>",
+      TEXT("Page AAAA"),
+      TEXT("Page BBBB"),
+      TEXT("Page CCCC"),
+  };
+  size_t len = 0;
+  unsigned char *d = pdf_of(objects, DG_ARRAY_SIZE(objects), &len);
+  char *t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
+  assert_string_equal(t, "--- Page 1 ---\nPage AAAA\n\n--- Page 2 ---\nPage BBBB\n\n"
+                         "--- Page 3 ---\nPage CCCC");
+  free(t);
+  free(d);
+}
+
+/* A page tree that leads back to itself, or counts more pages than it
+ * has, ends: the pages found are read, the others left empty, and a tree
+ * with no page outside the cycle is a clear error. */
+static void test_page_tree_with_a_cycle(void **state) {
+  const char *objects[] = {
+      "<< /Type /Catalog /Pages 2 0 R >>",
+      "<< /Type /Pages /Kids [4 0 R 3 0 R] /Count 2 >>",
+      "<< /Type /Pages /Parent 2 0 R /Kids [2 0 R] /Count 1 >>",
+      "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+      "/Resources << /Font << /F1 5 0 R >> >> /Contents 6 0 R >>",
+      FONT,
+      TEXT("Page AAAA"),
+  };
+  size_t len = 0;
+  unsigned char *d = pdf_of(objects, DG_ARRAY_SIZE(objects), &len);
+  char *t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
+  assert_string_equal(t, "--- Page 1 ---\nPage AAAA\n\n--- Page 2 ---\n");
+  free(t);
+  free(d);
+  /* A count larger than the pages there are: the missing page is empty. */
+  objects[1] = "<< /Type /Pages /Kids [4 0 R] /Count 2 >>";
+  d = pdf_of(objects, DG_ARRAY_SIZE(objects), &len);
+  t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
+  assert_string_equal(t, "--- Page 1 ---\nPage AAAA\n\n--- Page 2 ---\n");
+  free(t);
+  free(d);
+  /* Only the cycle. */
+  objects[1] = "<< /Type /Pages /Kids [3 0 R] /Count 1 >>";
+  d = pdf_of(objects, DG_ARRAY_SIZE(objects), &len);
+  dg_errctx_t err;
+  assert_int_equal(xt_fail(DG_EXTRACT_PDF, NULL, d, len, NULL, &err), DG_EPROTO);
+  assert_true(xt_contains(err.message, "no page of the PDF can be read"));
+  free(d);
+}
+
+/* A chain of levels page tree nodes above one page. */
+static char *deep_tree(int levels) {
+  enum { N = 90 };
+  char bodies[N][128];
+  const char *objects[N];
+  int page = 2 + levels;
+  assert_true(page + 2 < N);
+  snprintf(bodies[0], sizeof(bodies[0]), "<< /Type /Catalog /Pages 2 0 R >>");
+  for (int i = 0; i < levels; i++)
+    snprintf(bodies[1 + i], sizeof(bodies[0]), "<< /Type /Pages /Kids [%d 0 R] /Count 1 >>", 3 + i);
+  snprintf(bodies[page - 1], sizeof(bodies[0]),
+           "<< /Type /Page /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R >> >> "
+           "/Contents %d 0 R >>",
+           page + 1, page + 2);
+  snprintf(bodies[page], sizeof(bodies[0]), "%s", FONT);
+  snprintf(bodies[page + 1], sizeof(bodies[0]), "%s", TEXT("Page AAAA"));
+  for (int i = 0; i < page + 2; i++)
+    objects[i] = bodies[i];
+  size_t len = 0;
+  unsigned char *d = pdf_of(objects, (size_t)page + 2, &len);
+  char *t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
+  free(d);
+  return t;
+}
+
+/* A tree within the depth that is mapped and one beyond it, which MuPDF's
+ * page map would walk recursively, read the same. */
+static void test_deep_page_tree(void **state) {
+  int depths[] = {1, 10, 63, 64, 80};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(depths); i++) {
+    char *t = deep_tree(depths[i]);
+    assert_string_equal(t, "--- Page 1 ---\nPage AAAA");
+    free(t);
+  }
 }
 
 static void test_damaged_pdfs(void **state) {
@@ -238,6 +360,9 @@ int main(void) {
       cmocka_unit_test(test_reading_order_top_down),
       cmocka_unit_test(test_reading_order_title_then_columns),
       cmocka_unit_test(test_damaged_pdfs),
+      cmocka_unit_test(test_nested_page_tree_inherits),
+      cmocka_unit_test(test_page_tree_with_a_cycle),
+      cmocka_unit_test(test_deep_page_tree),
       cmocka_unit_test(test_too_many_pages_are_cut),
       cmocka_unit_test(test_pages_read_two_at_a_time_stay_in_order),
       cmocka_unit_test(test_a_step_reads_at_most_the_pages_allowed),
