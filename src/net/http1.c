@@ -487,10 +487,22 @@ static int on_message_begin(llhttp_t *p) {
   h->header_count = 0;
   h->have_field = false;
   h->value_cut = false;
-  dg_buf_free(&h->scratch);
-  dg_buf_init(&h->scratch, limits_of(c)->max_header_bytes + 1);
+  dg_buf_reset(&h->scratch);
+  h->scratch.max = limits_of(c)->max_header_bytes + 1;
   http_arm(c);
   return 0;
+}
+
+/* A scratch buffer of ordinary size stays for the connection's next
+ * request, saving an allocation and a free per request; a large one is
+ * given back so that an idle connection holds little. */
+enum { SCRATCH_KEPT_CAP = 1024 };
+
+static void scratch_release(dg__http1_t *h) {
+  if (h->scratch.cap > SCRATCH_KEPT_CAP)
+    dg_buf_free(&h->scratch);
+  else
+    dg_buf_reset(&h->scratch);
 }
 
 static int on_text(llhttp_t *p, const char *at, size_t n) {
@@ -563,10 +575,10 @@ static int on_header_field_complete(llhttp_t *p) {
 /* Field lines with the same name are one comma-separated list (RFC 9110
  * 5.3); how many lines there were stays known for the fields that must
  * occur once. */
-static void add_header(dg_http_request_t *req, const char *name, const char *value, size_t vlen) {
+static void add_header(dg_http_request_t *req, const char *name, size_t n, const char *value,
+                       size_t vlen) {
   while (vlen > 0 && (value[vlen - 1] == ' ' || value[vlen - 1] == '\t'))
     vlen--;
-  size_t n = strlen(name);
   dg__known_header_t k = dg__http1_known_header(name, n);
   dg__header_t *hd = header_entry(req, k, name, n);
   if (hd != NULL) {
@@ -576,14 +588,16 @@ static void add_header(dg_http_request_t *req, const char *name, const char *val
     hd->lines++;
     return;
   }
-  hd = dg_arena_calloc(req->arena, 1, sizeof(*hd));
+  /* The entry, its name and its value in one allocation. */
+  hd = dg_arena_alloc(req->arena, sizeof(*hd) + n + 1 + vlen + 1);
   if (hd == NULL)
     return;
-  hd->name = dg_arena_strdup(req->arena, name);
-  hd->value = dg_arena_strndup(req->arena, value, vlen);
-  hd->lines = 1;
-  if (hd->name == NULL || hd->value == NULL)
-    return;
+  char *text = (char *)(hd + 1);
+  memcpy(text, name, n);
+  text[n] = '\0';
+  memcpy(text + n + 1, value, vlen);
+  text[n + 1 + vlen] = '\0';
+  *hd = (dg__header_t){.name = text, .value = text + n + 1, .lines = 1};
   if (k != DG__H_KNOWN)
     req->known[k] = hd;
   DG_QUEUE_PUSH(req->headers, req->headers_tail, hd, next);
@@ -606,7 +620,7 @@ static int on_header_value_complete(llhttp_t *p) {
     return refuse(c, 400); /* ": v" has no name, or a control byte */
   h->have_field = false;
   h->value_cut = false;
-  add_header(h->parsing, base, vlen > 0 ? base + vstart : "", vlen);
+  add_header(h->parsing, base, h->field_len, vlen > 0 ? base + vstart : "", vlen);
   dg_buf_reset(&h->scratch);
   return 0;
 }
@@ -732,7 +746,7 @@ static int on_headers_complete(llhttp_t *p) {
   if (refusal != 0)
     return refuse(c, refusal);
   finish_head(h, req);
-  dg_buf_free(&h->scratch);
+  scratch_release(h);
   int rc = admit(c, h, p);
   if (rc != 0)
     return rc;

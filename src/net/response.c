@@ -9,15 +9,15 @@
 #include "net/internal.h"
 
 #define HEAD_MAX (64 * 1024)
+#define HEAD_USUAL 511 /* a head with a few headers, without growing */
 
 static bool name_ok(const char *s) {
-  static const char extra[] = "!#$%&'*+-.^_`|~";
   if (s == NULL || *s == '\0')
     return false;
   for (; *s; s++) {
     unsigned char ch = (unsigned char)*s;
     bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
-    if (!alnum && strchr(extra, ch) == NULL)
+    if (!alnum && ch != '-' && strchr("!#$%&'*+.^_`|~", ch) == NULL)
       return false;
   }
   return true;
@@ -36,10 +36,14 @@ static bool value_ok(const char *s) {
 /* Headers the server owns; a handler's copy is dropped rather than sent
  * twice, which would make the framing ambiguous. */
 static bool managed(const char *name) {
-  static const char *const names[] = {"Content-Length", "Transfer-Encoding", "Connection", "Date",
-                                      "Server",         "X-Request-Id"};
+  static const struct {
+    const char *name;
+    size_t len;
+  } names[] = {{"Content-Length", 14}, {"Transfer-Encoding", 17}, {"Connection", 10}, {"Date", 4},
+               {"Server", 6},          {"X-Request-Id", 12}};
+  size_t n = strlen(name);
   for (size_t i = 0; i < DG_ARRAY_SIZE(names); i++) {
-    if (strcasecmp(name, names[i]) == 0)
+    if (n == names[i].len && strcasecmp(name, names[i].name) == 0)
       return true;
   }
   return false;
@@ -48,12 +52,18 @@ static bool managed(const char *name) {
 /* The head is written with plain copies: a formatted print of it cost
  * more than everything else in the head together. */
 static int put_line(dg_buf_t *out, const char *name, const char *value) {
-  int rc = dg_buf_append_str(out, name);
-  if (rc == 0)
-    rc = dg_buf_append(out, ": ", 2);
-  if (rc == 0)
-    rc = dg_buf_append_str(out, value);
-  return rc == 0 ? dg_buf_append(out, "\r\n", 2) : rc;
+  size_t nlen = strlen(name);
+  size_t vlen = strlen(value);
+  int rc = dg_buf_reserve(out, nlen + vlen + 4); /* one reservation for the line */
+  if (rc != 0)
+    return rc;
+  char *p = out->data + out->len;
+  memcpy(p, name, nlen);
+  memcpy(p + nlen, ": ", 2);
+  memcpy(p + nlen + 2, value, vlen);
+  memcpy(p + nlen + 2 + vlen, "\r\n", 3); /* with the terminator */
+  out->len += nlen + vlen + 4;
+  return 0;
 }
 
 /* n in decimal into out (at least 21 bytes); returns out. */
@@ -172,6 +182,7 @@ static int respond(dg_http_request_t *req, int status, const dg_http_header_t *h
   bool keep_alive = !force_close && dg__http1_keep_alive(req);
   dg_buf_t head;
   dg_buf_init(&head, HEAD_MAX);
+  (void)dg_buf_reserve(&head, HEAD_USUAL); /* a hint: the head grows if it must */
   int rc = build_whole(req, &head, status, headers, n, len, keep_alive);
   if (rc != 0) {
     /* The handler's answer cannot be sent as given; say so instead. */

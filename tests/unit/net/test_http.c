@@ -370,6 +370,33 @@ static void test_keep_alive(void **state) {
   assert_true(client_wait_closed(&t->cl, 10000));
 }
 
+/* On one connection the buffer the head is read into is kept between
+ * requests, or given back after a long head: each request sees its own
+ * headers only, whole, after a long one and after a short one. */
+static void test_headers_across_requests(void **state) {
+  test_ctx_t *t = *state;
+  char req[4096];
+  char value[2001];
+  memset(value, 'v', sizeof(value) - 1);
+  value[sizeof(value) - 1] = '\0';
+  start(t);
+  assert_int_equal(client_connect(&t->cl, t->f.port), 0);
+  static const char *const values[] = {"short", NULL, "ab", NULL, "x"};
+  for (size_t i = 0; i < DG_ARRAY_SIZE(values); i++) {
+    const char *v = values[i] != NULL ? values[i] : value;
+    snprintf(req, sizeof(req),
+             "GET /header HTTP/1.1\r\nHost: x\r\nX-Long-Name-%zu: y\r\n"
+             "X-Test-Value: %s\r\n\r\n",
+             i, v);
+    client_send(&t->cl, req);
+    assert_int_equal(client_response(&t->cl, &t->r), 200);
+    assert_string_equal(t->r.body, v);
+  }
+  client_send(&t->cl, "GET /known HTTP/1.1\r\nHost: x\r\n\r\n");
+  assert_int_equal(client_response(&t->cl, &t->r), 200);
+  assert_string_equal(t->r.body, "(none)|0");
+}
+
 static void test_pipelining_in_order(void **state) {
   test_ctx_t *t = *state;
   start(t);
@@ -1062,6 +1089,7 @@ int main(void) {
       T(test_post_and_headers),
       T(test_known_headers),
       T(test_keep_alive),
+      T(test_headers_across_requests),
       T(test_pipelining_in_order),
       T(test_chunked_body),
       T(test_expect_continue),
