@@ -19,8 +19,7 @@
 #include "store/pg_internal.h"
 
 typedef enum step {
-  S_BEGIN,
-  S_CLAIM,
+  S_CLAIM,    /* BEGIN went with it, in one pipeline */
   S_REFS,     /* refs[i] exists */
   S_RECORD,   /* the record to modify exists */
   S_WRITE,    /* the record */
@@ -168,8 +167,6 @@ static void build(submit_t *st, dg__sql_t *sql) {
 
 static const char *fixed_text(step_t step) {
   switch (step) {
-  case S_BEGIN:
-    return "BEGIN";
   case S_COMMIT:
     return "COMMIT";
   case S_REPLAY_ROLLBACK:
@@ -277,9 +274,6 @@ static void fresh_result(submit_t *st) {
 /* Moves on after a step that succeeded. */
 static void advance(submit_t *st, const PGresult *res) {
   switch (st->step) {
-  case S_BEGIN:
-    st->step = S_CLAIM;
-    break;
   case S_CLAIM:
     st->step = PQntuples(res) == 0 ? S_REPLAY_ROLLBACK : S_REFS;
     st->i = 0;
@@ -447,9 +441,8 @@ int dg__pg_recover_submissions(dg__pg_conn_t *conn, dg__pg_query_cb cb, void *da
 /* ---- Finish ------------------------------------------------------------------------------- */
 
 typedef enum fstep {
-  F_BEGIN,
-  F_OUTCOME,
-  F_WRITE, /* writes[i], the values the save tree set */
+  F_OUTCOME, /* BEGIN went with it, in one pipeline */
+  F_WRITE,   /* writes[i], the values the save tree set */
   F_COMMIT,
   F_ROLLBACK,
 } fstep_t;
@@ -527,8 +520,8 @@ static void finish_next(finish_t *st) {
   dg_errctx_t err;
   dg_errctx_clear(&err);
   int rc;
-  if (st->step == F_BEGIN || st->step == F_COMMIT || st->step == F_ROLLBACK) {
-    const char *text = st->step == F_BEGIN ? "BEGIN" : st->step == F_COMMIT ? "COMMIT" : "ROLLBACK";
+  if (st->step == F_COMMIT || st->step == F_ROLLBACK) {
+    const char *text = st->step == F_COMMIT ? "COMMIT" : "ROLLBACK";
     rc = dg__pg_exec(st->conn, text, on_finish_result, st, &err);
   } else {
     dg__sql_t sql;
