@@ -746,8 +746,9 @@ static int start_client(app_t *app, dg_errctx_t *err) {
 }
 
 /* Cancels between gateways: what mcp cannot stop in this process is
- * published through the store (PostgreSQL: NOTIFY; SQLite: one process,
- * nothing to publish to), and what the store hears goes back to mcp. */
+ * published through the store (PostgreSQL: NOTIFY; SQLite: one machine,
+ * nothing to publish to, so it goes to the other workers through the map
+ * they share), and what the store hears goes back to mcp. */
 _Static_assert(DG_MCP_RELAY_REQUEST_MAX == DG_STORE_CANCEL_REQUEST_MAX,
                "every request id mcp relays fits a published cancel");
 
@@ -755,7 +756,9 @@ static void relay_cancel(const char *session, const char *request, void *data) {
   app_t *app = data;
   int rc = app->env.store != NULL ? dg_store_publish_cancel(app->env.store, session, request)
                                   : DG_ECLOSED;
-  if (rc != 0 && rc != DG_ENOTSUP)
+  if (rc == DG_ENOTSUP && app->mcp != NULL)
+    dg_mcp_server_share_cancel(app->mcp, session, request);
+  else if (rc != 0)
     dg_log_json(DG_LOG_WARN, "cancel_not_published",
                 json_pack("{s:s,s:s}", "error", dg_err_name(rc), "msg", dg_strerror(rc)));
 }

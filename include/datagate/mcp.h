@@ -296,6 +296,12 @@ void dg_mcp_server_set_relay(dg_mcp_server_t *server, dg_mcp_relay_fn relay, voi
  * request that is not the JSON text of a string or an integer) is ignored. */
 void dg_mcp_server_cancel_relayed(dg_mcp_server_t *server, const char *session,
                                   const char *request);
+/* Hands a cancel given to the relay to the other workers of this machine
+ * (dg_mcp_shared_new's workers) through the map they share, for a store
+ * that cannot publish it (SQLite); each worker reads them on a timer and
+ * applies them as dg_mcp_server_cancel_relayed does. Does nothing with
+ * one worker, or for a session or request of the wrong length. */
+void dg_mcp_server_share_cancel(dg_mcp_server_t *server, const char *session, const char *request);
 
 /* The HTTP handler for a dg_http_server whose data is the dg_mcp_server_t:
  * /mcp (POST, GET, DELETE, WebSocket upgrade), /healthz, /readyz,

@@ -101,6 +101,8 @@ struct dg_mcp_shared {
   struct dg__mcp_shared_slot *table; /* buckets of slots, MAP_SHARED (shared.c) */
   size_t nbuckets;                   /* a power of two */
   size_t map_bytes;
+  struct dg__mcp_ring *ring; /* recent relayed cancels, MAP_SHARED (shared.c) */
+  unsigned workers;
 };
 
 /* What an id says once its signature is checked. */
@@ -164,6 +166,45 @@ typedef struct dg__mcp_tool {
   dg__mcp_tool_metrics_t metrics[DG__MCP_TOOL_TRANSPORTS];
 } dg__mcp_tool_t;
 
+/* ---- Cancels between the workers of one machine (shared.c) --------------- */
+#define DG__MCP_ID_HASH_LEN 64 /* hex digits of a session id's SHA-256 */
+/* A ring of the last DG__MCP_RING_SIZE relayed cancels in the shared map.
+ * Entry n (counting every entry ever claimed) sits at n % size; its seq
+ * is 2n + 1 while it is written and 2n + 2 once it is whole (a seqlock). */
+#define DG__MCP_RING_SIZE 256
+typedef struct dg__mcp_ring_entry {
+  _Atomic unsigned long long seq;
+  _Atomic unsigned long long origin; /* the writer's dg__mcp_ring_cursor_t.origin */
+  char session[DG__MCP_ID_HASH_LEN + 1];
+  char request[DG_MCP_RELAY_REQUEST_MAX + 1]; /* "": the whole session */
+} dg__mcp_ring_entry_t;
+
+typedef struct dg__mcp_ring {
+  _Atomic unsigned long long head; /* entries ever claimed */
+  dg__mcp_ring_entry_t entries[DG__MCP_RING_SIZE];
+} dg__mcp_ring_t;
+
+/* One reader's place in the ring. */
+typedef struct dg__mcp_ring_cursor {
+  uint64_t origin; /* this reader's entries, which it skips */
+  uint64_t next;   /* the next entry to read */
+  bool waited;     /* next was still being written at the last look */
+} dg__mcp_ring_cursor_t;
+
+typedef void (*dg__mcp_ring_fn)(const char *session, const char *request, void *data);
+
+/* Adds a cancel (request NULL: the whole session); lengths as relayed. */
+void dg__mcp_ring_post(dg_mcp_shared_t *sh, uint64_t origin, const char *session,
+                       const char *request);
+/* Starts c at the ring's head, with a new origin unique on the machine. */
+void dg__mcp_ring_start(dg_mcp_shared_t *sh, dg__mcp_ring_cursor_t *c);
+/* Hands each whole entry after c->next that another origin wrote to fn,
+ * oldest first, and returns how many. A reader more than the ring behind
+ * skips to the oldest entry still there; an entry still being written is
+ * waited for once (until the next call), then skipped. */
+size_t dg__mcp_ring_read(dg_mcp_shared_t *sh, dg__mcp_ring_cursor_t *c, dg__mcp_ring_fn fn,
+                         void *data);
+
 /* ---- Server ---------------------------------------------------------------- */
 /* A token bucket: at most burst takes at once, refilled at per_second;
  * all zero is full. Each relayed cancel is a NOTIFY every gateway of the
@@ -210,6 +251,8 @@ struct dg_mcp_server {
   dg_mcp_relay_fn relay;         /* cancels for other gateways, or NULL */
   void *relay_data;
   dg__mcp_budget_t relay_budget; /* every relayed cancel of this worker */
+  uv_timer_t ring_timer;         /* reads the ring (more than one worker) */
+  dg__mcp_ring_cursor_t ring;
 };
 
 void dg__mcp_server_ref(dg_mcp_server_t *s);
@@ -219,7 +262,6 @@ void dg__mcp_server_queue(dg_mcp_server_t *s, dg__mcp_exchange_t *ex);
 const dg__mcp_tool_t *dg__mcp_server_tool(const dg_mcp_server_t *s, const char *name);
 
 /* ---- Sessions ----------------------------------------------------------- */
-#define DG__MCP_ID_HASH_LEN 64 /* hex digits of a session id's SHA-256 */
 struct dg__mcp_session {
   dg_mcp_server_t *server;
   const dg__mcp_transport_t *transport;
@@ -260,6 +302,9 @@ void dg__mcp_id_hash(const char *id, char out[DG__MCP_ID_HASH_LEN + 1]);
 void dg__mcp_relay_cancel(dg__mcp_session_t *ss, const json_t *request_id);
 /* A DELETE of the session with this id: handed to the server's relay. */
 void dg__mcp_relay_delete(dg_mcp_server_t *s, const char *id);
+/* Hands every cancel another worker put in the ring since the last look
+ * to dg_mcp_server_cancel_relayed (the server's ring timer). */
+void dg__mcp_relay_read_ring(dg_mcp_server_t *s);
 
 /* A session bound to a transport; one reference for the caller. */
 int dg__mcp_session_new(dg_mcp_server_t *s, const dg__mcp_transport_t *t, void *transport_data,

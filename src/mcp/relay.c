@@ -12,7 +12,11 @@
  * hears, so relays are budgeted: a session's notifications/cancelled by
  * its own bucket, and everything a worker relays (DELETEs included) by the
  * worker's. What is over budget is counted and dropped; a cancel for a call
- * this process runs never reaches here (methods.c stops it in place). */
+ * this process runs never reaches here (methods.c stops it in place).
+ *
+ * When the store cannot publish (SQLite: one machine), the owner puts the
+ * cancel in the ring of the map the workers share (shared.c), which every
+ * worker reads on a timer; the budgets are taken before, as for a NOTIFY. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,8 +56,8 @@ bool dg__mcp_budget_take(dg__mcp_budget_t *b, uint32_t burst, uint32_t per_secon
 
 static void count_relay(bool sent) {
   dg_metrics_describe("dg_mcp_cancel_relays_total",
-                      "Cancels handed to the other gateways of the database, or refused by the "
-                      "relay budget.");
+                      "Cancels handed to the other gateways of the database (or the other workers "
+                      "of this machine), or refused by the relay budget.");
   dg_metrics_counter_add("dg_mcp_cancel_relays_total",
                          sent ? "outcome=\"sent\"" : "outcome=\"refused\"", 1);
 }
@@ -111,4 +115,19 @@ void dg_mcp_server_cancel_relayed(dg_mcp_server_t *server, const char *session,
   if (json_is_string(id) || json_is_integer(id))
     dg__mcp_call_cancel_id(ss, id);
   json_decref(id);
+}
+
+void dg_mcp_server_share_cancel(dg_mcp_server_t *server, const char *session, const char *request) {
+  if (server->shared->workers <= 1 || session == NULL || strlen(session) != DG__MCP_ID_HASH_LEN ||
+      (request != NULL && strlen(request) > DG_MCP_RELAY_REQUEST_MAX))
+    return;
+  dg__mcp_ring_post(server->shared, server->ring.origin, session, request);
+}
+
+static void ring_heard(const char *session, const char *request, void *data) {
+  dg_mcp_server_cancel_relayed(data, session, request);
+}
+
+void dg__mcp_relay_read_ring(dg_mcp_server_t *s) {
+  dg__mcp_ring_read(s->shared, &s->ring, ring_heard, s);
 }

@@ -12,6 +12,10 @@
 #include "mcp/internal.h"
 
 #define SWEEP_MAX_MS 1000
+/* How often a worker looks for cancels the others put in the shared ring:
+ * one atomic load when there are none, so it runs whether or not a call
+ * runs here (a cancel is for a call that runs, so it need not be sooner). */
+#define RING_READ_MS 50
 #define SWEEP_MIN_MS 10
 
 static void describe_metrics(void) {
@@ -112,6 +116,10 @@ static void on_sweep(uv_timer_t *timer) {
   uv_timer_set_repeat(timer, sweep_interval(s));
 }
 
+static void on_ring_timer(uv_timer_t *timer) {
+  dg__mcp_relay_read_ring(timer->data);
+}
+
 static void on_flush(uv_idle_t *idle) {
   dg_mcp_server_t *s = idle->data;
   dg__mcp_exchange_t *ex = s->ready_head;
@@ -146,7 +154,14 @@ static void start_handles(dg_mcp_server_t *s) {
   uv_timer_start(&s->sweep, on_sweep, every, every);
   /* The sweep alone must not keep a finished loop running. */
   uv_unref((uv_handle_t *)&s->sweep);
-  s->refs += 2; /* one per handle, dropped in its close callback */
+  uv_timer_init(s->loop, &s->ring_timer);
+  s->ring_timer.data = s;
+  if (s->shared->workers > 1) {
+    dg__mcp_ring_start(s->shared, &s->ring);
+    uv_timer_start(&s->ring_timer, on_ring_timer, RING_READ_MS, RING_READ_MS);
+  }
+  uv_unref((uv_handle_t *)&s->ring_timer);
+  s->refs += 3; /* one per handle, dropped in its close callback */
 }
 
 int dg_mcp_server_new(uv_loop_t *loop, const dg_mcp_config_t *config, dg_catalog_t *cat,
@@ -239,5 +254,6 @@ void dg_mcp_server_free(dg_mcp_server_t *server) {
   drop_queue(server);
   uv_close((uv_handle_t *)&server->flush, on_handle_closed);
   uv_close((uv_handle_t *)&server->sweep, on_handle_closed);
+  uv_close((uv_handle_t *)&server->ring_timer, on_handle_closed);
   dg__mcp_server_unref(server);
 }

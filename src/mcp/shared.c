@@ -11,11 +11,16 @@
  * final word. So a reader that sees a tag, then a word, then the same tag
  * again holds that tag's word, and two workers can never take one slot.
  * Ids are made by the gateway from random bytes, so no client can choose
- * which bucket its sessions fill. */
+ * which bucket its sessions fill.
+ *
+ * A second map holds a ring of recent relayed cancels, through which a
+ * cancel reaches the other workers when the store cannot publish it. */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <mbedtls/platform_util.h>
 
@@ -165,6 +170,84 @@ bool dg__mcp_shared_end(dg_mcp_shared_t *sh, uint64_t tag, uint64_t now, uint64_
   return false;
 }
 
+/* ---- Relayed cancels --------------------------------------------------------
+ * A writer claims entry n with one fetch-add on head, marks it as being
+ * written (seq 2n + 1), writes it, then publishes seq 2n + 2 with release
+ * order. A reader copies the entry between two reads of seq and keeps the
+ * copy only when both are 2n + 2: a torn or overwritten entry is never
+ * handed on, and a writer that dies half-way leaves an entry that is
+ * skipped, nothing locked. Only two writers a whole ring apart (a writer
+ * stalled while 255 more cancels were claimed) could write one entry at
+ * once; a cancel through the ring is best-effort, and the receiving end
+ * checks what it is handed as it checks any relayed cancel. */
+
+static uint64_t written(uint64_t n) {
+  return 2 * n + 2;
+}
+
+void dg__mcp_ring_post(dg_mcp_shared_t *sh, uint64_t origin, const char *session,
+                       const char *request) {
+  uint64_t n = atomic_fetch_add(&sh->ring->head, 1);
+  dg__mcp_ring_entry_t *e = &sh->ring->entries[n % DG__MCP_RING_SIZE];
+  atomic_store(&e->seq, written(n) - 1);
+  atomic_store_explicit(&e->origin, origin, memory_order_relaxed);
+  snprintf(e->session, sizeof(e->session), "%s", session);
+  snprintf(e->request, sizeof(e->request), "%s", request != NULL ? request : "");
+  atomic_store_explicit(&e->seq, written(n), memory_order_release);
+}
+
+void dg__mcp_ring_start(dg_mcp_shared_t *sh, dg__mcp_ring_cursor_t *c) {
+  /* The process id tells workers apart, the count servers of one process. */
+  static _Atomic unsigned servers;
+  c->origin = ((uint64_t)getpid() << 32) | atomic_fetch_add(&servers, 1);
+  c->next = atomic_load(&sh->ring->head);
+  c->waited = false;
+}
+
+typedef enum { COPY_WHOLE, COPY_NOT_YET, COPY_LOST } copy_t;
+
+static copy_t copy_entry(const dg__mcp_ring_t *ring, uint64_t n, dg__mcp_ring_entry_t *out) {
+  const dg__mcp_ring_entry_t *e = &ring->entries[n % DG__MCP_RING_SIZE];
+  uint64_t before = atomic_load_explicit(&e->seq, memory_order_acquire);
+  if (before != written(n))
+    return before < written(n) ? COPY_NOT_YET : COPY_LOST;
+  atomic_store_explicit(&out->origin, atomic_load_explicit(&e->origin, memory_order_relaxed),
+                        memory_order_relaxed);
+  memcpy(out->session, e->session, sizeof(out->session));
+  memcpy(out->request, e->request, sizeof(out->request));
+  atomic_thread_fence(memory_order_acquire);
+  if (atomic_load_explicit(&e->seq, memory_order_relaxed) != before)
+    return COPY_LOST;
+  out->session[sizeof(out->session) - 1] = '\0';
+  out->request[sizeof(out->request) - 1] = '\0';
+  return COPY_WHOLE;
+}
+
+size_t dg__mcp_ring_read(dg_mcp_shared_t *sh, dg__mcp_ring_cursor_t *c, dg__mcp_ring_fn fn,
+                         void *data) {
+  uint64_t head = atomic_load(&sh->ring->head);
+  if (head - c->next > DG__MCP_RING_SIZE) {
+    c->next = head - DG__MCP_RING_SIZE;
+    c->waited = false;
+  }
+  size_t handed = 0;
+  while (c->next < head) {
+    dg__mcp_ring_entry_t e;
+    copy_t got = copy_entry(sh->ring, c->next, &e);
+    if (got == COPY_NOT_YET && !c->waited) {
+      c->waited = true;
+      break;
+    }
+    c->waited = false;
+    c->next++;
+    if (got == COPY_WHOLE && atomic_load(&e.origin) != c->origin) {
+      fn(e.session, e.request[0] != '\0' ? e.request : NULL, data);
+      handed++;
+    }
+  }
+  return handed;
+}
+
 /* ---- Creation -------------------------------------------------------------- */
 
 static size_t table_buckets(unsigned max_sessions, unsigned workers) {
@@ -202,6 +285,10 @@ static int map_table(dg_mcp_shared_t *sh, size_t nbuckets) {
   sh->table = p;
   sh->nbuckets = nbuckets;
   sh->map_bytes = bytes;
+  p = mmap(NULL, sizeof(*sh->ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return DG_ENOMEM;
+  sh->ring = p;
   return 0;
 }
 
@@ -220,6 +307,7 @@ int dg_mcp_shared_new(const dg_mcp_limits_t *settings, unsigned workers, dg_mcp_
                          "cannot read random bytes for the "
                          "session key");
   }
+  sh->workers = workers;
   size_t nbuckets = table_buckets(settings->max_sessions, workers);
   rc = map_table(sh, nbuckets);
   if (rc != 0) {
@@ -237,6 +325,8 @@ void dg_mcp_shared_free(dg_mcp_shared_t *shared) {
     return;
   if (shared->table != NULL)
     munmap(shared->table, shared->map_bytes);
+  if (shared->ring != NULL)
+    munmap(shared->ring, sizeof(*shared->ring));
   mbedtls_platform_zeroize(shared, sizeof(*shared));
   free(shared);
 }

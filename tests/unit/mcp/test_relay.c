@@ -7,7 +7,8 @@
  * too long or of the wrong type are not relayed; relayed cancels that
  * match nothing, or are not the JSON text of an id, change nothing; the
  * relay budget refills at its rate up to its burst, and a flood of cancels
- * from one session relays no more than the session's budget. */
+ * from one session relays no more than the session's budget; two workers
+ * sharing one map pass a cancel through its ring. */
 #include "mcp/mcp_http_test.h"
 
 static const char key[] = "a key both instances read from the environment, 48+ bytes";
@@ -271,6 +272,73 @@ static void test_relayed_that_match_nothing(void **state) {
   assert_int_equal(g_published, 0);
 }
 
+/* ---- Two workers of one machine, whose store cannot publish ----------------- */
+
+/* The owner's relay for a store that cannot publish: the shared ring. */
+static void relay_to_workers(const char *session, const char *request, void *data) {
+  ht_t *t = data;
+  g_published++;
+  dg_mcp_server_share_cancel(t->mcp, session, request);
+}
+
+static int setup_workers(void **state) {
+  fleet_t *f = calloc(1, sizeof(*f));
+  g_published = g_delivered = 0;
+  f->a = ht_new();
+  f->b = ht_new();
+  ht_t *both[] = {f->a, f->b};
+  dg_errctx_t err;
+  for (int i = 0; i < 2; i++) {
+    ht_t *t = both[i];
+    t->cat->server.session_key = (const unsigned char *)key;
+    t->cat->server.session_key_len = strlen(key);
+    t->cat->server.session_idle_timeout_ms = 60000;
+    if (i == 0) {
+      dg_mcp_limits_t limits = dg_tools_mcp_limits(t->cat);
+      assert_int_equal(dg_mcp_shared_new(&limits, 2, &f->sa, &err), 0);
+    }
+    t->shared = f->sa; /* one map, as forked workers have */
+    t->relay = relay_to_workers;
+    t->relay_data = t;
+  }
+  ht_run(f->a);
+  ht_run(f->b);
+  *state = f;
+  return 0;
+}
+
+static int teardown_workers(void **state) {
+  fleet_t *f = *state;
+  ht_free(f->a);
+  ht_free(f->b);
+  dg_mcp_shared_free(f->sa);
+  free(f);
+  return 0;
+}
+
+/* A notifications/cancelled that reaches the other worker stops the call
+ * through the shared ring, which the running worker reads on its timer. */
+static void test_cancel_through_the_workers_ring(void **state) {
+  fleet_t *f = *state;
+  static hc_resp_t r, note;
+  char sid[64];
+  hc_initialize(f->a->port, "2025-06-18", sid);
+  int fd = start_slow(f->a, sid);
+  assert_int_equal(hc_post(f->b->port, sid,
+                           "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+                           "\"params\":{\"requestId\":2}}",
+                           &note),
+                   202);
+  assert_true(ht_wait_for(&mt_cancels, 1));
+  assert_int_equal(g_published, 1);
+  hc_read_all(fd, &r);
+  close(fd);
+  json_t *reply = hc_json(&r);
+  assert_int_equal(mt_error_code(reply), -32800);
+  json_decref(reply);
+  assert_int_equal(sid_request(f->a->port, "POST", sid, ping, &r), 200);
+}
+
 static void test_budget(void **state) {
   (void)state;
   dg__mcp_budget_t b = {0};
@@ -333,6 +401,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_cancel_sent_to_the_other, setup, teardown),
       cmocka_unit_test_setup_teardown(test_local_cancel_not_relayed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_delete_sent_to_the_other, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cancel_through_the_workers_ring, setup_workers,
+                                      teardown_workers),
       cmocka_unit_test_setup_teardown(test_ids_not_relayed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_relayed_that_match_nothing, setup, teardown),
   };

@@ -2,7 +2,9 @@
 /* Unit tests for the session table the workers share: recording, touching
  * and ending sessions, a full bucket, which slots give way, a forked
  * process seeing and changing the same table, and threads claiming slots
- * of the same buckets at once. */
+ * of the same buckets at once; the ring of relayed cancels: read in order
+ * and once, across its end, by a reader more than a ring behind, with a
+ * torn or overwritten entry, and from a forked writer. */
 #include <pthread.h>
 #include <sys/wait.h>
 
@@ -135,6 +137,159 @@ static void test_shared_with_child(void **state) {
   dg_mcp_shared_free(sh);
 }
 
+/* ---- The ring of relayed cancels ---------------------------------------------- */
+
+#define HASH_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+typedef struct heard {
+  size_t n;
+  char session[8][DG__MCP_ID_HASH_LEN + 1];
+  char request[8][DG_MCP_RELAY_REQUEST_MAX + 1];
+  bool whole[8];
+  long first, last; /* request ids as numbers, for long runs */
+  bool consecutive; /* each request id must be the last one plus one */
+} heard_t;
+
+static void on_heard(const char *session, const char *request, void *data) {
+  heard_t *h = data;
+  long id = request != NULL ? strtol(request, NULL, 10) : -1;
+  if (h->n == 0)
+    h->first = id;
+  assert_true(!h->consecutive || h->n == 0 || id == h->last + 1); /* oldest first, none missed */
+  h->last = id;
+  if (h->n < 8) {
+    snprintf(h->session[h->n], sizeof(h->session[0]), "%s", session);
+    snprintf(h->request[h->n], sizeof(h->request[0]), "%s", request != NULL ? request : "");
+    h->whole[h->n] = request == NULL;
+  }
+  h->n++;
+}
+
+static void post_n(dg_mcp_shared_t *sh, uint64_t origin, long from, long count) {
+  for (long i = from; i < from + count; i++) {
+    char req[32];
+    snprintf(req, sizeof(req), "%ld", i);
+    dg__mcp_ring_post(sh, origin, HASH_A, req);
+  }
+}
+
+/* What one writer posts another reads once, in order, whole; its own
+ * entries a reader skips. */
+static void test_ring_write_read(void **state) {
+  dg_mcp_shared_t *sh = new_shared(10, 2);
+  dg__mcp_ring_cursor_t w, r;
+  dg__mcp_ring_start(sh, &w);
+  dg__mcp_ring_start(sh, &r);
+  assert_int_not_equal(w.origin, r.origin);
+  heard_t h = {0};
+  assert_int_equal(dg__mcp_ring_read(sh, &r, on_heard, &h), 0);
+  char session[DG__MCP_ID_HASH_LEN + 1];
+  memset(session, 'b', DG__MCP_ID_HASH_LEN);
+  session[DG__MCP_ID_HASH_LEN] = '\0';
+  dg__mcp_ring_post(sh, w.origin, session, "\"a-key\"");
+  dg__mcp_ring_post(sh, r.origin, HASH_A, "7"); /* the reader's own */
+  dg__mcp_ring_post(sh, w.origin, HASH_A, NULL);
+  assert_int_equal(dg__mcp_ring_read(sh, &r, on_heard, &h), 2);
+  assert_string_equal(h.session[0], session);
+  assert_string_equal(h.request[0], "\"a-key\"");
+  assert_false(h.whole[0]);
+  assert_string_equal(h.session[1], HASH_A);
+  assert_true(h.whole[1]);
+  /* Read once only. */
+  assert_int_equal(dg__mcp_ring_read(sh, &r, on_heard, &h), 0);
+  assert_int_equal(h.n, 2);
+  dg_mcp_shared_free(sh);
+}
+
+/* A reader that keeps up reads every entry across the end of the ring. */
+static void test_ring_wraps(void **state) {
+  dg_mcp_shared_t *sh = new_shared(10, 2);
+  dg__mcp_ring_cursor_t w, r;
+  dg__mcp_ring_start(sh, &w);
+  dg__mcp_ring_start(sh, &r);
+  heard_t h = {.consecutive = true};
+  long total = 0;
+  for (; total < 3 * DG__MCP_RING_SIZE; total += 100) {
+    post_n(sh, w.origin, total, 100);
+    assert_int_equal(dg__mcp_ring_read(sh, &r, on_heard, &h), 100);
+  }
+  assert_int_equal(h.first, 0);
+  assert_int_equal(h.last, total - 1);
+  assert_int_equal(h.n, total);
+  dg_mcp_shared_free(sh);
+}
+
+/* A reader more than the ring behind skips to the oldest entry left. */
+static void test_ring_reader_behind(void **state) {
+  dg_mcp_shared_t *sh = new_shared(10, 2);
+  dg__mcp_ring_cursor_t w, r;
+  dg__mcp_ring_start(sh, &w);
+  dg__mcp_ring_start(sh, &r);
+  post_n(sh, w.origin, 0, DG__MCP_RING_SIZE + 44);
+  heard_t h = {.consecutive = true};
+  assert_int_equal(dg__mcp_ring_read(sh, &r, on_heard, &h), DG__MCP_RING_SIZE);
+  assert_int_equal(h.first, 44);
+  assert_int_equal(h.last, DG__MCP_RING_SIZE + 43);
+  dg_mcp_shared_free(sh);
+}
+
+/* An entry still being written (or left so by a writer that died) is
+ * waited for once, then skipped; one overwritten under the reader is
+ * never handed on. */
+static void test_ring_torn(void **state) {
+  dg_mcp_shared_t *sh = new_shared(10, 2);
+  dg__mcp_ring_cursor_t w, r;
+  dg__mcp_ring_start(sh, &w);
+  dg__mcp_ring_start(sh, &r);
+  post_n(sh, w.origin, 0, 3);
+  /* Entry 1 half-written: its seq says "being written". */
+  atomic_store(&sh->ring->entries[1].seq, 2 * 1 + 1);
+  /* Entry 2 overwritten by a writer a ring later. */
+  atomic_store(&sh->ring->entries[2].seq, 2 * (2 + DG__MCP_RING_SIZE) + 2);
+  heard_t h = {0};
+  assert_int_equal(dg__mcp_ring_read(sh, &r, on_heard, &h), 1);
+  assert_int_equal(h.last, 0);
+  assert_int_equal(r.next, 1); /* waits for entry 1 */
+  /* The writer finishes entry 1 meanwhile: it is read. */
+  atomic_store(&sh->ring->entries[1].seq, 2 * 1 + 2);
+  assert_int_equal(dg__mcp_ring_read(sh, &r, on_heard, &h), 1);
+  assert_int_equal(h.last, 1);
+  assert_int_equal(r.next, 3); /* entry 2 skipped */
+  /* A writer that never finishes: waited for once, then skipped. */
+  post_n(sh, w.origin, 3, 2);
+  atomic_store(&sh->ring->entries[3].seq, 2 * 3 + 1);
+  assert_int_equal(dg__mcp_ring_read(sh, &r, on_heard, &h), 0);
+  assert_int_equal(dg__mcp_ring_read(sh, &r, on_heard, &h), 1);
+  assert_string_equal(h.request[2], "4");
+  assert_int_equal(h.n, 3);
+  dg_mcp_shared_free(sh);
+}
+
+/* A forked worker's cancels reach the parent through the same map. */
+static void test_ring_across_processes(void **state) {
+  dg_mcp_shared_t *sh = new_shared(10, 2);
+  dg__mcp_ring_cursor_t r;
+  dg__mcp_ring_start(sh, &r);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dg__mcp_ring_cursor_t w;
+    dg__mcp_ring_start(sh, &w);
+    post_n(sh, w.origin, 0, 2);
+    _exit(w.origin != r.origin ? 0 : 1);
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  heard_t h = {0};
+  assert_int_equal(dg__mcp_ring_read(sh, &r, on_heard, &h), 2);
+  assert_string_equal(h.session[0], HASH_A);
+  assert_string_equal(h.request[0], "0");
+  assert_string_equal(h.request[1], "1");
+  dg_mcp_shared_free(sh);
+}
+
 /* ---- Threads racing for the slots of a few buckets ---------------------------- */
 
 #define RACERS 4
@@ -191,6 +346,11 @@ int main(void) {
       cmocka_unit_test(test_ended_give_way),
       cmocka_unit_test(test_shared_with_child),
       cmocka_unit_test(test_racing_threads),
+      cmocka_unit_test(test_ring_write_read),
+      cmocka_unit_test(test_ring_wraps),
+      cmocka_unit_test(test_ring_reader_behind),
+      cmocka_unit_test(test_ring_torn),
+      cmocka_unit_test(test_ring_across_processes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
