@@ -78,6 +78,13 @@ typedef struct fleet {
   dg_mcp_shared_t *sa, *sb;
 } fleet_t;
 
+/* Both gateways sign session ids with one key, as a fleet does. */
+static void share_sessions(ht_t *t) {
+  t->cat->server.session_key = (const unsigned char *)key;
+  t->cat->server.session_key_len = strlen(key);
+  t->cat->server.session_idle_timeout_ms = 60000;
+}
+
 static int setup(void **state) {
   fleet_t *f = calloc(1, sizeof(*f));
   assert_int_equal(uv_mutex_init(&g_lock), 0);
@@ -90,9 +97,7 @@ static int setup(void **state) {
   dg_errctx_t err;
   for (int i = 0; i < 2; i++) {
     ht_t *t = g_both[i];
-    t->cat->server.session_key = (const unsigned char *)key;
-    t->cat->server.session_key_len = strlen(key);
-    t->cat->server.session_idle_timeout_ms = 60000;
+    share_sessions(t);
     dg_mcp_limits_t limits = dg_tools_mcp_limits(t->cat);
     assert_int_equal(dg_mcp_shared_new(&limits, 1, shared[i], &err), 0);
     t->shared = *shared[i];
@@ -290,9 +295,7 @@ static int setup_workers(void **state) {
   dg_errctx_t err;
   for (int i = 0; i < 2; i++) {
     ht_t *t = both[i];
-    t->cat->server.session_key = (const unsigned char *)key;
-    t->cat->server.session_key_len = strlen(key);
-    t->cat->server.session_idle_timeout_ms = 60000;
+    share_sessions(t);
     if (i == 0) {
       dg_mcp_limits_t limits = dg_tools_mcp_limits(t->cat);
       assert_int_equal(dg_mcp_shared_new(&limits, 2, &f->sa, &err), 0);
