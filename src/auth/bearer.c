@@ -103,7 +103,8 @@ typedef struct seen {
 } seen_t;
 
 struct dg_auth_tokens {
-  dg_catalog_t *cat; /* reference held; NULL while empty */
+  dg_catalog_t *cat;         /* reference held; NULL while empty */
+  dg__auth_shared_t *shared; /* the principals of cat's users, made on first use */
   seen_t slots[SEEN_MAX];
 };
 
@@ -118,6 +119,8 @@ static void wipe(dg_auth_tokens_t *t) {
     p[i] = 0;
   dg_catalog_unref(t->cat);
   t->cat = NULL;
+  dg__auth_shared_unref(t->shared);
+  t->shared = NULL;
 }
 
 void dg_auth_tokens_free(dg_auth_tokens_t *tokens) {
@@ -156,6 +159,17 @@ static void keep_seen(dg_auth_tokens_t *t, const char *token, size_t len, const 
   s->user = u;
 }
 
+/* User u's principal: the table's, built once per catalog snapshot, or
+ * one of its own in arena when there is no table (or no memory for one). */
+static int principal_of(dg_auth_tokens_t *t, const dg_catalog_t *cat, const dg_user_t *u,
+                        dg_arena_t *arena, const dg_principal_t **out) {
+  if (t != NULL && t->cat == cat && t->shared == NULL)
+    t->shared = dg__auth_shared_new(cat);
+  if (t != NULL && t->cat == cat && t->shared != NULL)
+    return dg__auth_shared_principal(t->shared, u, arena, out);
+  return dg__auth_principal_new(cat, u->name, u->roles, u->nroles, arena, out);
+}
+
 int dg_auth_authenticate(const dg_catalog_t *cat, const char *authorization, dg_arena_t *arena,
                          const dg_principal_t **out, dg_errctx_t *err) {
   return dg_auth_authenticate_seen(NULL, cat, authorization, arena, out, err);
@@ -177,7 +191,7 @@ int dg_auth_authenticate_seen(dg_auth_tokens_t *tokens, const dg_catalog_t *cat,
       keep_seen(tokens, token, len, u);
   }
   if (u != NULL) {
-    rc = dg__auth_principal_new(cat, u->name, u->roles, u->nroles, arena, out);
+    rc = principal_of(tokens, cat, u, arena, out);
     return rc == 0 ? 0 : dg_errctx_set(err, rc, PARAM, "out of memory");
   }
   if (cat->oauth.enabled && looks_like_jwt(token, len))

@@ -3,6 +3,7 @@
  * union over its roles: a grant makes a model readable and shows its
  * listed properties (all when none are listed) minus the grant's "deny"
  * list; another role's grant may show a property that one grant denies. */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -98,6 +99,69 @@ int dg__auth_principal_new(const dg_catalog_t *cat, const char *name, const dg_r
   return 0;
 }
 
+/* ---- Principals shared per catalog ------------------------------------------ */
+
+struct dg__auth_shared {
+  unsigned refs;
+  dg_catalog_t *cat; /* reference held */
+  dg_arena_t *arena;
+  const dg_principal_t **by_user; /* per user index; NULL until first used */
+};
+
+dg__auth_shared_t *dg__auth_shared_new(const dg_catalog_t *cat) {
+  dg__auth_shared_t *s = calloc(1, sizeof(*s));
+  if (s == NULL)
+    return NULL;
+  s->arena = dg_arena_new(4096);
+  s->by_user =
+      s->arena != NULL ? dg_arena_calloc(s->arena, cat->nusers + 1, sizeof(*s->by_user)) : NULL;
+  if (s->by_user == NULL) {
+    dg_arena_destroy(s->arena);
+    free(s);
+    return NULL;
+  }
+  s->refs = 1;
+  s->cat = dg_catalog_ref((dg_catalog_t *)cat); /* const to callers; only the count changes */
+  return s;
+}
+
+void dg__auth_shared_unref(dg__auth_shared_t *s) {
+  if (s == NULL || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
+    return;
+  dg_arena_destroy(s->arena);
+  dg_catalog_unref(s->cat);
+  free(s);
+}
+
+static void unref_deferred(void *s) {
+  dg__auth_shared_unref(s);
+}
+
+/* One more reference, given back when arena is destroyed. */
+static int hold(dg__auth_shared_t *s, dg_arena_t *arena) {
+  __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+  return dg_arena_defer(arena, unref_deferred, s); /* on failure it is given back at once */
+}
+
+int dg__auth_shared_principal(dg__auth_shared_t *s, const dg_user_t *u, dg_arena_t *arena,
+                              const dg_principal_t **out) {
+  size_t i = (size_t)(u - s->cat->users);
+  if (u < s->cat->users || i >= s->cat->nusers)
+    return DG_EINVAL;
+  if (s->by_user[i] == NULL) {
+    const dg_principal_t *p = NULL;
+    int rc = dg__auth_principal_new(s->cat, u->name, u->roles, u->nroles, s->arena, &p);
+    if (rc != 0)
+      return rc;
+    ((dg_principal_t *)p)->shared = s;
+    s->by_user[i] = p;
+  }
+  int rc = hold(s, arena);
+  if (rc == 0)
+    *out = s->by_user[i];
+  return rc;
+}
+
 /* Copies n elements of size bytes into the arena (NULL stays NULL). */
 static void *arena_dup(dg_arena_t *arena, const void *src, size_t n, size_t size, bool *failed) {
   if (src == NULL)
@@ -116,6 +180,12 @@ int dg_auth_principal_copy(const dg_catalog_t *cat, const dg_principal_t *p, dg_
                            const dg_principal_t **out) {
   if (p == NULL || p->cat != cat)
     return DG_EINVAL;
+  if (p->shared != NULL) { /* nothing to copy: held as long as arena */
+    int rc = hold(p->shared, arena);
+    if (rc == 0)
+      *out = p;
+    return rc;
+  }
   size_t n = cat->nmodels + 1;
   bool failed = false;
   dg_principal_t *c = arena_dup(arena, p, 1, sizeof(*p), &failed);

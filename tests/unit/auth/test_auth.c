@@ -276,45 +276,93 @@ static void test_seen_tokens(void **state) {
   fixture_t *fx = *state;
   int refs = fx->cat->refs;
   dg_auth_tokens_t *seen = dg_auth_tokens_new();
+  dg_arena_t *a = dg_arena_new(1024);
   const dg_principal_t *p = NULL;
   dg_errctx_t err;
   dg_errctx_clear(&err);
-  assert_int_equal(
-      dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-2", fx->arena, &p, &err), 0);
+  assert_int_equal(dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-2", a, &p, &err),
+                   0);
   assert_string_equal(dg_principal_name(p), "sales");
   const dg_user_t *sales = dg_catalog_user(fx->cat, "sales");
   unsigned char *hash = (unsigned char *)sales->token_sha256;
   hash[0] ^= 1;
   assert_int_equal(auth(fx, "Bearer sales-token-2", &p, &err), DG_EAUTH);
-  assert_int_equal(
-      dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-2", fx->arena, &p, &err), 0);
+  assert_int_equal(dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-2", a, &p, &err),
+                   0);
   assert_string_equal(dg_principal_name(p), "sales");
   assert_true(dg_principal_has_role(p, "sales"));
   /* Only the same bytes: a token one byte longer or shorter is refused. */
-  assert_int_equal(
-      dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-22", fx->arena, &p, &err),
-      DG_EAUTH);
-  assert_int_equal(
-      dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-", fx->arena, &p, &err),
-      DG_EAUTH);
+  assert_int_equal(dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-22", a, &p, &err),
+                   DG_EAUTH);
+  assert_int_equal(dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-", a, &p, &err),
+                   DG_EAUTH);
   hash[0] ^= 1;
   /* A refused token is refused again. */
   for (int i = 0; i < 2; i++)
-    assert_int_equal(
-        dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-9", fx->arena, &p, &err),
-        DG_EAUTH);
+    assert_int_equal(dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-9", a, &p, &err),
+                     DG_EAUTH);
   /* Another snapshot without that user: the token kept for the old one
    * is not used. */
   dg_catalog_t other = *fx->cat;
   other.nusers = 0;
   other.refs = 1;
-  assert_int_equal(
-      dg_auth_authenticate_seen(seen, &other, "Bearer sales-token-2", fx->arena, &p, &err),
-      DG_EAUTH);
+  assert_int_equal(dg_auth_authenticate_seen(seen, &other, "Bearer sales-token-2", a, &p, &err),
+                   DG_EAUTH);
   assert_null(p);
-  assert_int_equal(fx->cat->refs, refs); /* the old snapshot is let go */
+  /* The table let the old snapshot go; the principals it handed out
+   * keep it until the arena they were given to is destroyed. */
+  assert_int_equal(fx->cat->refs, refs + 1);
+  dg_arena_destroy(a);
+  assert_int_equal(fx->cat->refs, refs);
   assert_int_equal(other.refs, 2);
   dg_auth_tokens_free(seen);
+  assert_int_equal(other.refs, 1);
+}
+
+/* A static user's principal is built once per snapshot and shared: the
+ * same permissions as one built for the request alone, the same object for
+ * every request and for every copy, and alive while any arena it was given
+ * to is, after the table has moved to another snapshot. */
+static void test_shared_principals(void **state) {
+  fixture_t *fx = *state;
+  int refs = fx->cat->refs;
+  dg_auth_tokens_t *seen = dg_auth_tokens_new();
+  dg_arena_t *first = dg_arena_new(1024), *second = dg_arena_new(1024);
+  const dg_principal_t *p1 = NULL, *p2 = NULL, *own = NULL, *copy = NULL;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  assert_int_equal(
+      dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-2", first, &p1, &err), 0);
+  assert_int_equal(
+      dg_auth_authenticate_seen(seen, fx->cat, "Bearer sales-token-2", second, &p2, &err), 0);
+  assert_ptr_equal(p1, p2);
+  assert_int_equal(auth(fx, "Bearer sales-token-2", &own, &err), 0);
+  assert_ptr_not_equal(own, p1);
+  for (size_t m = 0; m < fx->cat->nmodels; m++) {
+    const dg_model_t *model = &fx->cat->models[m];
+    assert_int_equal(dg_auth_can_read_model(p1, model), dg_auth_can_read_model(own, model));
+  }
+  assert_int_equal(dg_principal_has_role(p1, "sales"), dg_principal_has_role(own, "sales"));
+  assert_int_equal(dg_auth_principal_copy(fx->cat, p1, second, &copy), 0);
+  assert_ptr_equal(copy, p1);
+  /* Another user gets another principal. */
+  assert_int_equal(
+      dg_auth_authenticate_seen(seen, fx->cat, "Bearer admin-token-1", first, &p2, &err), 0);
+  assert_ptr_not_equal(p2, p1);
+  assert_string_equal(dg_principal_name(p2), "admin");
+  /* The table moves on; the principals stay while their arenas live. */
+  dg_catalog_t other = *fx->cat;
+  other.nusers = 0;
+  other.refs = 1;
+  assert_int_equal(
+      dg_auth_authenticate_seen(seen, &other, "Bearer sales-token-2", first, &p2, &err), DG_EAUTH);
+  dg_auth_tokens_free(seen);
+  dg_arena_destroy(first);
+  assert_string_equal(dg_principal_name(p1), "sales");
+  assert_true(dg_principal_has_role(p1, "sales"));
+  assert_int_equal(fx->cat->refs, refs + 1);
+  dg_arena_destroy(second);
+  assert_int_equal(fx->cat->refs, refs);
   assert_int_equal(other.refs, 1);
 }
 
@@ -624,6 +672,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_static_tokens, setup_static, teardown),
       cmocka_unit_test_setup_teardown(test_static_refusals, setup_static, teardown),
       cmocka_unit_test_setup_teardown(test_seen_tokens, setup_static, teardown),
+      cmocka_unit_test_setup_teardown(test_shared_principals, setup_static, teardown),
       cmocka_unit_test_teardown(test_unset_token_cannot_sign_in, teardown),
       cmocka_unit_test_setup_teardown(test_permissions_admin, setup_static, teardown),
       cmocka_unit_test_setup_teardown(test_permissions_sales, setup_static, teardown),
