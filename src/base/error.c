@@ -29,8 +29,12 @@ const char *dg_strerror(int code) {
   }
 }
 
+/* Only what is read is cleared: the struct is over a kilobyte, and a
+ * request clears several. */
 void dg_errctx_clear(dg_errctx_t *ctx) {
-  memset(ctx, 0, sizeof(*ctx));
+  ctx->code = 0;
+  ctx->param[0] = '\0';
+  ctx->message[0] = '\0';
 }
 
 int dg_errctx_set(dg_errctx_t *ctx, int code, const char *param, const char *fmt, ...) {
