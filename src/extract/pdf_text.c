@@ -41,7 +41,7 @@
 /* Saved graphics states; deeper q's are counted, not saved. */
 #define MAX_GSTATES 64
 /* Form XObjects inside each other. */
-#define MAX_FORMS 16
+#define MAX_FORMS 32
 /* Glyphs between two looks at the clock. */
 #define GLYPHS_PER_TICK 64
 
