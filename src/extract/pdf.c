@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: AGPL-3.0-or-later */
-/* PDF with MuPDF, one page per step: the page's structured text, its text
- * blocks put in reading order, each page preceded by "--- Page N ---".
+/* PDF with MuPDF, one page per step: MuPDF opens the document, finds and
+ * loads the page and lexes its content stream; the text operators are
+ * interpreted by a processor of our own (pdf_text.c), which places each
+ * glyph by matrix arithmetic and builds lines and blocks as MuPDF's
+ * structured-text device would, without the glyph boxes that device and
+ * MuPDF's drawing interpreter compute for every character. A page with
+ * annotations or form fields, whose appearance streams MuPDF runs, goes
+ * through MuPDF's structured-text device instead. The page's text blocks
+ * are put in reading order, each page preceded by "--- Page N ---".
  *
  * Reading order is a recursive XY cut over the blocks' boxes: a region is
  * split into side-by-side columns where a vertical gap runs through it and
@@ -9,12 +16,13 @@
  * overlap everywhere keep top-to-bottom, left-to-right order. So a title
  * over two columns reads title, left column, right column.
  *
- * Bounds: MuPDF allocates through a counting allocator capped at
- * limits.max_memory_bytes; the device the page is run through checks the
- * deadline on every drawing call and aborts the page when it has passed;
- * a damaged document is repaired by MuPDF where it can be, and a page that
- * cannot be read is left empty (the whole document failing only when no
- * page can be read).
+ * Bounds: MuPDF (and the page's text arrays and font tables) allocate
+ * through a counting allocator capped at limits.max_memory_bytes; the text
+ * processor checks the deadline every 64 of the operators it handles and
+ * every 4,096 glyphs (the device's drawing calls, on the other path) and
+ * aborts the page through MuPDF's cookie when it has passed; a damaged document is repaired by
+ * MuPDF where it can be, and a page that cannot be read is left empty (the whole document failing
+ * only when no page can be read).
  *
  * One thread reads the pages. A second MuPDF context reading every other
  * page on another CPU halves the wall time but costs about a third more
@@ -33,7 +41,8 @@
 #define MAX_BLOCKS 4096
 /* MuPDF's cache of decoded objects, inside the memory limit. */
 #define STORE_BYTES ((size_t)32 << 20)
-/* Drawing calls between two looks at the clock. */
+/* Drawing calls (or text operators and glyphs) between two looks at the
+ * clock. */
 #define CALLS_PER_CHECK 64
 /* A step reads pages until this much time has passed (at least one page)
  * or limits.max_pages_per_step have been read, so that short pages do not

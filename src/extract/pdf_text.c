@@ -42,7 +42,8 @@
 #define MAX_GSTATES 64
 /* Form XObjects inside each other. */
 #define MAX_FORMS 32
-/* Glyphs between two looks at the clock. */
+/* Glyphs between two calls of the deadline check (which itself looks at
+ * the clock every 64th call). */
 #define GLYPHS_PER_TICK 64
 
 /* What a code of a font decodes to. */
@@ -58,7 +59,7 @@ typedef struct code_info {
 } code_info_t;
 
 struct dg__pdf_font_info {
-  pdf_font_desc *font; /* held, except in the processor's spare */
+  pdf_font_desc *font; /* held */
   float ascender, descender;
   bool type3;
   bool one_byte[256]; /* a code of one byte in the encoding */
@@ -426,7 +427,6 @@ static void describe(fz_context *ctx, pdf_font_desc *f, int cid, code_info_t *ci
 
 static void info_init(fz_context *ctx, dg__pdf_font_info_t *fi, pdf_font_desc *f) {
   memset(fi->codes, 0, sizeof(fi->codes));
-  fi->font = f;
   fi->ascender = fz_font_ascender(ctx, f->font);
   fi->descender = fz_font_descender(ctx, f->font);
   fi->type3 = f->font->t3procs != NULL;
@@ -460,12 +460,17 @@ static dg__pdf_font_info_t *font_info(fz_context *ctx, dg__pdf_texts_t *t, pdf_f
   return fi;
 }
 
-/* The description of the current font: the cached one or the spare. */
+/* The description of the current font: the cached one or the spare,
+ * which holds its font so that no other font can take its address. */
 static dg__pdf_font_info_t *current_info(fz_context *ctx, proc_t *p, gstate_t *gs) {
   if (gs->info != NULL)
     return gs->info;
-  if (p->spare.font != gs->font)
+  if (p->spare.font != gs->font) {
+    pdf_drop_font(ctx, p->spare.font);
+    p->spare.font = NULL;
     info_init(ctx, &p->spare, gs->font);
+    p->spare.font = pdf_keep_font(ctx, gs->font);
+  }
   return &p->spare;
 }
 
@@ -809,6 +814,8 @@ static void op_tick_c(fz_context *ctx, pdf_processor *proc, float x1, float y1, 
 
 static void proc_drop(fz_context *ctx, pdf_processor *proc) {
   proc_t *p = proc_of(proc);
+  pdf_drop_font(ctx, p->spare.font);
+  p->spare.font = NULL;
   for (int i = 0; i <= p->top; i++)
     pdf_drop_font(ctx, p->gs[i].font);
   p->top = 0;

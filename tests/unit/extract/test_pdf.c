@@ -372,7 +372,7 @@ static char *stream_object(const char *dict, const char *content) {
 /* The text of a one-page PDF. page_extra goes into the page dictionary. */
 static char *page_text(const char *content, const char *resources, const char *page_extra,
                        const char *const *extra, size_t n_extra) {
-  char page[512];
+  char page[1024];
   snprintf(page, sizeof(page),
            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 "
            "R >> %s >> /Contents 5 0 R %s >>",
@@ -610,6 +610,45 @@ static void test_annotation_text(void **state) {
   free(ap);
 }
 
+/* A page with more fonts than are kept described from page to page: the
+ * ones past the table are described as they are used, and read the same. */
+static void test_more_fonts_than_the_table_holds(void **state) {
+  enum { N = 40 };
+  char *fonts[N];
+  dg_buf_t content, resources, want;
+  dg_buf_init(&content, SIZE_MAX);
+  dg_buf_init(&resources, SIZE_MAX);
+  dg_buf_init(&want, SIZE_MAX);
+  assert_int_equal(dg_buf_append_str(&resources, "/Font << /F1 3 0 R"), 0);
+  assert_int_equal(dg_buf_append_str(&want, "--- Page 1 ---"), 0);
+  for (int i = 0; i < N; i++) {
+    dg_buf_t f;
+    dg_buf_init(&f, SIZE_MAX);
+    assert_int_equal(dg_buf_appendf(&f,
+                                    "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica "
+                                    "/Encoding /WinAnsiEncoding /Name /G%d >>",
+                                    i),
+                     0);
+    fonts[i] = dg_buf_steal(&f, NULL);
+    assert_int_equal(dg_buf_appendf(&resources, " /G%d %d 0 R", i, 6 + i), 0);
+    /* The last fonts take turns, so the one described last changes. */
+    int font = i < N - 4 ? i : N - 4 + (i % 2);
+    assert_int_equal(
+        dg_buf_appendf(&content, "BT /G%d 12 Tf 72 %d Td (Font %d) Tj ET\n", font, 770 - 19 * i, i),
+        0);
+    assert_int_equal(dg_buf_appendf(&want, "%sFont %d", i == 0 ? "\n" : "\n\n", i), 0);
+  }
+  assert_int_equal(dg_buf_append_str(&resources, " >>"), 0);
+  char *t = page_text(content.data, resources.data, "", (const char *const *)fonts, N);
+  assert_string_equal(t, want.data);
+  free(t);
+  for (int i = 0; i < N; i++)
+    free(fonts[i]);
+  dg_buf_free(&content);
+  dg_buf_free(&resources);
+  dg_buf_free(&want);
+}
+
 static void test_time_limit_stops_a_page_of_text(void **state) {
   dg_buf_t page;
   dg_buf_init(&page, SIZE_MAX);
@@ -654,6 +693,7 @@ int main(void) {
       cmocka_unit_test(test_render_modes_and_hidden_content),
       cmocka_unit_test(test_indented_text_object_starts_a_block),
       cmocka_unit_test(test_annotation_text),
+      cmocka_unit_test(test_more_fonts_than_the_table_holds),
       cmocka_unit_test(test_time_limit_stops_a_page_of_text),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
