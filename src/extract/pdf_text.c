@@ -39,7 +39,7 @@
 #define SPACE_DIST 0.15f
 #define SPACE_MAX_DIST 0.8f
 /* Saved graphics states; deeper q's are counted, not saved. */
-#define MAX_GSTATES 64
+#define MAX_GSTATES 256
 /* Form XObjects inside each other. */
 #define MAX_FORMS 32
 /* Glyphs between two calls of the deadline check (which itself looks at
