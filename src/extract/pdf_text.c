@@ -261,7 +261,7 @@ typedef struct decision {
 } decision_t;
 
 /* Where a glyph at start goes relative to the pen: same line (maybe after
- * a space), a new line or a new block. Null when it repeats the last
+ * a space), a new line or a new block. False when it repeats the last
  * glyph in place (fake bold). */
 static bool place(proc_t *p, int c, fz_point start, fz_point end, int wmode, decision_t *d) {
   dg__pdf_text_t *t = &p->t->text;
@@ -280,11 +280,13 @@ static bool place(proc_t *p, int c, fz_point start, fz_point end, int wmode, dec
   float base_offset = -p->ndir.y * delta.x + p->ndir.x * delta.y;
   if (fabsf(base_offset) < size * 0.8f) {
     d->line = false;
+    /* Right to left, no space nor column is guessed; a small move is
+     * ignored, a large one starts a line, a backward one is ignored. */
     if (p->curdir < 0 || fabsf(spacing) < size * SPACE_DIST)
-      return true; /* right to left: no spaces nor columns guessed */
+      return true;
     if (fabsf(spacing) > size * SPACE_MAX_DIST)
       d->line = true;
-    else if (spacing >= 0)
+    else if (!(spacing < 0))
       d->space = p->lastchar != ' ' && wmode == 0;
   } else if (fabsf(base_offset) <= size * PARAGRAPH_DIST) {
     if (wmode == 0 && p->new_obj && fabsf(start.x - p->start.x) > size * 0.5f)
