@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: AGPL-3.0-or-later */
-/* PDF with MuPDF, one page per step: the page's structured text, its text
- * blocks put in reading order, each page preceded by "--- Page N ---".
+/* PDF with MuPDF, one page per step: MuPDF opens the document, finds and
+ * loads the page and lexes its content stream; the text operators are
+ * interpreted by a processor of our own (pdf_text.c), which places each
+ * glyph by matrix arithmetic and builds lines and blocks as MuPDF's
+ * structured-text device would, without the glyph boxes that device and
+ * MuPDF's drawing interpreter compute for every character. A page with
+ * annotations or form fields, whose appearance streams MuPDF runs, goes
+ * through MuPDF's structured-text device instead. The page's text blocks
+ * are put in reading order, each page preceded by "--- Page N ---".
  *
  * Reading order is a recursive XY cut over the blocks' boxes: a region is
  * split into side-by-side columns where a vertical gap runs through it and
@@ -9,12 +16,13 @@
  * overlap everywhere keep top-to-bottom, left-to-right order. So a title
  * over two columns reads title, left column, right column.
  *
- * Bounds: MuPDF allocates through a counting allocator capped at
- * limits.max_memory_bytes; the device the page is run through checks the
- * deadline on every drawing call and aborts the page when it has passed;
- * a damaged document is repaired by MuPDF where it can be, and a page that
- * cannot be read is left empty (the whole document failing only when no
- * page can be read).
+ * Bounds: MuPDF (and the page's text arrays and font tables) allocate
+ * through a counting allocator capped at limits.max_memory_bytes; the text
+ * processor checks the deadline every 64 of the operators it handles and
+ * every 4,096 glyphs (the device's drawing calls, on the other path) and
+ * aborts the page through MuPDF's cookie when it has passed; a damaged document is repaired by
+ * MuPDF where it can be, and a page that cannot be read is left empty (the whole document failing
+ * only when no page can be read).
  *
  * One thread reads the pages. A second MuPDF context reading every other
  * page on another CPU halves the wall time but costs about a third more
@@ -27,12 +35,14 @@
 #include <mupdf/pdf.h>
 
 #include "extract/internal.h"
+#include "extract/pdf_internal.h"
 
 /* Text blocks put in reading order; more keep MuPDF's order. */
 #define MAX_BLOCKS 4096
 /* MuPDF's cache of decoded objects, inside the memory limit. */
 #define STORE_BYTES ((size_t)32 << 20)
-/* Drawing calls between two looks at the clock. */
+/* Drawing calls (or text operators and glyphs) between two looks at the
+ * clock. */
 #define CALLS_PER_CHECK 64
 /* A step reads pages until this much time has passed (at least one page)
  * or limits.max_pages_per_step have been read, so that short pages do not
@@ -70,7 +80,8 @@ typedef struct reader {
   bool late; /* the deadline passed while a page ran */
   /* The stext device's own drawing functions, called by the wrappers. */
   fz_device original;
-  dg_errctx_t err; /* why the last page failed */
+  dg__pdf_texts_t texts; /* the page's text, and the fonts seen */
+  dg_errctx_t err;       /* why the last page failed */
 } reader_t;
 
 typedef struct pdf_state {
@@ -317,7 +328,7 @@ static void watch(reader_t *r, fz_device *dev) {
 
 typedef struct item {
   fz_rect r;
-  fz_stext_block *block;
+  const dg__pdf_block_t *block;
 } item_t;
 
 static int by_x(const void *a, const void *b) {
@@ -401,11 +412,12 @@ static void xy_cut(item_t *a, size_t n, unsigned depth) {
  * call per piece rather than per character. */
 #define LINE_PIECE 512
 
-static void emit_line(dg__sink_t *sink, const fz_stext_line *line) {
+static void emit_line(dg__sink_t *sink, const int *chars, const dg__pdf_line_t *line) {
   char buf[LINE_PIECE + 4];
   size_t n = 0;
-  for (const fz_stext_char *ch = line->first_char; ch != NULL; ch = ch->next) {
-    n += dg_utf8_encode(ch->c > 0 ? (uint32_t)ch->c : DG__REPLACEMENT, buf + n);
+  for (uint32_t i = 0; i < line->count; i++) {
+    int c = chars[line->first + i];
+    n += dg_utf8_encode(c > 0 ? (uint32_t)c : DG__REPLACEMENT, buf + n);
     if (n >= LINE_PIECE) {
       dg__sink_text(sink, buf, n);
       n = 0;
@@ -415,32 +427,28 @@ static void emit_line(dg__sink_t *sink, const fz_stext_line *line) {
   dg__sink_break(sink, DG__BREAK_LINE);
 }
 
-static void emit_block(dg__sink_t *sink, fz_stext_block *b) {
-  for (fz_stext_line *line = b->u.t.first_line; line != NULL; line = line->next)
-    emit_line(sink, line);
+static void emit_block(dg__sink_t *sink, const dg__pdf_text_t *text, const dg__pdf_block_t *b) {
+  for (uint32_t i = 0; i < b->count; i++)
+    emit_line(sink, text->chars, &text->lines[b->first + i]);
   dg__sink_break(sink, DG__BREAK_PARA);
 }
 
-/* Blocks in reading order; MuPDF's own order when there are too many to
- * sort or no memory for it. */
-static void emit_page(dg__xrun_t *run, fz_stext_page *text) {
-  size_t n = 0, k = 0;
-  for (fz_stext_block *b = text->first_block; b != NULL; b = b->next)
-    n += b->type == FZ_STEXT_BLOCK_TEXT;
+/* Blocks in reading order; the content stream's order when there are too
+ * many to sort or no memory for it. */
+static void emit_page(dg__xrun_t *run, const dg__pdf_text_t *text) {
+  size_t n = text->nblocks;
   item_t *items = n <= MAX_BLOCKS ? malloc((n + 1) * sizeof(*items)) : NULL;
-  for (fz_stext_block *b = text->first_block; b != NULL; b = b->next) {
-    if (b->type != FZ_STEXT_BLOCK_TEXT)
-      continue;
+  for (size_t i = 0; i < n; i++) {
     if (items == NULL)
-      emit_block(&run->sink, b);
+      emit_block(&run->sink, text, &text->blocks[i]);
     else
-      items[k++] = (item_t){b->bbox, b};
+      items[i] = (item_t){text->blocks[i].box, &text->blocks[i]};
   }
   if (items == NULL)
     return;
   xy_cut(items, n, 0);
   for (size_t i = 0; i < n; i++)
-    emit_block(&run->sink, items[i].block);
+    emit_block(&run->sink, text, items[i].block);
   free(items);
 }
 
@@ -552,49 +560,61 @@ static void drop_page(reader_t *r, fz_page *page) {
   r->page_obj = NULL;
 }
 
-/* Runs page number (0-based) through a watched stext device. */
-static int read_page(reader_t *r, int number, fz_stext_page **out) {
+/* A page with annotations or form fields, through MuPDF's structured-text
+ * device, which also runs their appearance streams. Throws. */
+static void read_stext(reader_t *r, fz_page *page) {
   fz_context *ctx = r->ctx;
-  fz_page *page = NULL;
   fz_stext_page *text = NULL;
   fz_device *dev = NULL;
   fz_stext_options opts = {.flags = FZ_STEXT_DEHYPHENATE};
-  *out = NULL;
-  fz_var(page);
   fz_var(text);
   fz_var(dev);
   fz_try(ctx) {
-    page = load_page(r, number);
     text = fz_new_stext_page(ctx, fz_bound_page(ctx, page));
     dev = fz_new_stext_device(ctx, text, &opts);
     watch(r, dev);
     fz_run_page(ctx, page, dev, fz_identity, &r->cookie);
     fz_close_device(ctx, dev);
+    dg__pdf_text_from_stext(ctx, text, &r->texts);
   }
   fz_always(ctx) {
     fz_drop_device(ctx, dev);
+    fz_drop_stext_page(ctx, text);
+  }
+  fz_catch(ctx) {
+    fz_rethrow(ctx);
+  }
+}
+
+/* Reads page number (0-based) into r->texts.text. */
+static int read_page(reader_t *r, int number) {
+  fz_context *ctx = r->ctx;
+  fz_page *page = NULL;
+  fz_var(page);
+  fz_try(ctx) {
+    page = load_page(r, number);
+    if (!dg__pdf_text_read(ctx, page, &r->cookie, &r->texts))
+      read_stext(r, page);
+  }
+  fz_always(ctx) {
     drop_page(r, page);
   }
   fz_catch(ctx) {
-    fz_drop_stext_page(ctx, text);
     return failure(r, "reading a page");
   }
-  *out = text;
   return 0;
 }
 
 /* Writes what reading page number gave; a damaged page is left empty
- * unless memory or time ran out. Drops the text. */
-static int write_page(dg__xrun_t *run, pdf_state_t *st, reader_t *r, int number, int rc,
-                      fz_stext_page *text) {
+ * unless memory or time ran out. */
+static int write_page(dg__xrun_t *run, pdf_state_t *st, reader_t *r, int number, int rc) {
   char label[48];
   snprintf(label, sizeof(label), "--- Page %d ---", number + 1);
   dg__sink_label(&run->sink, label, true);
   if (rc == DG_EPROTO && st->failed++ == 0)
     dg_strlcpy(st->first_failure, r->err.message, sizeof(st->first_failure));
   if (rc == 0 && !r->late)
-    emit_page(run, text);
-  fz_drop_stext_page(r->ctx, text);
+    emit_page(run, &r->texts.text);
   if (r->late || rc == DG_ETIMEDOUT)
     return dg__xrun_check(run) != 0 ? run->err.code : DG_ETIMEDOUT;
   if (rc != 0 && rc != DG_EPROTO)
@@ -605,10 +625,9 @@ static int write_page(dg__xrun_t *run, pdf_state_t *st, reader_t *r, int number,
 /* ---- Pages ---------------------------------------------------------------------------------- */
 
 static int read_next(dg__xrun_t *run, pdf_state_t *st) {
-  fz_stext_page *text = NULL;
   int number = st->next++;
-  int rc = read_page(&st->main, number, &text);
-  return write_page(run, st, &st->main, number, rc, text);
+  int rc = read_page(&st->main, number);
+  return write_page(run, st, &st->main, number, rc);
 }
 
 /* Pages until the step's page count or time budget is spent or the text
@@ -676,6 +695,7 @@ static int reader_open(reader_t *r, dg__xrun_t *run, size_t max_memory, int *pag
                          "opening the PDF needs more than the limit of %zu MiB of memory",
                          max_memory >> 20);
   fz_set_user_context(r->ctx, r);
+  r->texts.tick = tick;
   fz_set_warning_callback(r->ctx, quiet, NULL);
   fz_set_error_callback(r->ctx, quiet, NULL);
   return open_document(r, run, pages);
@@ -683,6 +703,7 @@ static int reader_open(reader_t *r, dg__xrun_t *run, size_t max_memory, int *pag
 
 static void reader_close(reader_t *r) {
   if (r->ctx != NULL) {
+    dg__pdf_text_free(r->ctx, &r->texts);
     if (r->page_tree)
       pdf_drop_page_tree(r->ctx, r->doc);
     pdf_drop_document(r->ctx, r->doc);

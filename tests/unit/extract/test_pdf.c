@@ -354,6 +354,319 @@ static void test_time_limit_stops_a_heavy_page(void **state) {
   dg_buf_free(&page);
 }
 
+/* ---- Text operators ----------------------------------------------------------------
+ * Each PDF below has one page with the content given, the Helvetica font
+ * F1 (object 3) and the objects given from object 6 on. The texts expected
+ * are the ones MuPDF's structured-text device gives for the same pages. */
+
+/* A stream object of the content, with its dictionary's other entries. */
+static char *stream_object(const char *dict, const char *content) {
+  dg_buf_t b;
+  dg_buf_init(&b, SIZE_MAX);
+  assert_int_equal(dg_buf_appendf(&b, "<< %s /Length %zu >>\nstream\n%s\nendstream", dict,
+                                  strlen(content), content),
+                   0);
+  return dg_buf_steal(&b, NULL);
+}
+
+/* The text of a one-page PDF. page_extra goes into the page dictionary. */
+static char *page_text(const char *content, const char *resources, const char *page_extra,
+                       const char *const *extra, size_t n_extra) {
+  char page[1024];
+  snprintf(page, sizeof(page),
+           "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 "
+           "R >> %s >> /Contents 5 0 R %s >>",
+           resources, page_extra);
+  char *contents = stream_object("", content);
+  const char *objects[48] = {"<< /Type /Catalog /Pages 2 0 R >>",
+                             "<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+                             "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica "
+                             "/Encoding /WinAnsiEncoding >>",
+                             page, contents};
+  assert_true(5 + n_extra <= DG_ARRAY_SIZE(objects));
+  for (size_t i = 0; i < n_extra; i++)
+    objects[5 + i] = extra[i];
+  size_t len = 0;
+  unsigned char *d = pdf_of(objects, 5 + n_extra, &len);
+  char *t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
+  free(d);
+  free(contents);
+  return t;
+}
+
+static void assert_page_text(const char *content, const char *want) {
+  char *t = page_text(content, "", "", NULL, 0);
+  assert_string_equal(t, want);
+  free(t);
+}
+
+/* TJ's adjustments move the text: a wide one is a space between words, a
+ * narrow one (kerning) is not. */
+static void test_tj_kerning_and_spaces(void **state) {
+  assert_page_text("BT /F1 12 Tf 72 700 Td [(Hello)-600(world)] TJ ET "
+                   "BT /F1 12 Tf 72 650 Td [(Ke)-100(rned)] TJ ET",
+                   "--- Page 1 ---\nHello world\n\nKerned");
+}
+
+/* Horizontal scaling, character and word spacing and rise move the glyphs
+ * as they do when drawn: letters spaced by half the font size read apart. */
+static void test_tz_tc_tw_ts(void **state) {
+  assert_page_text("BT /F1 12 Tf 50 Tz 72 700 Td (Squeezed words here) Tj ET "
+                   "BT /F1 12 Tf 1 Tc 72 650 Td (Loose letters) Tj ET "
+                   "BT /F1 12 Tf 6 Tc 72 600 Td (Wide) Tj ET "
+                   "BT /F1 12 Tf 0 Tc 10 Tw 72 550 Td (Word spaced text) Tj ET "
+                   "BT /F1 12 Tf 200 Tz 72 500 Td (Stretched) Tj ET "
+                   "BT /F1 12 Tf 72 450 Td (Rise) Tj 4 Ts (up) Tj ET",
+                   "--- Page 1 ---\nSqueezed words here\n\nLoose letters\n\nW i d e\n\n"
+                   "Word spaced text\n\nStretched\n\nRiseup");
+}
+
+/* A form XObject's text is read with its matrix and resources, or the
+ * page's resources when it has none. */
+static void test_form_xobject_text(void **state) {
+  char *form = stream_object("/Type /XObject /Subtype /Form /BBox [0 0 600 800] "
+                             "/Matrix [1 0 0 1 0 300] /Resources << /Font << /F1 3 0 R >> >>",
+                             "BT /F1 12 Tf 72 100 Td (Text in a form) Tj ET");
+  char *bare = stream_object("/Type /XObject /Subtype /Form /BBox [0 0 600 800]",
+                             "BT /F1 10 Tf 72 100 Td (Form without resources) Tj ET");
+  const char *extra[] = {form, bare};
+  char *t = page_text("BT /F1 12 Tf 72 700 Td (Page text) Tj ET q 1 0 0 1 0 -100 cm /Fm1 Do Q "
+                      "/Fm2 Do",
+                      "/XObject << /Fm1 6 0 R /Fm2 7 0 R >>", "", extra, 2);
+  assert_string_equal(t, "--- Page 1 ---\nPage text\n\nText in a form\n\nForm without resources");
+  free(t);
+  free(form);
+  free(bare);
+}
+
+/* A form that draws itself is read once; a chain of forms deeper than the
+ * bound is read down to the bound. Neither hangs. */
+static void test_form_xobject_recursion(void **state) {
+  char *self = stream_object("/Type /XObject /Subtype /Form /BBox [0 0 600 800] /Resources "
+                             "<< /Font << /F1 3 0 R >> /XObject << /Fm1 6 0 R >> >>",
+                             "BT /F1 12 Tf 72 100 Td (Loop) Tj ET 0 0 0 RG /Fm1 Do");
+  const char *extra[] = {self};
+  char *t = page_text("/Fm1 Do BT /F1 12 Tf 72 700 Td (After) Tj ET", "/XObject << /Fm1 6 0 R >>",
+                      "", extra, 1);
+  assert_string_equal(t, "--- Page 1 ---\nAfter\n\nLoop");
+  free(t);
+  free(self);
+  /* Forms 6 to 45, each showing its number 10 points lower and drawing
+   * the next; the last draws the first. Forms are read 32 deep. */
+  enum { N = 40 };
+  char *chain[N];
+  for (int i = 0; i < N; i++) {
+    char dict[160], content[160];
+    snprintf(dict, sizeof(dict),
+             "/Type /XObject /Subtype /Form /BBox [0 0 600 800] /Matrix [1 0 0 1 0 -10] "
+             "/Resources << /Font << /F1 3 0 R >> /XObject << /Fx %d 0 R >> >>",
+             i + 1 < N ? 7 + i : 6);
+    snprintf(content, sizeof(content), "BT /F1 8 Tf 72 700 Td (Level %d) Tj ET /Fx Do", i + 1);
+    chain[i] = stream_object(dict, content);
+  }
+  t = page_text("/Fx Do", "/XObject << /Fx 6 0 R >>", "", (const char *const *)chain, N);
+  assert_true(xt_contains(t, "Level 1\n"));
+  assert_true(xt_contains(t, "Level 32"));
+  assert_null(strstr(t, "Level 33"));
+  for (int i = 0; i < N; i++)
+    free(chain[i]);
+  free(t);
+}
+
+/* A rotated page reads as the page is shown, and text drawn upwards or
+ * at an angle reads whole, each direction a block of its own. */
+static void test_rotated_page_and_text(void **state) {
+  char *t = page_text("BT /F1 12 Tf 72 700 Td (Rotated page line one) Tj 0 -14 Td (line two) "
+                      "Tj ET",
+                      "", "/Rotate 90", NULL, 0);
+  assert_string_equal(t, "--- Page 1 ---\nRotated page line one\nline two");
+  free(t);
+  assert_page_text("BT /F1 12 Tf 0 1 -1 0 300 200 Tm (Going up the page) Tj ET "
+                   "BT /F1 12 Tf 0.7071 0.7071 -0.7071 0.7071 100 100 Tm (Diagonal text) Tj ET "
+                   "BT /F1 12 Tf 72 700 Td (Upright) Tj ET",
+                   "--- Page 1 ---\nUpright\n\nGoing up the page\n\nDiagonal text");
+}
+
+/* A Type3 font's glyphs are placed with its widths and FontMatrix, and
+ * read through its encoding's glyph names. */
+static void test_type3_font(void **state) {
+  char *a = stream_object("", "600 0 0 0 500 700 d1 0 0 m 500 0 l 500 700 l h f");
+  char *b = stream_object("", "700 0 d0 0 0 600 700 re f");
+  const char *extra[] = {
+      "<< /Type /Font /Subtype /Type3 /FontBBox [0 0 1000 1000] /FontMatrix [0.001 0 0 0.001 0 "
+      "0] /CharProcs << /a 7 0 R /b 8 0 R >> /Encoding << /Type /Encoding /Differences [97 /a "
+      "/b] >> /FirstChar 97 /LastChar 98 /Widths [600 700] /Resources << >> >>",
+      a, b};
+  char *t = page_text("BT /T3 12 Tf 72 700 Td (abba ab) Tj ET BT /T3 24 Tf 72 600 Td (ba) Tj ET",
+                      "/Font << /F1 3 0 R /T3 6 0 R >>", "", extra, 3);
+  assert_string_equal(t, "--- Page 1 ---\nabba ab\n\nba");
+  free(t);
+  free(a);
+  free(b);
+}
+
+#define CMAP_HEAD "/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /X def "
+#define CMAP_TAIL " endcmap CMapName currentdict /CMap defineresource pop end end"
+
+/* ToUnicode maps codes to characters, one code to several, and a
+ * ligature is split into its letters. */
+static void test_font_with_tounicode(void **state) {
+  char *cmap = stream_object("", CMAP_HEAD "1 begincodespacerange <00> <FF> endcodespacerange "
+                                           "3 beginbfchar <41> <0042> <43> <00660069> <44> "
+                                           "<FB01> endbfchar" CMAP_TAIL);
+  const char *extra[] = {"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 7 0 R >>",
+                         cmap};
+  char *t = page_text("BT /F2 12 Tf 72 700 Td (AACD xyz) Tj ET", "/Font << /F1 3 0 R /F2 6 0 R >>",
+                      "", extra, 2);
+  assert_string_equal(t, "--- Page 1 ---\nBBfifi xyz");
+  free(t);
+  free(cmap);
+}
+
+/* Two-byte codes of a CID font, written across and down the page. */
+static void test_cid_font_horizontal_and_vertical(void **state) {
+  char *cmap = stream_object("", CMAP_HEAD "1 begincodespacerange <0000> <FFFF> "
+                                           "endcodespacerange 1 beginbfrange <0020> <007E> <0020> "
+                                           "endbfrange" CMAP_TAIL);
+  const char *extra[] = {
+      "<< /Type /Font /Subtype /Type0 /BaseFont /Helvetica /Encoding /Identity-H "
+      "/DescendantFonts [8 0 R] /ToUnicode 9 0 R >>",
+      "<< /Type /Font /Subtype /Type0 /BaseFont /Helvetica /Encoding /Identity-V "
+      "/DescendantFonts [8 0 R] /ToUnicode 9 0 R >>",
+      "<< /Type /Font /Subtype /CIDFontType0 /BaseFont /Helvetica /CIDSystemInfo << /Registry "
+      "(Adobe) /Ordering (Identity) /Supplement 0 >> /DW 600 /W [32 [278] 72 [722 556]] "
+      "/FontDescriptor << /Type /FontDescriptor /FontName /Helvetica /Flags 32 /FontBBox [0 -200 "
+      "1000 900] /ItalicAngle 0 /Ascent 900 /Descent -200 /CapHeight 700 /StemV 80 >> >>",
+      cmap};
+  const char *fonts = "/Font << /F1 3 0 R /F2 6 0 R /F3 7 0 R >>";
+  char *t = page_text("BT /F2 12 Tf 72 700 Td <00480065006C006C006F0020007700680065006C0065> Tj ET",
+                      fonts, "", extra, 4);
+  assert_string_equal(t, "--- Page 1 ---\nHello whele");
+  free(t);
+  t = page_text("BT /F3 12 Tf 300 700 Td <0054006F0070> Tj ET "
+                "BT /F1 12 Tf 72 700 Td (Horizontal) Tj ET",
+                fonts, "", extra, 4);
+  assert_string_equal(t, "--- Page 1 ---\nHorizontal\n\nTop");
+  free(t);
+  free(cmap);
+}
+
+/* A word hyphenated at the end of a line is joined; a dash alone is not. */
+static void test_dehyphenation_across_lines(void **state) {
+  assert_page_text("BT /F1 12 Tf 14 TL 72 700 Td (A word split by a hyph-) Tj T* "
+                   "(enation across lines) Tj T* (and a dash -) Tj T* (- alone) Tj ET",
+                   "--- Page 1 ---\nA word split by a hyphenation across lines\n"
+                   "and a dash - alone");
+}
+
+/* Invisible and clipping text is read; text in optional content that is
+ * off is not; text drawn twice in place is read once per drawing. */
+static void test_render_modes_and_hidden_content(void **state) {
+  assert_page_text("BT /F1 12 Tf 72 700 Td 3 Tr (Invisible) Tj 0 -20 Td 2 Tr (FillStroke) Tj "
+                   "0 -20 Td 7 Tr (Clip) Tj ET",
+                   "--- Page 1 ---\nInvisible\n\nFillStroke\n\nClip");
+  const char *objects[] = {
+      "<< /Type /Catalog /Pages 2 0 R /OCProperties << /OCGs [6 0 R] /D << /OFF [6 0 R] >> >> "
+      ">>",
+      "<< /Type /Pages /Kids [4 0 R] /Count 1 >>",
+      "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+      "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> "
+      "/Properties << /oc1 6 0 R >> >> /Contents 5 0 R >>",
+      NULL,
+      "<< /Type /OCG /Name (L) >>",
+  };
+  char *contents = stream_object("", "/OC /oc1 BDC BT /F1 12 Tf 72 700 Td (Hidden) Tj ET EMC "
+                                     "BT /F1 12 Tf 72 650 Td (Shown) Tj ET");
+  objects[4] = contents;
+  size_t len = 0;
+  unsigned char *d = pdf_of(objects, DG_ARRAY_SIZE(objects), &len);
+  char *t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
+  assert_string_equal(t, "--- Page 1 ---\nShown");
+  free(t);
+  free(d);
+  free(contents);
+}
+
+/* A text object that starts indented under the line above starts a
+ * paragraph; one that does not continues it. */
+static void test_indented_text_object_starts_a_block(void **state) {
+  assert_page_text("BT /F1 12 Tf 72 700 Td (First paragraph line one) Tj ET "
+                   "BT /F1 12 Tf 72 686 Td (line two) Tj ET "
+                   "BT /F1 12 Tf 100 672 Td (Indented new paragraph) Tj ET",
+                   "--- Page 1 ---\nFirst paragraph line one\nline two\n\nIndented new paragraph");
+}
+
+/* A page with an annotation is read with the annotation's appearance. */
+static void test_annotation_text(void **state) {
+  char *ap = stream_object("/Type /XObject /Subtype /Form /BBox [0 0 228 30] /Resources << /Font "
+                           "<< /F1 3 0 R >> >>",
+                           "BT /F1 12 Tf 2 10 Td (Annotation text) Tj ET");
+  const char *extra[] = {"<< /Type /Annot /Subtype /FreeText /Rect [72 500 300 530] /Contents "
+                         "(Note) /DA (/Helv 12 Tf 0 g) /AP << /N 7 0 R >> >>",
+                         ap};
+  char *t = page_text("BT /F1 12 Tf 72 700 Td (Body) Tj ET", "", "/Annots [6 0 R]", extra, 2);
+  assert_string_equal(t, "--- Page 1 ---\nBody\n\nAnnotation text");
+  free(t);
+  free(ap);
+}
+
+/* A page with more fonts than are kept described from page to page: the
+ * ones past the table are described as they are used, and read the same. */
+static void test_more_fonts_than_the_table_holds(void **state) {
+  enum { N = 40 };
+  char *fonts[N];
+  dg_buf_t content, resources, want;
+  dg_buf_init(&content, SIZE_MAX);
+  dg_buf_init(&resources, SIZE_MAX);
+  dg_buf_init(&want, SIZE_MAX);
+  assert_int_equal(dg_buf_append_str(&resources, "/Font << /F1 3 0 R"), 0);
+  assert_int_equal(dg_buf_append_str(&want, "--- Page 1 ---"), 0);
+  for (int i = 0; i < N; i++) {
+    dg_buf_t f;
+    dg_buf_init(&f, SIZE_MAX);
+    assert_int_equal(dg_buf_appendf(&f,
+                                    "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica "
+                                    "/Encoding /WinAnsiEncoding /Name /G%d >>",
+                                    i),
+                     0);
+    fonts[i] = dg_buf_steal(&f, NULL);
+    assert_int_equal(dg_buf_appendf(&resources, " /G%d %d 0 R", i, 6 + i), 0);
+    /* The last fonts take turns, so the one described last changes. */
+    int font = i < N - 4 ? i : N - 4 + (i % 2);
+    assert_int_equal(
+        dg_buf_appendf(&content, "BT /G%d 12 Tf 72 %d Td (Font %d) Tj ET\n", font, 770 - 19 * i, i),
+        0);
+    assert_int_equal(dg_buf_appendf(&want, "%sFont %d", i == 0 ? "\n" : "\n\n", i), 0);
+  }
+  assert_int_equal(dg_buf_append_str(&resources, " >>"), 0);
+  char *t = page_text(content.data, resources.data, "", (const char *const *)fonts, N);
+  assert_string_equal(t, want.data);
+  free(t);
+  for (int i = 0; i < N; i++)
+    free(fonts[i]);
+  dg_buf_free(&content);
+  dg_buf_free(&resources);
+  dg_buf_free(&want);
+}
+
+static void test_time_limit_stops_a_page_of_text(void **state) {
+  dg_buf_t page;
+  dg_buf_init(&page, SIZE_MAX);
+  assert_int_equal(dg_buf_append_str(&page, "BT /F1 12 Tf 72 700 Td\n"), 0);
+  for (int i = 0; i < 100000; i++)
+    assert_int_equal(dg_buf_append_str(&page, "[(abc) -20 (def)] TJ\n"), 0);
+  assert_int_equal(dg_buf_append_str(&page, "ET\n"), 0);
+  size_t len = 0;
+  unsigned char *d = one_page(page.data, &len);
+  dg_extract_limits_t limits;
+  dg_extract_limits_default(&limits);
+  limits.max_time_ms = 0;
+  dg_errctx_t err;
+  assert_int_equal(xt_fail(DG_EXTRACT_PDF, NULL, d, len, &limits, &err), DG_ETIMEDOUT);
+  free(d);
+  dg_buf_free(&page);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pages_in_order_with_markers),
@@ -368,6 +681,20 @@ int main(void) {
       cmocka_unit_test(test_a_step_reads_at_most_the_pages_allowed),
       cmocka_unit_test(test_memory_limit),
       cmocka_unit_test(test_time_limit_stops_a_heavy_page),
+      cmocka_unit_test(test_tj_kerning_and_spaces),
+      cmocka_unit_test(test_tz_tc_tw_ts),
+      cmocka_unit_test(test_form_xobject_text),
+      cmocka_unit_test(test_form_xobject_recursion),
+      cmocka_unit_test(test_rotated_page_and_text),
+      cmocka_unit_test(test_type3_font),
+      cmocka_unit_test(test_font_with_tounicode),
+      cmocka_unit_test(test_cid_font_horizontal_and_vertical),
+      cmocka_unit_test(test_dehyphenation_across_lines),
+      cmocka_unit_test(test_render_modes_and_hidden_content),
+      cmocka_unit_test(test_indented_text_object_starts_a_block),
+      cmocka_unit_test(test_annotation_text),
+      cmocka_unit_test(test_more_fonts_than_the_table_holds),
+      cmocka_unit_test(test_time_limit_stops_a_page_of_text),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
