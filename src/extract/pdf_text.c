@@ -400,7 +400,7 @@ static void add_unicode(fz_context *ctx, proc_t *p, const dg__pdf_font_info_t *f
 /* ---- Fonts ------------------------------------------------------------------------ */
 
 static void describe(fz_context *ctx, pdf_font_desc *f, int cid, code_info_t *ci) {
-  int ucs[8];
+  int ucs[PDF_MRANGE_CAP]; /* what pdf_lookup_cmap_full writes at most */
   int n = 0;
   *ci = (code_info_t){.cid = cid, .filled = true};
   if (cid < 0)
@@ -544,7 +544,7 @@ static void show_char(fz_context *ctx, proc_t *p, gstate_t *gs, dg__pdf_font_inf
     float adv = ci->gid >= 0 ? ci->adv : 0;
     add_unicode(ctx, p, fi, ci->ucs, ci->gid >= 0, dtrm, adv, f->wmode);
     if (ci->ucs_len > 1) {
-      int ucs[8];
+      int ucs[PDF_MRANGE_CAP];
       int n = pdf_lookup_cmap_full(f->to_unicode, (unsigned)ci->cid, ucs);
       for (int i = 1; i < n; i++)
         add_unicode(ctx, p, fi, ucs[i], false, dtrm, 0, f->wmode);
@@ -588,7 +588,9 @@ static void show_string(fz_context *ctx, proc_t *p, const unsigned char *buf, si
       w = pdf_decode_cmap(gs->font->encoding, (unsigned char *)buf, (unsigned char *)end, &cpt);
       describe(ctx, gs->font, pdf_lookup_cmap(gs->font->encoding, cpt), &other);
     }
-    buf += w;
+    /* At least one byte a step and never past the end, whatever the
+     * encoding says: a string is always read to its end. */
+    buf += w >= 1 && w <= end - buf ? w : 1;
     if (ci->cid >= 0)
       show_char(ctx, p, gs, fi, ci);
     if (cpt == 32 && w == 1)
@@ -750,6 +752,7 @@ static void op_Do_form(fz_context *ctx, pdf_processor *proc, const char *name, p
     if (num != 0 && p->forms[i] == num)
       return;
   int top = p->top, excess = p->excess;
+  fz_matrix outer = gs_of(p)->ctm; /* for when the stack is full and q saved nothing */
   op_q(ctx, proc);
   gstate_t *gs = gs_of(p);
   gs->ctm = concat(pdf_xobject_matrix(ctx, form), gs->ctm);
@@ -764,6 +767,8 @@ static void op_Do_form(fz_context *ctx, pdf_processor *proc, const char *name, p
     while (p->top > top)
       op_Q(ctx, proc);
     p->excess = excess;
+    if (p->top == top)
+      gs_of(p)->ctm = outer;
   }
   fz_catch(ctx) {
     fz_rethrow(ctx);

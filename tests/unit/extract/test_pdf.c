@@ -439,6 +439,24 @@ static void test_form_xobject_text(void **state) {
   free(bare);
 }
 
+/* A form drawn when the graphics states are saved as deep as they go
+ * leaves the matrix it drew with behind: the next line still continues the
+ * block (with the form's doubled matrix kept, it would start another). */
+static void test_form_xobject_with_full_stack(void **state) {
+  char *form = stream_object("/Type /XObject /Subtype /Form /BBox [0 0 600 800] "
+                             "/Matrix [2 0 0 2 0 0]",
+                             "0 0 0 RG");
+  const char *extra[] = {form};
+  char content[2048] = "BT /F1 12 Tf 72 700 Td (Before) Tj ET ";
+  for (int i = 0; i < 300; i++)
+    strcat(content, "q ");
+  strcat(content, "/Fm1 Do BT /F1 12 Tf 72 686 Td (After) Tj ET");
+  char *t = page_text(content, "/XObject << /Fm1 6 0 R >>", "", extra, 1);
+  assert_string_equal(t, "--- Page 1 ---\nBefore\nAfter");
+  free(t);
+  free(form);
+}
+
 /* A form that draws itself is read once; a chain of forms deeper than the
  * bound is read down to the bound. Neither hangs. */
 static void test_form_xobject_recursion(void **state) {
@@ -685,6 +703,7 @@ int main(void) {
       cmocka_unit_test(test_tz_tc_tw_ts),
       cmocka_unit_test(test_form_xobject_text),
       cmocka_unit_test(test_form_xobject_recursion),
+      cmocka_unit_test(test_form_xobject_with_full_stack),
       cmocka_unit_test(test_rotated_page_and_text),
       cmocka_unit_test(test_type3_font),
       cmocka_unit_test(test_font_with_tounicode),
