@@ -71,11 +71,16 @@ typedef struct vctx {
   size_t len;
 } vctx_t;
 
+/* Pushed for every member checked, so without printf; a path too long
+ * for the buffer is cut. */
 static size_t path_push_key(vctx_t *c, const char *key) {
   size_t saved = c->len;
-  int n = snprintf(c->path + c->len, sizeof(c->path) - c->len, "%s%s", c->len ? "." : "", key);
-  if (n > 0)
-    c->len = c->len + (size_t)n < sizeof(c->path) ? c->len + (size_t)n : sizeof(c->path) - 1;
+  if (c->len > 0 && c->len < sizeof(c->path) - 1)
+    c->path[c->len++] = '.';
+  size_t k = strnlen(key, sizeof(c->path) - 1 - c->len);
+  memcpy(c->path + c->len, key, k);
+  c->len += k;
+  c->path[c->len] = '\0';
   /* Keys come from the caller: keep control characters out of messages. */
   for (size_t i = saved; i < c->len; i++) {
     if ((unsigned char)c->path[i] < 0x20)

@@ -40,8 +40,16 @@ bool dg_store_op_allowed(dg_store_op_t op, dg_data_type_t type) {
 
 /* ---- Argument paths ------------------------------------------------------------------ */
 
+/* Made for every member of every argument checked, so without printf; a
+ * path too long for the buffer is cut. */
 const char *dg__path_key(dg__path_t *p, const char *base, const char *key) {
-  snprintf(p->s, sizeof(p->s), "%s%s%s", base, base[0] ? "." : "", key);
+  size_t n = strnlen(base, sizeof(p->s) - 1);
+  memcpy(p->s, base, n);
+  if (n > 0 && n < sizeof(p->s) - 1)
+    p->s[n++] = '.';
+  size_t k = strnlen(key, sizeof(p->s) - 1 - n);
+  memcpy(p->s + n, key, k);
+  p->s[n + k] = '\0';
   return p->s;
 }
 

@@ -171,6 +171,10 @@ static int parse_operator(param_in_t *in, dg_store_filter_t *f) {
                                &name);
   if (rc != 0)
     return rc;
+  bool known = dg_store_op_parse(name, &f->op);
+  if (known && dg_store_op_allowed(f->op, in->type))
+    return 0;
+  /* The operators allowed, listed only for the error. */
   char ops[NAMES_MAX];
   size_t len = 0;
   ops[0] = '\0';
@@ -179,7 +183,7 @@ static int parse_operator(param_in_t *in, dg_store_filter_t *f) {
       len += (size_t)snprintf(ops + len, sizeof(ops) - len, "%s%s", len ? ", " : "",
                               dg_store_op_name((dg_store_op_t)i));
   }
-  if (!dg_store_op_parse(name, &f->op))
+  if (!known)
     return dg__store_invalid(in->ps->err, param, "got \"%.64s\"; allowed for %s: %s.", name,
                              dg_data_type_name(in->type), ops);
   if (!dg_store_op_allowed(f->op, in->type))
