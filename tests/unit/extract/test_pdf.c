@@ -447,10 +447,11 @@ static void test_form_xobject_with_full_stack(void **state) {
                              "/Matrix [2 0 0 2 0 0]",
                              "0 0 0 RG");
   const char *extra[] = {form};
-  char content[2048] = "BT /F1 12 Tf 72 700 Td (Before) Tj ET ";
+  char content[2048];
+  size_t n = (size_t)snprintf(content, sizeof(content), "BT /F1 12 Tf 72 700 Td (Before) Tj ET ");
   for (int i = 0; i < 300; i++)
-    strcat(content, "q ");
-  strcat(content, "/Fm1 Do BT /F1 12 Tf 72 686 Td (After) Tj ET");
+    n += (size_t)snprintf(content + n, sizeof(content) - n, "q ");
+  snprintf(content + n, sizeof(content) - n, "/Fm1 Do BT /F1 12 Tf 72 686 Td (After) Tj ET");
   char *t = page_text(content, "/XObject << /Fm1 6 0 R >>", "", extra, 1);
   assert_string_equal(t, "--- Page 1 ---\nBefore\nAfter");
   free(t);
