@@ -150,11 +150,13 @@ describe('a PostgreSQL primary failing over to its synchronous standby', { skip 
       assert.ok(trees <= 1, `${key}: the save tree ran ${trees} times`);
       if (ack.status === 'succeeded') assert.equal(trees, 1, `${key}: succeeded with its tree run once`);
     }
-    // Neither gateway was restarted, and each serves again.
+    // Neither gateway was restarted, and each serves again once its next
+    // connection attempt comes (a gateway whose last attempt found the
+    // standby still read-only waits its back-off before the next one).
     for (const gw of gws) {
       assert.equal(gw.exit, null);
       const key = `fo-${tag}-last-${gw.pid}`;
-      const r = structured(await call(gw, 'submit_data_entry_form', {
+      const r = structured(await callWhenReachable(gw, 'submit_data_entry_form', {
         dataModelId: CUSTOMERS, idempotencyKey: key, formValues: values({ Name: key }),
       }));
       assert.equal(r.replayed, false);
@@ -168,6 +170,20 @@ describe('a PostgreSQL primary failing over to its synchronous standby', { skip 
     t.diagnostic(`${stats.before} acknowledged before the failover, ${stats.after} after; ${stats.failed} calls retried; ${JSON.stringify(statuses)}`);
   });
 });
+
+// The call's result, called again while the gateway says the database
+// cannot be reached, for up to RECONNECT_MS: the pool's back-off between
+// attempts is at most a few seconds.
+const RECONNECT_MS = 15000;
+async function callWhenReachable(gw, name, args) {
+  const end = Date.now() + RECONNECT_MS;
+  for (;;) {
+    const r = await call(gw, name, args);
+    const text = r.isError === true ? (r.content?.[0]?.text ?? '') : '';
+    if (!text.includes('cannot be reached') || Date.now() > end) return r;
+    await sleep(100);
+  }
+}
 
 function runScript(cmd) {
   return run('bash', [SCRIPT, cmd, path.join(dir, 'pg')], { env: { ...process.env, PG_BIN } });
