@@ -394,6 +394,24 @@ static char *page_text(const char *content, const char *resources, const char *p
   return t;
 }
 
+/* The text of a page whose content draws form XObjects, objects 6 on:
+ * each form is its dictionary and its content. */
+typedef struct form_xobject {
+  const char *dict, *content;
+} form_xobject_t;
+
+static char *page_with_forms(const char *content, const char *xobjects, const form_xobject_t *forms,
+                             size_t n) {
+  char *objects[4];
+  assert_true(n <= DG_ARRAY_SIZE(objects));
+  for (size_t i = 0; i < n; i++)
+    objects[i] = stream_object(forms[i].dict, forms[i].content);
+  char *t = page_text(content, xobjects, "", (const char *const *)objects, n);
+  for (size_t i = 0; i < n; i++)
+    free(objects[i]);
+  return t;
+}
+
 static void assert_page_text(const char *content, const char *want) {
   char *t = page_text(content, "", "", NULL, 0);
   assert_string_equal(t, want);
@@ -424,52 +442,47 @@ static void test_tz_tc_tw_ts(void **state) {
 /* A form XObject's text is read with its matrix and resources, or the
  * page's resources when it has none. */
 static void test_form_xobject_text(void **state) {
-  char *form = stream_object("/Type /XObject /Subtype /Form /BBox [0 0 600 800] "
-                             "/Matrix [1 0 0 1 0 300] /Resources << /Font << /F1 3 0 R >> >>",
-                             "BT /F1 12 Tf 72 100 Td (Text in a form) Tj ET");
-  char *bare = stream_object("/Type /XObject /Subtype /Form /BBox [0 0 600 800]",
-                             "BT /F1 10 Tf 72 100 Td (Form without resources) Tj ET");
-  const char *extra[] = {form, bare};
-  char *t = page_text("BT /F1 12 Tf 72 700 Td (Page text) Tj ET q 1 0 0 1 0 -100 cm /Fm1 Do Q "
-                      "/Fm2 Do",
-                      "/XObject << /Fm1 6 0 R /Fm2 7 0 R >>", "", extra, 2);
+  const form_xobject_t forms[] = {
+      {"/Type /XObject /Subtype /Form /BBox [0 0 600 800] /Matrix [1 0 0 1 0 300] /Resources << "
+       "/Font << /F1 3 0 R >> >>",
+       "BT /F1 12 Tf 72 100 Td (Text in a form) Tj ET"},
+      {"/Type /XObject /Subtype /Form /BBox [0 0 600 800]",
+       "BT /F1 10 Tf 72 100 Td (Form without resources) Tj ET"},
+  };
+  char *t = page_with_forms("BT /F1 12 Tf 72 700 Td (Page text) Tj ET q 1 0 0 1 0 -100 cm /Fm1 "
+                            "Do Q /Fm2 Do",
+                            "/XObject << /Fm1 6 0 R /Fm2 7 0 R >>", forms, 2);
   assert_string_equal(t, "--- Page 1 ---\nPage text\n\nText in a form\n\nForm without resources");
   free(t);
-  free(form);
-  free(bare);
 }
 
 /* A form drawn when the graphics states are saved as deep as they go
  * leaves the matrix it drew with behind: the next line still continues the
  * block (with the form's doubled matrix kept, it would start another). */
 static void test_form_xobject_with_full_stack(void **state) {
-  char *form = stream_object("/Type /XObject /Subtype /Form /BBox [0 0 600 800] "
-                             "/Matrix [2 0 0 2 0 0]",
-                             "0 0 0 RG");
-  const char *extra[] = {form};
+  const form_xobject_t form = {"/Type /XObject /Subtype /Form /BBox [0 0 600 800] /Matrix [2 0 0 "
+                               "2 0 0]",
+                               "0 0 0 RG"};
   char content[2048];
   size_t n = (size_t)snprintf(content, sizeof(content), "BT /F1 12 Tf 72 700 Td (Before) Tj ET ");
   for (int i = 0; i < 300; i++)
     n += (size_t)snprintf(content + n, sizeof(content) - n, "q ");
   snprintf(content + n, sizeof(content) - n, "/Fm1 Do BT /F1 12 Tf 72 686 Td (After) Tj ET");
-  char *t = page_text(content, "/XObject << /Fm1 6 0 R >>", "", extra, 1);
+  char *t = page_with_forms(content, "/XObject << /Fm1 6 0 R >>", &form, 1);
   assert_string_equal(t, "--- Page 1 ---\nBefore\nAfter");
   free(t);
-  free(form);
 }
 
 /* A form that draws itself is read once; a chain of forms deeper than the
  * bound is read down to the bound. Neither hangs. */
 static void test_form_xobject_recursion(void **state) {
-  char *self = stream_object("/Type /XObject /Subtype /Form /BBox [0 0 600 800] /Resources "
-                             "<< /Font << /F1 3 0 R >> /XObject << /Fm1 6 0 R >> >>",
-                             "BT /F1 12 Tf 72 100 Td (Loop) Tj ET 0 0 0 RG /Fm1 Do");
-  const char *extra[] = {self};
-  char *t = page_text("/Fm1 Do BT /F1 12 Tf 72 700 Td (After) Tj ET", "/XObject << /Fm1 6 0 R >>",
-                      "", extra, 1);
+  const form_xobject_t self = {"/Type /XObject /Subtype /Form /BBox [0 0 600 800] /Resources << "
+                               "/Font << /F1 3 0 R >> /XObject << /Fm1 6 0 R >> >>",
+                               "BT /F1 12 Tf 72 100 Td (Loop) Tj ET 0 0 0 RG /Fm1 Do"};
+  char *t = page_with_forms("/Fm1 Do BT /F1 12 Tf 72 700 Td (After) Tj ET",
+                            "/XObject << /Fm1 6 0 R >>", &self, 1);
   assert_string_equal(t, "--- Page 1 ---\nAfter\n\nLoop");
   free(t);
-  free(self);
   /* Forms 6 to 45, each showing its number 10 points lower and drawing
    * the next; the last draws the first. Forms are read 32 deep. */
   enum { N = 40 };
