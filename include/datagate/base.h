@@ -199,6 +199,16 @@ void dg_buf_init(dg_buf_t *buf, size_t max);
 void dg_buf_free(dg_buf_t *buf);
 void dg_buf_reset(dg_buf_t *buf);
 int dg_buf_reserve(dg_buf_t *buf, size_t extra);
+/* Whether extra more bytes and the terminator fit without growing and
+ * within the maximum: dg_buf_reserve would then do nothing. Inline for
+ * writers that append thousands of small pieces per answer. */
+static inline bool dg_buf_has_room(const dg_buf_t *buf, size_t extra) {
+  return buf->data != NULL && extra < buf->cap - buf->len && buf->len + extra <= buf->max;
+}
+/* dg_buf_reserve, called only when the buffer must grow. */
+static inline int dg_buf_room(dg_buf_t *buf, size_t extra) {
+  return dg_buf_has_room(buf, extra) ? 0 : dg_buf_reserve(buf, extra);
+}
 int dg_buf_append(dg_buf_t *buf, const void *data, size_t len);
 int dg_buf_append_str(dg_buf_t *buf, const char *s);
 int dg_buf_appendf(dg_buf_t *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

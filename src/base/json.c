@@ -286,34 +286,31 @@ static char *put_bytes(char *w, const unsigned char *p, size_t n) {
 }
 
 static int put_string_fast(dg_buf_t *out, const unsigned char *p, size_t len) {
-  /* Checked here first: most strings are short and the buffer has room. */
-  size_t want = len + len / 8 + ESCAPE_AHEAD;
-  if (out->data == NULL || out->cap - out->len <= want || out->len + want > out->max) {
-    int rc = dg_buf_reserve(out, want);
-    if (rc != 0)
-      return rc;
-  }
+  /* Room for the string with a few escapes: most strings fit at once. */
+  int rc = dg_buf_room(out, len + len / 8 + ESCAPE_AHEAD);
+  if (rc != 0)
+    return rc;
   char *w = out->data + out->len;
   *w++ = '"';
   size_t i = 0;
 #if defined(__SSE2__)
-  int rc = put_groups(out, &w, p, &i, len);
+  rc = put_groups(out, &w, p, &i, len);
   if (rc == 0)
     rc = put_blocks(out, &w, p, &i, len);
   if (rc != 0)
     return rc;
 #endif
   for (; i + 8 <= len; i += 8) {
-    int rc8 = keep_room(out, &w, len - i);
-    if (rc8 != 0)
-      return rc8;
+    rc = keep_room(out, &w, len - i);
+    if (rc != 0)
+      return rc;
     uint64_t word = load_word(p + i);
     w = put_word(w, word, word_bits(word), 8);
   }
   if (i < len) {
-    int rc1 = keep_room(out, &w, len - i);
-    if (rc1 != 0)
-      return rc1;
+    rc = keep_room(out, &w, len - i);
+    if (rc != 0)
+      return rc;
     w = len >= 8 ? put_tail_word(w, p + len, len - i) : put_bytes(w, p, len);
   }
   *w++ = '"';
@@ -396,8 +393,7 @@ static bool put_short(char *w, const unsigned char *s, size_t len) {
 /* In one pass when the optimistic reservations are granted; otherwise
  * measured, so that whether a string fits depends on its bytes alone. */
 static int put_string(dg_buf_t *out, const char *s, size_t len) {
-  if (len >= 4 && len <= SHORT_MAX && out->data != NULL && out->cap - out->len > len + 2 &&
-      out->len + len + 2 <= out->max &&
+  if (len >= 4 && len <= SHORT_MAX && dg_buf_has_room(out, len + 2) &&
       put_short(out->data + out->len, (const unsigned char *)s, len)) {
     out->len += len + 2;
     return 0;
@@ -416,11 +412,9 @@ static int put_string(dg_buf_t *out, const char *s, size_t len) {
 /* text appended as dg_buf_append does, calling dg_buf_reserve only when
  * the buffer must grow: numbers are written one per member. */
 static int append_small(dg_buf_t *out, const char *text, size_t n) {
-  if (out->data == NULL || n >= out->cap - out->len || out->len + n > out->max) {
-    int rc = dg_buf_reserve(out, n);
-    if (rc != 0)
-      return rc;
-  }
+  int rc = dg_buf_room(out, n);
+  if (rc != 0)
+    return rc;
   memcpy(out->data + out->len, text, n);
   out->len += n;
   out->data[out->len] = '\0';

@@ -11,17 +11,8 @@
 
 #include "store/internal.h"
 
-/* Room for n more bytes and the terminator, as dg_buf_reserve gives it,
- * calling it only when the buffer must grow: a page of entities writes
- * thousands of members, and the call was a good part of each. */
-static int room(dg_buf_t *out, size_t n) {
-  if (out->data != NULL && n < out->cap - out->len && out->len + n <= out->max)
-    return 0;
-  return dg_buf_reserve(out, n);
-}
-
 static int put_null(dg_buf_t *out) {
-  int rc = room(out, 4);
+  int rc = dg_buf_room(out, 4);
   if (rc != 0)
     return rc;
   memcpy(out->data + out->len, "null", 5);
@@ -52,7 +43,7 @@ int dg__store_put_value(dg_buf_t *out, const dg_property_t *prop, const dg_store
  * per piece was most of their cost. Keys are catalog names (a letter, then
  * letters, digits or _, checked at load), so they need no escaping. */
 static int put_key(dg_buf_t *out, const char *key, size_t len, bool comma) {
-  int rc = room(out, len + 3 + (comma ? 1 : 0));
+  int rc = dg_buf_room(out, len + 3 + (comma ? 1 : 0));
   if (rc != 0)
     return rc;
   char *w = out->data + out->len;

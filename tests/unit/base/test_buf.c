@@ -64,6 +64,29 @@ static void test_reserve(void **state) {
   dg_buf_free(&b);
 }
 
+/* A buffer has room for n more bytes when they and the terminator fit in
+ * what it holds and within its maximum; dg_buf_room grows it only then. */
+static void test_room(void **state) {
+  (void)state;
+  dg_buf_t b;
+  dg_buf_init(&b, 300);
+  assert_false(dg_buf_has_room(&b, 0)); /* nothing held yet */
+  assert_int_equal(dg_buf_room(&b, 10), 0);
+  size_t cap = b.cap;
+  assert_true(dg_buf_has_room(&b, cap - 1));
+  assert_false(dg_buf_has_room(&b, cap)); /* no room for the terminator */
+  assert_int_equal(dg_buf_append(&b, "abcd", 4), 0);
+  assert_true(dg_buf_has_room(&b, cap - 5));
+  assert_false(dg_buf_has_room(&b, cap - 4));
+  assert_false(dg_buf_has_room(&b, 297)); /* past the maximum */
+  assert_int_equal(dg_buf_room(&b, 296), 0);
+  assert_true(b.cap > cap);
+  assert_int_equal(dg_buf_room(&b, 297), DG_E2BIG);
+  assert_int_equal(b.len, 4);
+  assert_string_equal(b.data, "abcd");
+  dg_buf_free(&b);
+}
+
 static void test_appendf(void **state) {
   dg_buf_t b;
   dg_buf_init(&b, 64);
@@ -195,6 +218,7 @@ int main(void) {
       cmocka_unit_test(test_append_and_terminator),
       cmocka_unit_test(test_limit_is_exact_and_leaves_buffer_unchanged),
       cmocka_unit_test(test_reserve),
+      cmocka_unit_test(test_room),
       cmocka_unit_test(test_appendf),
       cmocka_unit_test(test_consume_and_reset),
       cmocka_unit_test(test_steal),
