@@ -163,9 +163,10 @@ static void keep_seen(dg_auth_tokens_t *t, const char *token, size_t len, const 
  * one of its own in arena when there is no table (or no memory for one). */
 static int principal_of(dg_auth_tokens_t *t, const dg_catalog_t *cat, const dg_user_t *u,
                         dg_arena_t *arena, const dg_principal_t **out) {
-  if (t != NULL && t->cat == cat && t->shared == NULL)
+  bool table = t != NULL && t->cat == cat;
+  if (table && t->shared == NULL)
     t->shared = dg__auth_shared_new(cat);
-  if (t != NULL && t->cat == cat && t->shared != NULL)
+  if (table && t->shared != NULL)
     return dg__auth_shared_principal(t->shared, u, arena, out);
   return dg__auth_principal_new(cat, u->name, u->roles, u->nroles, arena, out);
 }

@@ -145,9 +145,9 @@ static int hold(dg__auth_shared_t *s, dg_arena_t *arena) {
 
 int dg__auth_shared_principal(dg__auth_shared_t *s, const dg_user_t *u, dg_arena_t *arena,
                               const dg_principal_t **out) {
-  size_t i = (size_t)(u - s->cat->users);
-  if (u < s->cat->users || i >= s->cat->nusers)
+  if (u < s->cat->users || u >= s->cat->users + s->cat->nusers)
     return DG_EINVAL;
+  size_t i = (size_t)(u - s->cat->users);
   if (s->by_user[i] == NULL) {
     const dg_principal_t *p = NULL;
     int rc = dg__auth_principal_new(s->cat, u->name, u->roles, u->nroles, s->arena, &p);

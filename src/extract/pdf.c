@@ -20,9 +20,10 @@
  * through a counting allocator capped at limits.max_memory_bytes; the text
  * processor checks the deadline every 64 of the operators it handles and
  * every 4,096 glyphs (the device's drawing calls, on the other path) and
- * aborts the page through MuPDF's cookie when it has passed; a damaged document is repaired by
- * MuPDF where it can be, and a page that cannot be read is left empty (the whole document failing
- * only when no page can be read).
+ * aborts the page through MuPDF's cookie when it has passed; a damaged
+ * document is repaired by MuPDF where it can be, and a page that cannot be
+ * read is left empty (the whole document failing only when no page can be
+ * read).
  *
  * One thread reads the pages. A second MuPDF context reading every other
  * page on another CPU halves the wall time but costs about a third more
