@@ -42,6 +42,19 @@ void die(const char *fmt, ...) {
   exit(1);
 }
 
+int fetch_ids(void) {
+  static int n;
+  if (n == 0) {
+    const char *text = getenv("BENCH_FETCH_IDS");
+    char *end = NULL;
+    long v = text != NULL && *text != '\0' ? strtol(text, &end, 10) : IDS_PER_FETCH;
+    if (end != NULL && (*end != '\0' || v < 1 || v > IDS_PER_FETCH))
+      die("BENCH_FETCH_IDS is 1 to %d, not '%s'", IDS_PER_FETCH, text);
+    n = (int)v;
+  }
+  return n;
+}
+
 uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -276,6 +289,7 @@ int workload_main(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  (void)fetch_ids(); /* read before any thread starts */
   if (argc >= 2 && strcmp(argv[1], "workload") == 0)
     return workload_main(argc - 2, argv + 2);
   if (argc >= 2 && strcmp(argv[1], "raw") == 0)

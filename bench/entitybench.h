@@ -68,6 +68,10 @@ typedef struct latencies {
 const char *kind_name(kind_t kind);
 bool kind_parse(const char *name, kind_t *out);
 void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* The ids a fetch sends: the first BENCH_FETCH_IDS (1 to IDS_PER_FETCH,
+ * the default) of each workload item, the same on every side, so that a
+ * fetch of one id shows what a call costs beyond its rows. */
+int fetch_ids(void);
 uint64_t now_ns(void);
 double cpu_seconds(void);
 

@@ -80,7 +80,7 @@ static int call_body(hrunner_t *r, const item_t *it, int id, char *out, size_t s
                 "{\"name\":\"get_entities_by_ids\",\"arguments\":{\"dataModelId\":\"%s\","
                 "\"entityIds\":[",
                 r->model);
-  for (int i = 0; i < IDS_PER_FETCH; i++)
+  for (int i = 0; i < fetch_ids(); i++)
     n += snprintf(out + n, size - (size_t)n, "%s\"%s\"", i ? "," : "", it->ids[i]);
   return n + snprintf(out + n, size - (size_t)n, "]}}}");
 }

@@ -115,11 +115,11 @@ static void main_statement(kind_t kind, const item_t *it, char *sql, size_t size
     *n = 4;
     return;
   }
-  fetch_sql(plain, sizeof(plain), IDS_PER_FETCH);
+  fetch_sql(plain, sizeof(plain), fetch_ids());
   numbered(plain, sql, size);
-  for (int i = 0; i < IDS_PER_FETCH; i++)
+  for (int i = 0; i < fetch_ids(); i++)
     values[i] = it->ids[i];
-  *n = IDS_PER_FETCH;
+  *n = fetch_ids();
 }
 
 /* Sends the statement of c->step, skipping expansions with no keys. */
