@@ -278,12 +278,12 @@ static int run_query(conn_t *c, const item_t *it, size_t *sum, bool print) {
 static int run_fetch(conn_t *c, const item_t *it, size_t *sum, bool print) {
   const char *keys[IDS_PER_FETCH];
   char sql[SQL_MAX];
-  for (int i = 0; i < IDS_PER_FETCH; i++)
+  for (int i = 0; i < fetch_ids(); i++)
     keys[i] = it->ids[i];
-  fetch_sql(sql, sizeof(sql), IDS_PER_FETCH);
+  fetch_sql(sql, sizeof(sql), fetch_ids());
   if (print)
     printf("fetch %s\n", sql);
-  return run_in(c, sql, keys, IDS_PER_FETCH, 0, sum);
+  return run_in(c, sql, keys, fetch_ids(), 0, sum);
 }
 
 /* Each model's best LOOKUP_LIMIT matches (the gateway then keeps the best
@@ -305,14 +305,22 @@ static int run_lookup(conn_t *c, const item_t *it, size_t *sum, bool print) {
   return total;
 }
 
+/* BEGIN or COMMIT from the statement cache, as the store runs them. */
+static void exec_cached(conn_t *c, const char *sql) {
+  sqlite3_stmt *st = prepare(c, sql);
+  if (sqlite3_step(st) != SQLITE_DONE)
+    die("%s: %s", sql, sqlite3_errmsg(c->db));
+  sqlite3_reset(st);
+}
+
 /* One request in one read transaction, as the store runs it. */
 static int run_item(kind_t kind, const item_t *it, size_t *sum, bool print) {
   conn_t *c = thread_conn();
-  sqlite3_exec(c->db, "BEGIN", NULL, NULL, NULL);
+  exec_cached(c, "BEGIN");
   int rows = kind == KIND_QUERY   ? run_query(c, it, sum, print)
              : kind == KIND_FETCH ? run_fetch(c, it, sum, print)
                                   : run_lookup(c, it, sum, print);
-  sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
+  exec_cached(c, "COMMIT");
   return rows;
 }
 

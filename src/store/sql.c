@@ -84,17 +84,28 @@ void dg__sql_putf(dg__sql_t *sql, const char *fmt, ...) {
   dg__sql_put(sql, tmp);
 }
 
+/* alias."name" in one reservation: a statement names dozens of columns. */
 void dg__sql_ident(dg__sql_t *sql, const char *alias, const char *name) {
+  size_t alen = alias != NULL ? strlen(alias) : 0, nlen = strcspn(name, "\"");
   /* Catalog names never hold a quote; refuse rather than trust it. */
-  if (strchr(name, '"') != NULL && sql->rc == 0)
+  if (name[nlen] != '\0' && sql->rc == 0)
     sql->rc = DG_EINVAL;
+  if (sql->rc == 0)
+    sql->rc = dg_buf_room(&sql->text, alen + nlen + 3);
+  if (sql->rc != 0)
+    return;
+  char *w = sql->text.data + sql->text.len;
   if (alias != NULL) {
-    dg__sql_put(sql, alias);
-    dg__sql_put(sql, ".");
+    memcpy(w, alias, alen);
+    w += alen;
+    *w++ = '.';
   }
-  dg__sql_put(sql, "\"");
-  dg__sql_put(sql, name);
-  dg__sql_put(sql, "\"");
+  *w++ = '"';
+  memcpy(w, name, nlen);
+  w += nlen;
+  *w++ = '"';
+  *w = '\0';
+  sql->text.len = (size_t)(w - sql->text.data);
 }
 
 static dg_store_value_t *bind_slot(dg__sql_t *sql) {

@@ -189,6 +189,16 @@ int dg__sqlite_exec(dg__sqlite_conn_t *conn, const char *sql, dg_errctx_t *err) 
   return rc == SQLITE_OK ? 0 : dg__sqlite_fail(conn, rc, err);
 }
 
+int dg__sqlite_exec_cached(dg__sqlite_conn_t *conn, const char *sql, dg_errctx_t *err) {
+  sqlite3_stmt *stmt = NULL;
+  int rc = cached_stmt(conn, sql, strlen(sql), &stmt, err);
+  if (rc != 0)
+    return rc;
+  int step = sqlite3_step(stmt);
+  sqlite3_reset(stmt);
+  return step == SQLITE_DONE ? 0 : dg__sqlite_fail(conn, step, err);
+}
+
 int dg__sqlite_step(dg__sqlite_conn_t *conn, sqlite3_stmt *stmt, dg_errctx_t *err) {
   int rc = sqlite3_step(stmt);
   if (rc == SQLITE_ROW || rc == SQLITE_DONE)

@@ -86,7 +86,7 @@ int dg__sqlite_write_entity(dg__sqlite_run_t *run, const dg_store_write_t *w, co
 int dg__sqlite_begin(dg__sqlite_conn_t *conn, const char *sql, dg_errctx_t *err) {
   if (!sqlite3_get_autocommit(conn->db))
     sqlite3_exec(conn->db, "ROLLBACK", NULL, NULL, NULL);
-  return dg__sqlite_exec(conn, sql, err);
+  return dg__sqlite_exec_cached(conn, sql, err);
 }
 
 int dg__sqlite_begin_write(dg__sqlite_run_t *run) {
@@ -95,7 +95,7 @@ int dg__sqlite_begin_write(dg__sqlite_run_t *run) {
 
 int dg__sqlite_end_write(dg__sqlite_run_t *run, int rc) {
   if (rc == 0)
-    return dg__sqlite_exec(run->conn, "COMMIT", run->err);
+    return dg__sqlite_exec_cached(run->conn, "COMMIT", run->err);
   sqlite3_exec(run->conn->db, "ROLLBACK", NULL, NULL, NULL);
   return rc;
 }
@@ -111,7 +111,7 @@ static int read_in_txn(dg__sqlite_run_t *run) {
     rc = dg__sqlite_read_aggregate(run, r->in.aggregate);
   else if (rc == 0)
     rc = dg__sqlite_read_lookup(run, r->in.lookup);
-  if (rc != 0 || sqlite3_exec(run->conn->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+  if (rc != 0 || dg__sqlite_exec_cached(run->conn, "COMMIT", NULL) != 0)
     sqlite3_exec(run->conn->db, "ROLLBACK", NULL, NULL, NULL);
   return rc;
 }

@@ -47,8 +47,11 @@ void dg__sqlite_disconnect(dg__sqlite_conn_t *conn);
 int dg__sqlite_prepare(dg__sqlite_conn_t *conn, const dg__sql_t *sql, sqlite3_stmt **out,
                        dg_errctx_t *err);
 void dg__sqlite_release(sqlite3_stmt *stmt);
-/* Runs a statement without results (DDL, BEGIN, COMMIT). */
+/* Runs statements without results (pragmas, DDL). */
 int dg__sqlite_exec(dg__sqlite_conn_t *conn, const char *sql, dg_errctx_t *err);
+/* Runs one statement without results from the connection's cache: BEGIN
+ * and COMMIT, which every call runs, are not parsed again each time. */
+int dg__sqlite_exec_cached(dg__sqlite_conn_t *conn, const char *sql, dg_errctx_t *err);
 /* Steps a statement: SQLITE_ROW, SQLITE_DONE, or a failure in err. */
 int dg__sqlite_step(dg__sqlite_conn_t *conn, sqlite3_stmt *stmt, dg_errctx_t *err);
 /* The DG_E* code and message of a failed SQLite call. */

@@ -247,6 +247,16 @@ static void test_limits(void **state) {
   memset(big, 'x', sizeof(big) - 1);
   dg__sql_put(&sql, big);
   assert_int_equal(sql.rc, DG_E2BIG);
+  /* An identifier that would cross the limit stops the statement too. */
+  dg__sql_reset(&sql);
+  big[DG__SQL_TEXT_MAX - 4] = '\0';
+  dg__sql_put(&sql, big);
+  assert_int_equal(sql.rc, 0);
+  dg__sql_ident(&sql, "t0", "Name");
+  assert_int_equal(sql.rc, DG_E2BIG);
+  dg__sql_reset(&sql);
+  dg__sql_ident(&sql, "t0", "Name");
+  assert_string_equal(sql.text.data, "t0.\"Name\"");
   dg__sql_free(&sql);
 }
 

@@ -630,6 +630,40 @@ static void test_writes(void **state) {
                    json_array_size(sq_data(fx, "Customers")) + 2);
 }
 
+/* ---- Transactions from the statement cache ---------------------------------------------- */
+
+static bool cached(const dg__sqlite_conn_t *conn, const char *sql) {
+  for (size_t i = 0; i < DG__SQLITE_STMT_CACHE; i++) {
+    if (conn->cache[i].sql != NULL && strcmp(conn->cache[i].sql, sql) == 0)
+      return true;
+  }
+  return false;
+}
+
+static void test_exec_cached(void **state) {
+  (void)state;
+  dg__sqlite_conn_t *conn = NULL;
+  dg_errctx_t err;
+  dg_errctx_clear(&err);
+  assert_int_equal(
+      dg__sqlite_connect(":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &conn, &err), 0);
+  for (int round = 0; round < 2; round++) { /* the second round reuses the statements */
+    assert_int_equal(dg__sqlite_exec_cached(conn, "BEGIN", &err), 0);
+    assert_false(sqlite3_get_autocommit(conn->db));
+    assert_int_equal(dg__sqlite_exec_cached(conn, "COMMIT", &err), 0);
+    assert_true(sqlite3_get_autocommit(conn->db));
+  }
+  assert_true(cached(conn, "BEGIN") && cached(conn, "COMMIT"));
+  /* A failed step is reported and leaves the statement ready for the next call. */
+  assert_int_equal(dg__sqlite_exec_cached(conn, "COMMIT", &err), DG_EIO);
+  st_contains(err.message, "no transaction is active", NULL);
+  assert_int_equal(dg__sqlite_exec_cached(conn, "BEGIN", &err), 0);
+  assert_int_equal(dg__sqlite_exec_cached(conn, "COMMIT", &err), 0);
+  assert_int_equal(dg__sqlite_exec_cached(conn, "NOT A STATEMENT", &err), DG_EIO);
+  st_contains(err.message, "syntax error", NULL);
+  dg__sqlite_disconnect(conn);
+}
+
 /* ---- Result budget
  * ------------------------------------------------------------------------------- */
 
@@ -689,6 +723,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_lookup, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_writes, sq_setup, sq_teardown),
       cmocka_unit_test_setup_teardown(test_result_budget, sq_setup, sq_teardown),
+      cmocka_unit_test(test_exec_cached),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
