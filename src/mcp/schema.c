@@ -152,9 +152,8 @@ static int type_bit(const char *name) {
   return 0;
 }
 
-/* The types a schema allows as bits, or -1 when it has no "type". */
-static int schema_types(const json_t *schema) {
-  const json_t *type = json_object_get(schema, "type");
+/* The types a "type" keyword allows as bits, or -1 when there is none. */
+static int types_of(const json_t *type) {
   if (json_is_string(type))
     return type_bit(json_string_value(type));
   if (!json_is_array(type))
@@ -166,6 +165,11 @@ static int schema_types(const json_t *schema) {
       bits |= type_bit(json_string_value(name));
   }
   return bits;
+}
+
+/* The types a schema allows as bits, or -1 when it has no "type". */
+static int schema_types(const json_t *schema) {
+  return types_of(json_object_get(schema, "type"));
 }
 
 static bool is_integral(const json_t *v) {
@@ -210,30 +214,76 @@ static bool schema_count(const json_t *schema, const char *key, size_t *out) {
   return count_value(json_object_get(schema, key), out);
 }
 
-/* The keywords every value is checked against, looked up once per schema:
- * the items of an array share one schema, and looking each keyword up
- * again for each of fifty ids was most of the time the check took. */
+/* The keywords a value is checked against, read in one pass over the
+ * schema's members: a schema holds a few of the nineteen, and looking each
+ * one up by name was most of what checking a call's arguments cost. The
+ * items of an array share one reading. */
 typedef struct keywords {
   const json_t *schema;
   int types; /* -1: any */
-  const json_t *enum_values, *constant, *format, *any_of, *one_of, *min_length, *max_length;
+  const json_t *type, *enum_values, *constant, *any_of, *one_of;
+  const json_t *format, *min_length, *max_length;                  /* strings */
+  const json_t *minimum, *maximum, *exclusive_min, *exclusive_max; /* numbers */
+  const json_t *items, *min_items, *max_items, *unique_items;      /* arrays */
+  const json_t *properties, *required, *additional;                /* objects */
 } keywords_t;
 
-static void keywords_of(const json_t *schema, keywords_t *k) {
-  *k = (keywords_t){
-      .schema = schema,
-      .types = schema_types(schema),
-      .enum_values = json_object_get(schema, "enum"),
-      .constant = json_object_get(schema, "const"),
-      .any_of = json_object_get(schema, "anyOf"),
-      .one_of = json_object_get(schema, "oneOf"),
-  };
-  /* A schema whose types leave strings out never reaches check_string. */
-  if (k->types < 0 || (k->types & T_STRING) != 0) {
-    k->format = json_object_get(schema, "format");
-    k->min_length = json_object_get(schema, "minLength");
-    k->max_length = json_object_get(schema, "maxLength");
+static bool named(const char *key, size_t klen, const char *name) {
+  return klen == strlen(name) && memcmp(key, name, klen) == 0;
+}
+
+/* Where keyword key goes in k, or NULL for one the check does not use. */
+static const json_t **keyword_slot(keywords_t *k, const char *key, size_t klen) {
+  switch (key[0]) {
+  case 't':
+    return named(key, klen, "type") ? &k->type : NULL;
+  case 'e':
+    return named(key, klen, "enum")               ? &k->enum_values
+           : named(key, klen, "exclusiveMinimum") ? &k->exclusive_min
+           : named(key, klen, "exclusiveMaximum") ? &k->exclusive_max
+                                                  : NULL;
+  case 'c':
+    return named(key, klen, "const") ? &k->constant : NULL;
+  case 'a':
+    return named(key, klen, "anyOf")                  ? &k->any_of
+           : named(key, klen, "additionalProperties") ? &k->additional
+                                                      : NULL;
+  case 'o':
+    return named(key, klen, "oneOf") ? &k->one_of : NULL;
+  case 'f':
+    return named(key, klen, "format") ? &k->format : NULL;
+  case 'm':
+    return named(key, klen, "minLength")   ? &k->min_length
+           : named(key, klen, "maxLength") ? &k->max_length
+           : named(key, klen, "minimum")   ? &k->minimum
+           : named(key, klen, "maximum")   ? &k->maximum
+           : named(key, klen, "minItems")  ? &k->min_items
+           : named(key, klen, "maxItems")  ? &k->max_items
+                                           : NULL;
+  case 'i':
+    return named(key, klen, "items") ? &k->items : NULL;
+  case 'u':
+    return named(key, klen, "uniqueItems") ? &k->unique_items : NULL;
+  case 'p':
+    return named(key, klen, "properties") ? &k->properties : NULL;
+  case 'r':
+    return named(key, klen, "required") ? &k->required : NULL;
+  default:
+    return NULL;
   }
+}
+
+static void keywords_of(const json_t *schema, keywords_t *k) {
+  *k = (keywords_t){.schema = schema};
+  const char *key;
+  size_t klen;
+  json_t *v;
+  json_object_keylen_foreach((json_t *)schema, key, klen, v) {
+    const json_t **slot = klen > 0 ? keyword_slot(k, key, klen) : NULL;
+    if (slot != NULL)
+      *slot = v;
+  }
+  k->types = types_of(k->type);
 }
 
 static size_t utf8_chars(const char *s, size_t n) {
@@ -292,13 +342,17 @@ static bool has_count(const json_t *schema, const char *min_key, const char *max
 
 /* A bound of a number: draft 2020-12 gives exclusive bounds as numbers,
  * draft 4 as a boolean flag beside minimum/maximum; both are read. */
-static const json_t *number_bound(const json_t *schema, bool upper, bool *exclusive) {
-  const json_t *incl = json_object_get(schema, upper ? "maximum" : "minimum");
-  const json_t *excl = json_object_get(schema, upper ? "exclusiveMaximum" : "exclusiveMinimum");
+static const json_t *bound_of(const json_t *incl, const json_t *excl, bool *exclusive) {
   *exclusive = json_is_number(excl) || (json_is_true(excl) && json_is_number(incl));
   if (json_is_number(excl))
     return excl;
   return json_is_number(incl) ? incl : NULL;
+}
+
+static const json_t *number_bound(const json_t *schema, bool upper, bool *exclusive) {
+  return bound_of(json_object_get(schema, upper ? "maximum" : "minimum"),
+                  json_object_get(schema, upper ? "exclusiveMaximum" : "exclusiveMinimum"),
+                  exclusive);
 }
 
 static void describe_range(text_t *t, const json_t *schema) {
@@ -481,13 +535,14 @@ static int check_enum_const(vctx_t *c, const keywords_t *k, const json_t *value)
   return fail_value(c, schema, value, "");
 }
 
-static int check_number(vctx_t *c, const json_t *schema, const json_t *value) {
+static int check_number(vctx_t *c, const keywords_t *k, const json_t *value) {
   bool lo_ex, hi_ex;
-  const json_t *lo = number_bound(schema, false, &lo_ex), *hi = number_bound(schema, true, &hi_ex);
+  const json_t *lo = bound_of(k->minimum, k->exclusive_min, &lo_ex);
+  const json_t *hi = bound_of(k->maximum, k->exclusive_max, &hi_ex);
   if (lo != NULL && compare_numbers(value, lo) < (lo_ex ? 1 : 0))
-    return fail_value(c, schema, value, "");
+    return fail_value(c, k->schema, value, "");
   if (hi != NULL && compare_numbers(value, hi) > (hi_ex ? -1 : 0))
-    return fail_value(c, schema, value, "");
+    return fail_value(c, k->schema, value, "");
   return 0;
 }
 
@@ -712,17 +767,16 @@ static int check_items(vctx_t *c, const json_t *items, json_t *array, int depth)
   return 0;
 }
 
-static int check_array(vctx_t *c, const json_t *schema, json_t *value, int depth) {
+static int check_array(vctx_t *c, const keywords_t *k, json_t *value, int depth) {
   size_t n = json_array_size(value), lo, hi;
-  if ((schema_count(schema, "minItems", &lo) && n < lo) ||
-      (schema_count(schema, "maxItems", &hi) && n > hi))
-    return fail_count(c, schema, n);
-  if (json_is_true(json_object_get(schema, "uniqueItems"))) {
-    int rc = check_unique(c, schema, value);
+  if ((count_value(k->min_items, &lo) && n < lo) || (count_value(k->max_items, &hi) && n > hi))
+    return fail_count(c, k->schema, n);
+  if (json_is_true(k->unique_items)) {
+    int rc = check_unique(c, k->schema, value);
     if (rc != 0)
       return rc;
   }
-  const json_t *items = json_object_get(schema, "items");
+  const json_t *items = k->items;
   return json_is_object(items) || json_is_boolean(items) ? check_items(c, items, value, depth) : 0;
 }
 
@@ -739,9 +793,8 @@ static int check_member(vctx_t *c, const json_t *schema, json_t *object, const c
   return rc;
 }
 
-static int check_required(vctx_t *c, const json_t *schema, const json_t *value) {
-  const json_t *required = json_object_get(schema, "required");
-  const json_t *props = json_object_get(schema, "properties");
+static int check_required(vctx_t *c, const keywords_t *k, const json_t *value) {
+  const json_t *required = k->required, *props = k->properties;
   for (size_t i = 0; i < json_array_size(required); i++) {
     const char *name = json_string_value(json_array_get(required, i));
     if (name == NULL || json_object_get(value, name) != NULL)
@@ -774,9 +827,8 @@ static int fail_unknown(vctx_t *c, const json_t *props, const char *key) {
 
 /* Members that "properties" does not name: refused when
  * additionalProperties is false, checked against it when it is a schema. */
-static int check_additional(vctx_t *c, const json_t *schema, json_t *value, int depth) {
-  const json_t *props = json_object_get(schema, "properties");
-  const json_t *extra = json_object_get(schema, "additionalProperties");
+static int check_additional(vctx_t *c, const keywords_t *k, json_t *value, int depth) {
+  const json_t *props = k->properties, *extra = k->additional;
   const char *key;
   json_t *member;
   if (extra == NULL || json_is_true(extra))
@@ -792,8 +844,8 @@ static int check_additional(vctx_t *c, const json_t *schema, json_t *value, int 
   return 0;
 }
 
-static int check_properties(vctx_t *c, const json_t *schema, json_t *value, int depth) {
-  const json_t *props = json_object_get(schema, "properties");
+static int check_properties(vctx_t *c, const keywords_t *k, json_t *value, int depth) {
+  const json_t *props = k->properties;
   const char *key;
   json_t *sub;
   json_object_foreach((json_t *)props, key, sub) {
@@ -808,8 +860,8 @@ static int check_properties(vctx_t *c, const json_t *schema, json_t *value, int 
 
 /* Missing members get a copy of their default, itself then checked so
  * that defaults nested inside it are filled too. */
-static int fill_defaults(vctx_t *c, const json_t *schema, json_t *value, int depth) {
-  const json_t *props = json_object_get(schema, "properties");
+static int fill_defaults(vctx_t *c, const keywords_t *k, json_t *value, int depth) {
+  const json_t *props = k->properties;
   const char *key;
   json_t *sub;
   json_object_foreach((json_t *)props, key, sub) {
@@ -825,14 +877,14 @@ static int fill_defaults(vctx_t *c, const json_t *schema, json_t *value, int dep
   return 0;
 }
 
-static int check_object(vctx_t *c, const json_t *schema, json_t *value, int depth) {
-  int rc = check_required(c, schema, value);
+static int check_object(vctx_t *c, const keywords_t *k, json_t *value, int depth) {
+  int rc = check_required(c, k, value);
   if (rc == 0)
-    rc = check_additional(c, schema, value, depth);
+    rc = check_additional(c, k, value, depth);
   if (rc == 0)
-    rc = check_properties(c, schema, value, depth);
+    rc = check_properties(c, k, value, depth);
   if (rc == 0 && c->mutate)
-    rc = fill_defaults(c, schema, value, depth);
+    rc = fill_defaults(c, k, value, depth);
   return rc;
 }
 
@@ -916,13 +968,13 @@ static int check_by_kind(vctx_t *c, const keywords_t *k, json_t *value, int dept
   switch (json_typeof(value)) {
   case JSON_INTEGER:
   case JSON_REAL:
-    return check_number(c, k->schema, value);
+    return check_number(c, k, value);
   case JSON_STRING:
     return check_string(c, k, value);
   case JSON_ARRAY:
-    return check_array(c, k->schema, value, depth);
+    return check_array(c, k, value, depth);
   case JSON_OBJECT:
-    return check_object(c, k->schema, value, depth);
+    return check_object(c, k, value, depth);
   default:
     return 0;
   }

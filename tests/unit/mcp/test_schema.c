@@ -530,6 +530,23 @@ static void test_ignored_keywords(void **state) {
             "\"bbb\"", NULL);
 }
 
+/* Keywords are recognised by their whole name, wherever they stand among
+ * others that share their first letter or length. */
+static void test_keywords_by_whole_name(void **state) {
+  const char *schema = "{\"typ\":\"string\",\"maximumX\":1,\"m\":0,\"\":2,\"items2\":false,"
+                       "\"maximum\":5,\"requiredX\":[\"a\"],\"type\":\"integer\"}";
+  expect_ok(schema, "5", NULL);
+  expect_err(schema, "6", "", "Invalid arguments: got 6; allowed: an integer of at most 5.");
+  expect_err(schema, "\"x\"", "",
+             "Invalid arguments: got \"x\"; allowed: an integer of at most 5.");
+  expect_ok("{\"properties\":{\"a\":{\"minLength\":2}},\"additionalProperties\":false,"
+            "\"required\":[\"a\"],\"maxItems\":0,\"type\":[\"object\",\"array\"]}",
+            "{\"a\":\"ab\"}", NULL);
+  expect_err("{\"properties\":{\"a\":{\"minLength\":2}},\"additionalProperties\":false,"
+             "\"required\":[\"a\"],\"maxItems\":0,\"type\":[\"object\",\"array\"]}",
+             "[1]", "", "Invalid arguments: got 1 item; allowed: at most 0 items.");
+}
+
 static void test_got_is_truncated(void **state) {
   char long_text[400], value[512];
   memset(long_text, 'x', 300);
@@ -653,6 +670,7 @@ int main(void) {
       cmocka_unit_test(test_failed_branch_changes_nothing),
       cmocka_unit_test(test_any_of_closest_by_required),
       cmocka_unit_test(test_ignored_keywords),
+      cmocka_unit_test(test_keywords_by_whole_name),
       cmocka_unit_test(test_got_is_truncated),
       cmocka_unit_test(test_got_truncated_at_character),
       cmocka_unit_test(test_depth_bounded),
