@@ -50,7 +50,7 @@ int dg_buf_reserve(dg_buf_t *buf, size_t extra) {
 }
 
 int dg_buf_append(dg_buf_t *buf, const void *data, size_t len) {
-  int rc = dg_buf_reserve(buf, len);
+  int rc = dg_buf_room(buf, len); /* most appends fit: no call to grow */
   if (rc != 0)
     return rc;
   if (len > 0)
