@@ -467,6 +467,11 @@ int dg_hex_value(unsigned char c);
  * how many digits (at most DG_DECIMAL_MAX) were written. */
 #define DG_DECIMAL_MAX 20
 size_t dg_decimal(char *out, uint64_t v);
+/* A 64-bit hash of n bytes, read eight at a time, continuing from seed (0
+ * to start; a previous hash to chain pieces). For the gateway's own tables
+ * (statements, ids of one request, metric names), whose sizes are bounded:
+ * it is not meant to resist chosen collisions. */
+uint64_t dg_hash_bytes(const void *data, size_t n, uint64_t seed);
 
 /* A header field of an HTTP message, as the server and the client hand
  * them over. */

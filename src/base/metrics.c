@@ -40,13 +40,7 @@ static description_t descriptions[MAX_DESCRIPTIONS];
 static size_t ndescriptions;
 
 static uint64_t hash_key(const char *name, const char *labels) {
-  uint64_t h = 1469598103934665603ULL;
-  for (const char *p = name; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-  h = (h ^ '{') * 1099511628211ULL;
-  for (const char *p = labels; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-  return h;
+  return dg_hash_bytes(labels, strlen(labels), dg_hash_bytes(name, strlen(name), 0));
 }
 
 static series_t *lookup(const char *name, const char *labels, metric_kind_t kind) {

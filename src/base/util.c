@@ -307,6 +307,22 @@ size_t dg_decimal(char *out, uint64_t v) {
   return n;
 }
 
+uint64_t dg_hash_bytes(const void *data, size_t n, uint64_t seed) {
+  const unsigned char *s = data;
+  uint64_t h = (seed ^ 0x9e3779b97f4a7c15ULL ^ n) * 0xff51afd7ed558ccdULL;
+  for (; n >= 8; s += 8, n -= 8) {
+    uint64_t w;
+    memcpy(&w, s, sizeof(w));
+    h = (h ^ w) * 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
+  }
+  uint64_t w = 0;
+  if (n > 0)
+    memcpy(&w, s, n);
+  h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+  return h ^ (h >> 29);
+}
+
 void *dg_array_grow(void *items, size_t *cap, size_t size, size_t first, size_t max) {
   size_t want = *cap > 0 ? *cap * 2 : first;
   if (want > max || want < *cap || want > SIZE_MAX / size)

@@ -655,13 +655,6 @@ static uint64_t hash_mix(uint64_t h, uint64_t v) {
   return (h ^ v) * 0x100000001b3ULL;
 }
 
-static uint64_t hash_bytes(const char *s, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < n; i++)
-    h = hash_mix(h, (unsigned char)s[i]);
-  return h;
-}
-
 /* A hash that agrees with values_equal: equal values hash alike (numbers
  * by value, object members in any order). Deep parts are not hashed,
  * which only makes collisions likelier; equality is always checked. */
@@ -678,11 +671,11 @@ static uint64_t value_hash(const json_t *v, int depth) {
     return hash_mix(0xcbf29ce484222325ULL, h);
   }
   if (json_is_string(v))
-    return hash_bytes(json_string_value(v), json_string_length(v));
+    return dg_hash_bytes(json_string_value(v), json_string_length(v), 0);
   for (size_t i = 0; i < json_array_size(v); i++)
     h = hash_mix(h, value_hash(json_array_get(v, i), depth + 1));
   json_object_foreach((json_t *)v, key, member) {
-    h += hash_bytes(key, strlen(key)) * 31 + value_hash(member, depth + 1);
+    h += dg_hash_bytes(key, strlen(key), 0) * 31 + value_hash(member, depth + 1);
   }
   return h;
 }

@@ -7,20 +7,8 @@
 
 #include "store/internal.h"
 
-/* Mixes the id eight bytes at a time: ids are GUIDs, 36 bytes. */
 static uint64_t id_hash(const char *s) {
-  size_t n = strlen(s);
-  uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
-  for (; n >= 8; s += 8, n -= 8) {
-    uint64_t w;
-    memcpy(&w, s, sizeof(w));
-    h = (h ^ w) * 0xff51afd7ed558ccdULL;
-    h ^= h >> 32;
-  }
-  uint64_t w = 0;
-  memcpy(&w, s, n);
-  h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-  return h ^ (h >> 29);
+  return dg_hash_bytes(s, strlen(s), 0);
 }
 
 int dg__id_index_init(dg__id_index_t *ix, dg_arena_t *arena, const char *const *ids, size_t cap) {

@@ -82,13 +82,6 @@ static int thread_conn(dg_store_t *store, dg__sqlite_conn_t **out, dg_errctx_t *
 
 /* ---- Statements ------------------------------------------------------------------------ */
 
-static uint64_t hash_text(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-  return h;
-}
-
 int dg__sqlite_fail(dg__sqlite_conn_t *conn, int code, dg_errctx_t *err) {
   int primary = code & 0xff;
   if (primary == SQLITE_INTERRUPT)
@@ -143,7 +136,7 @@ static int bind_one(sqlite3_stmt *stmt, int i, const dg_store_value_t *v) {
 
 static int cached_stmt(dg__sqlite_conn_t *conn, const char *text, size_t n, sqlite3_stmt **out,
                        dg_errctx_t *err) {
-  uint64_t h = hash_text(text, n);
+  uint64_t h = dg_hash_bytes(text, n, 0);
   dg__sqlite_stmt_t *e = cache_find(conn, text, n, h);
   if (e == NULL) {
     e = cache_slot(conn);

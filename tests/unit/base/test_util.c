@@ -88,6 +88,31 @@ static void test_decimal(void **state) {
   }
 }
 
+/* Every byte counts, the length counts, nothing past n is read (ASan
+ * watches the exact-size copies), and a seed chains one hash into the next. */
+static void test_hash_bytes(void **state) {
+  const char text[] = "SELECT t0.\"Name\" FROM \"Orders\" AS t0 WHERE t0.id IN (?, ?)";
+  uint64_t seen[sizeof(text)];
+  for (size_t n = 0; n < sizeof(text); n++) {
+    char *copy = malloc(n > 0 ? n : 1);
+    assert_non_null(copy);
+    memcpy(copy, text, n);
+    seen[n] = dg_hash_bytes(copy, n, 0);
+    assert_true(seen[n] == dg_hash_bytes(text, n, 0));
+    for (size_t m = 0; m < n; m++)
+      assert_true(seen[m] != seen[n]); /* each prefix differs */
+    for (size_t i = 0; i < n; i++) {   /* and so does each changed byte */
+      copy[i] ^= 1;
+      assert_true(dg_hash_bytes(copy, n, 0) != seen[n]);
+      copy[i] ^= 1;
+    }
+    free(copy);
+  }
+  uint64_t ab = dg_hash_bytes("b", 1, dg_hash_bytes("a", 1, 0));
+  assert_true(ab != dg_hash_bytes("a", 1, dg_hash_bytes("b", 1, 0)));
+  assert_true(dg_hash_bytes("", 0, 1) != dg_hash_bytes("", 0, 2));
+}
+
 static void test_hex_value(void **state) {
   const char digits[] = "0123456789abcdefABCDEF";
   for (size_t i = 0; i < sizeof(digits) - 1; i++)
@@ -265,6 +290,7 @@ int main(void) {
       cmocka_unit_test(test_uuid_valid),
       cmocka_unit_test(test_uuid_valid_every_byte),
       cmocka_unit_test(test_decimal),
+      cmocka_unit_test(test_hash_bytes),
       cmocka_unit_test(test_hex_value),
       cmocka_unit_test(test_camel_first),
       cmocka_unit_test(test_strlcpy),
