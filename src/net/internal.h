@@ -237,6 +237,8 @@ typedef enum dg__known_header {
 
 /* The known name n bytes long at name (any case), or DG__H_KNOWN. */
 dg__known_header_t dg__http1_known_header(const char *name, size_t n);
+/* Whether n bytes are a field value: VCHAR, obs-text, SP and HTAB (RFC 9110 5.5). */
+bool dg__http1_value_ok(const char *s, size_t n);
 
 typedef struct dg__header {
   const char *name;

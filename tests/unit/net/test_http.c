@@ -297,6 +297,29 @@ static void test_post_and_headers(void **state) {
   assert_null(strstr(t->r.head, "Injected"));
 }
 
+/* Each byte value at each place of values of 0 to 24 bytes (the word
+ * path and its tail): only controls other than HTAB, and DEL, are refused. */
+static void test_value_bytes(void **state) {
+  (void)state;
+  for (size_t n = 1; n <= 24; n++) {
+    char *v = malloc(n); /* exact size: ASan sees a read past the value */
+    assert_non_null(v);
+    for (size_t at = 0; at < n; at++) {
+      for (int ch = 0; ch < 256; ch++) {
+        memset(v, 'a', n);
+        v[at] = (char)ch;
+        bool want = !((ch < 0x20 && ch != '\t') || ch == 0x7f);
+        if (dg__http1_value_ok(v, n) != want)
+          fail_msg("byte 0x%02x at %zu of %zu: got %d", ch, at, n, !want);
+      }
+    }
+    memset(v, '\t', n); /* a word of tabs only */
+    assert_true(dg__http1_value_ok(v, n));
+    free(v);
+  }
+  assert_true(dg__http1_value_ok("", 0));
+}
+
 /* The names the gateway looks up are found once, in any case; others,
  * and names that only start or end like one, are not. */
 static void test_known_headers(void **state) {
@@ -554,6 +577,14 @@ static void test_grammar(void **state) {
       {"GET hello HTTP/1.1\r\nHost: x\r\n\r\n", 400},
       {"GET /hello#f HTTP/1.1\r\nHost: x\r\n\r\n", 400},
       {"GET http://u@x/hello HTTP/1.1\r\nHost: x\r\n\r\n", 400}, /* user info */
+      /* Control bytes and DEL in a value, within its words and in its tail. */
+      {"GET /hello HTTP/1.1\r\nHost: x\r\nX-A: 0123456789\x01"
+       "bcdefghij\r\n\r\n",
+       400},
+      {"GET /hello HTTP/1.1\r\nHost: x\r\nX-A: 012\x7f"
+       "456789abcdefgh\r\n\r\n",
+       400},
+      {"GET /hello HTTP/1.1\r\nHost: x\r\nX-A: 0123456789abcdefgh\x1b\r\n\r\n", 400},
   };
   for (size_t i = 0; i < DG_ARRAY_SIZE(cases); i++) {
     expect_status_then_close(t, cases[i].text, strlen(cases[i].text), cases[i].status);
@@ -564,6 +595,12 @@ static void test_grammar(void **state) {
   assert_int_equal(http_once(t->f.port, "GET /hello HTTP/1.1\r\nHost: [::1]:80\r\n\r\n", &t->r),
                    200);
   assert_int_equal(http_once(t->f.port, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", &t->r), 404);
+  /* A tab and obs-text stay allowed in a value, wherever they stand. */
+  assert_int_equal(
+      http_once(t->f.port,
+                "GET /hello HTTP/1.1\r\nHost: x\r\nX-A: 012345678\tbcdef caf\xc3\xa9 \xff~\r\n\r\n",
+                &t->r),
+      200);
 }
 
 static void test_header_timeout(void **state) {
@@ -1088,6 +1125,7 @@ int main(void) {
       T(test_absolute_form),
       T(test_post_and_headers),
       T(test_known_headers),
+      cmocka_unit_test(test_value_bytes),
       T(test_keep_alive),
       T(test_headers_across_requests),
       T(test_pipelining_in_order),
