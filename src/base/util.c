@@ -295,15 +295,25 @@ int dg_hex_value(unsigned char c) {
   return -1;
 }
 
+/* Two digits at a time from the end, into place: counting the digits
+ * first spares the reversal. */
 size_t dg_decimal(char *out, uint64_t v) {
-  char digits[DG_DECIMAL_MAX];
-  size_t n = 0;
-  do {
-    digits[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  for (size_t i = 0; i < n; i++)
-    out[i] = digits[n - 1 - i];
+  static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233"
+                              "34353637383940414243444546474849505152535455565758596061626364656667"
+                              "6869707172737475767778798081828384858687888990919293949596979899";
+  size_t n = 1;
+  for (uint64_t t = v; t >= 10; t /= 10)
+    n++;
+  char *w = out + n;
+  while (v >= 100) {
+    w -= 2;
+    memcpy(w, pairs + 2 * (v % 100), 2);
+    v /= 100;
+  }
+  if (v >= 10)
+    memcpy(w - 2, pairs + 2 * v, 2);
+  else
+    w[-1] = (char)('0' + v);
   return n;
 }
 

@@ -86,6 +86,20 @@ static void test_decimal(void **state) {
     out[n] = '\0';
     assert_string_equal(out, cases[i].text);
   }
+  /* Every value to 100,000, and each side of every power of ten. */
+  char out[DG_DECIMAL_MAX + 1], want[32];
+  for (uint64_t v = 0; v <= 100000; v++) {
+    out[dg_decimal(out, v)] = '\0';
+    snprintf(want, sizeof(want), "%llu", (unsigned long long)v);
+    assert_string_equal(out, want);
+  }
+  for (uint64_t p = 10; p != 0 && p <= UINT64_MAX / 10; p *= 10) {
+    for (uint64_t v = p - 1; v <= p + 1; v++) {
+      out[dg_decimal(out, v)] = '\0';
+      snprintf(want, sizeof(want), "%llu", (unsigned long long)v);
+      assert_string_equal(out, want);
+    }
+  }
 }
 
 /* Every byte counts, the length counts, nothing past n is read (ASan
