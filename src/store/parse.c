@@ -186,12 +186,10 @@ static int parse_operator(param_in_t *in, dg_store_filter_t *f) {
   if (!known)
     return dg__store_invalid(in->ps->err, param, "got \"%.64s\"; allowed for %s: %s.", name,
                              dg_data_type_name(in->type), ops);
-  if (!dg_store_op_allowed(f->op, in->type))
-    return dg__store_invalid(in->ps->err, param,
-                             "%s cannot compare '%s', which is %s; allowed for %s: %s.", name,
-                             f->prop ? f->prop->name : "id", dg_data_type_name(in->type),
-                             dg_data_type_name(in->type), ops);
-  return 0;
+  return dg__store_invalid(in->ps->err, param,
+                           "%s cannot compare '%s', which is %s; allowed for %s: %s.", name,
+                           f->prop ? f->prop->name : "id", dg_data_type_name(in->type),
+                           dg_data_type_name(in->type), ops);
 }
 
 /* Types that compare with each other: numbers with numbers, GUIDs with
