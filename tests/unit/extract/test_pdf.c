@@ -400,8 +400,9 @@ typedef struct form_xobject {
   const char *dict, *content;
 } form_xobject_t;
 
-static char *page_with_forms(const char *content, const char *xobjects, const form_xobject_t *forms,
-                             size_t n) {
+/* The text of a page drawing the n forms its xobjects name must be want. */
+static void assert_forms_text(const char *content, const char *xobjects,
+                              const form_xobject_t *forms, size_t n, const char *want) {
   char *objects[4];
   assert_true(n <= DG_ARRAY_SIZE(objects));
   for (size_t i = 0; i < n; i++)
@@ -409,7 +410,8 @@ static char *page_with_forms(const char *content, const char *xobjects, const fo
   char *t = page_text(content, xobjects, "", (const char *const *)objects, n);
   for (size_t i = 0; i < n; i++)
     free(objects[i]);
-  return t;
+  assert_string_equal(t, want);
+  free(t);
 }
 
 static void assert_page_text(const char *content, const char *want) {
@@ -449,11 +451,10 @@ static void test_form_xobject_text(void **state) {
       {"/Type /XObject /Subtype /Form /BBox [0 0 600 800]",
        "BT /F1 10 Tf 72 100 Td (Form without resources) Tj ET"},
   };
-  char *t = page_with_forms("BT /F1 12 Tf 72 700 Td (Page text) Tj ET q 1 0 0 1 0 -100 cm /Fm1 "
-                            "Do Q /Fm2 Do",
-                            "/XObject << /Fm1 6 0 R /Fm2 7 0 R >>", forms, 2);
-  assert_string_equal(t, "--- Page 1 ---\nPage text\n\nText in a form\n\nForm without resources");
-  free(t);
+  assert_forms_text("BT /F1 12 Tf 72 700 Td (Page text) Tj ET q 1 0 0 1 0 -100 cm /Fm1 Do Q /Fm2 "
+                    "Do",
+                    "/XObject << /Fm1 6 0 R /Fm2 7 0 R >>", forms, 2,
+                    "--- Page 1 ---\nPage text\n\nText in a form\n\nForm without resources");
 }
 
 /* A form drawn when the graphics states are saved as deep as they go
@@ -468,9 +469,8 @@ static void test_form_xobject_with_full_stack(void **state) {
   for (int i = 0; i < 300; i++)
     n += (size_t)snprintf(content + n, sizeof(content) - n, "q ");
   snprintf(content + n, sizeof(content) - n, "/Fm1 Do BT /F1 12 Tf 72 686 Td (After) Tj ET");
-  char *t = page_with_forms(content, "/XObject << /Fm1 6 0 R >>", &form, 1);
-  assert_string_equal(t, "--- Page 1 ---\nBefore\nAfter");
-  free(t);
+  assert_forms_text(content, "/XObject << /Fm1 6 0 R >>", &form, 1,
+                    "--- Page 1 ---\nBefore\nAfter");
 }
 
 /* A form that draws itself is read once; a chain of forms deeper than the
@@ -479,10 +479,8 @@ static void test_form_xobject_recursion(void **state) {
   const form_xobject_t self = {"/Type /XObject /Subtype /Form /BBox [0 0 600 800] /Resources << "
                                "/Font << /F1 3 0 R >> /XObject << /Fm1 6 0 R >> >>",
                                "BT /F1 12 Tf 72 100 Td (Loop) Tj ET 0 0 0 RG /Fm1 Do"};
-  char *t = page_with_forms("/Fm1 Do BT /F1 12 Tf 72 700 Td (After) Tj ET",
-                            "/XObject << /Fm1 6 0 R >>", &self, 1);
-  assert_string_equal(t, "--- Page 1 ---\nAfter\n\nLoop");
-  free(t);
+  assert_forms_text("/Fm1 Do BT /F1 12 Tf 72 700 Td (After) Tj ET", "/XObject << /Fm1 6 0 R >>",
+                    &self, 1, "--- Page 1 ---\nAfter\n\nLoop");
   /* Forms 6 to 45, each showing its number 10 points lower and drawing
    * the next; the last draws the first. Forms are read 32 deep. */
   enum { N = 40 };
@@ -496,7 +494,7 @@ static void test_form_xobject_recursion(void **state) {
     snprintf(content, sizeof(content), "BT /F1 8 Tf 72 700 Td (Level %d) Tj ET /Fx Do", i + 1);
     chain[i] = stream_object(dict, content);
   }
-  t = page_text("/Fx Do", "/XObject << /Fx 6 0 R >>", "", (const char *const *)chain, N);
+  char *t = page_text("/Fx Do", "/XObject << /Fx 6 0 R >>", "", (const char *const *)chain, N);
   assert_true(xt_contains(t, "Level 1\n"));
   assert_true(xt_contains(t, "Level 32"));
   assert_null(strstr(t, "Level 33"));

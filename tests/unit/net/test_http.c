@@ -577,7 +577,8 @@ static void test_grammar(void **state) {
       {"GET hello HTTP/1.1\r\nHost: x\r\n\r\n", 400},
       {"GET /hello#f HTTP/1.1\r\nHost: x\r\n\r\n", 400},
       {"GET http://u@x/hello HTTP/1.1\r\nHost: x\r\n\r\n", 400}, /* user info */
-      /* Control bytes and DEL in a value, within its words and in its tail. */
+      /* Control bytes and DEL inside long values: llhttp refuses them before
+       * the gateway's own check, which test_value_bytes covers. */
       {"GET /hello HTTP/1.1\r\nHost: x\r\nX-A: 0123456789\x01"
        "bcdefghij\r\n\r\n",
        400},
