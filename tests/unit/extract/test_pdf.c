@@ -90,6 +90,16 @@ static unsigned char *pdf_of(const char *const *objects, size_t n, size_t *len) 
   return (unsigned char *)dg_buf_steal(&out, len);
 }
 
+/* The text extracted from the PDF of these objects must be want. */
+static void assert_pdf_text(const char *const *objects, size_t n, const char *want) {
+  size_t len = 0;
+  unsigned char *d = pdf_of(objects, n, &len);
+  char *t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
+  assert_string_equal(t, want);
+  free(t);
+  free(d);
+}
+
 #define FONT "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
 #define TEXT(s) "<< /Length 40 >>\nstream\nBT /F1 12 Tf 72 700 Td (" s ") Tj ET\nendstream"
 
@@ -111,13 +121,9 @@ static void test_nested_page_tree_inherits(void **state) {
       TEXT("Page BBBB"),
       TEXT("Page CCCC"),
   };
-  size_t len = 0;
-  unsigned char *d = pdf_of(objects, DG_ARRAY_SIZE(objects), &len);
-  char *t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
-  assert_string_equal(t, "--- Page 1 ---\nPage AAAA\n\n--- Page 2 ---\nPage BBBB\n\n"
-                         "--- Page 3 ---\nPage CCCC");
-  free(t);
-  free(d);
+  assert_pdf_text(objects, DG_ARRAY_SIZE(objects),
+                  "--- Page 1 ---\nPage AAAA\n\n--- Page 2 ---\nPage BBBB\n\n"
+                  "--- Page 3 ---\nPage CCCC");
 }
 
 /* A page tree that leads back to itself, or counts more pages than it
@@ -133,22 +139,14 @@ static void test_page_tree_with_a_cycle(void **state) {
       FONT,
       TEXT("Page AAAA"),
   };
-  size_t len = 0;
-  unsigned char *d = pdf_of(objects, DG_ARRAY_SIZE(objects), &len);
-  char *t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
-  assert_string_equal(t, "--- Page 1 ---\nPage AAAA\n\n--- Page 2 ---\n");
-  free(t);
-  free(d);
+  assert_pdf_text(objects, DG_ARRAY_SIZE(objects), "--- Page 1 ---\nPage AAAA\n\n--- Page 2 ---\n");
   /* A count larger than the pages there are: the missing page is empty. */
   objects[1] = "<< /Type /Pages /Kids [4 0 R] /Count 2 >>";
-  d = pdf_of(objects, DG_ARRAY_SIZE(objects), &len);
-  t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
-  assert_string_equal(t, "--- Page 1 ---\nPage AAAA\n\n--- Page 2 ---\n");
-  free(t);
-  free(d);
+  assert_pdf_text(objects, DG_ARRAY_SIZE(objects), "--- Page 1 ---\nPage AAAA\n\n--- Page 2 ---\n");
   /* Only the cycle. */
   objects[1] = "<< /Type /Pages /Kids [3 0 R] /Count 1 >>";
-  d = pdf_of(objects, DG_ARRAY_SIZE(objects), &len);
+  size_t len = 0;
+  unsigned char *d = pdf_of(objects, DG_ARRAY_SIZE(objects), &len);
   dg_errctx_t err;
   assert_int_equal(xt_fail(DG_EXTRACT_PDF, NULL, d, len, NULL, &err), DG_EPROTO);
   assert_true(xt_contains(err.message, "no page of the PDF can be read"));
@@ -614,12 +612,7 @@ static void test_render_modes_and_hidden_content(void **state) {
   char *contents = stream_object("", "/OC /oc1 BDC BT /F1 12 Tf 72 700 Td (Hidden) Tj ET EMC "
                                      "BT /F1 12 Tf 72 650 Td (Shown) Tj ET");
   objects[4] = contents;
-  size_t len = 0;
-  unsigned char *d = pdf_of(objects, DG_ARRAY_SIZE(objects), &len);
-  char *t = xt_text(DG_EXTRACT_PDF, NULL, d, len);
-  assert_string_equal(t, "--- Page 1 ---\nShown");
-  free(t);
-  free(d);
+  assert_pdf_text(objects, DG_ARRAY_SIZE(objects), "--- Page 1 ---\nShown");
   free(contents);
 }
 
